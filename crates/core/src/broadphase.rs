@@ -1,0 +1,176 @@
+//! The broadphase between moving bodies: proxies (an AABB and user data) created, moved and
+//! destroyed; overlapping pairs; AABB and ray queries. [`BruteForceBroadphase`] is the O(n²)
+//! reference the dynamic AABB tree is tested against.
+
+use crate::{Aabb, CoreError, Ray};
+
+/// A proxy's handle. Ids of destroyed proxies may be reused.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct ProxyId(pub u32);
+
+/// A broadphase over moving AABBs.
+///
+/// Pair semantics shared by every implementor: [`Broadphase::update_pairs`] reports, once each and in
+/// ascending `(low, high)` id order, every pair of proxies whose boxes overlap and of which at least
+/// one was created or moved since the previous call.
+pub trait Broadphase {
+    /// Adds a proxy; [`CoreError::InvalidAabb`] for NaN or inverted boxes.
+    fn create_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, CoreError>;
+
+    /// Removes a proxy; [`CoreError::UnknownProxy`] if it does not exist.
+    fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), CoreError>;
+
+    /// Moves a proxy to `aabb`; `displacement` is a hint for implementors that predict motion.
+    fn move_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: nalgebra::Vector3<f32>) -> Result<(), CoreError>;
+
+    /// The user data given at creation.
+    fn user_data(&self, id: ProxyId) -> Option<u64>;
+
+    /// Reports new-or-moved overlapping pairs (see the trait docs) and clears the moved set.
+    fn update_pairs(&mut self, report: &mut dyn FnMut(ProxyId, ProxyId));
+
+    /// Calls `visit` for every proxy whose box overlaps `aabb`; stop early by returning false.
+    fn query_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(ProxyId) -> bool);
+
+    /// Casts a ray against the proxies' boxes for `t` in `[0, max_t]`. `visit(id, ray, max_t)` is
+    /// called for boxes the ray enters before the current limit and returns the new limit: 0 stops,
+    /// the same limit continues, a smaller one clips (closest-hit searches).
+    fn cast_ray(&self, ray: &Ray, max_t: f32, visit: &mut dyn FnMut(ProxyId, &Ray, f32) -> f32);
+}
+
+#[derive(Clone, Debug)]
+struct Proxy {
+    aabb: Aabb,
+    user_data: u64,
+    moved: bool,
+}
+
+/// The brute-force broadphase: a list of proxies, every query a loop. The reference.
+#[derive(Clone, Debug, Default)]
+pub struct BruteForceBroadphase {
+    proxies: Vec<Option<Proxy>>,
+    free: Vec<u32>,
+}
+
+impl BruteForceBroadphase {
+    /// An empty broadphase.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn get_mut(&mut self, id: ProxyId) -> Result<&mut Proxy, CoreError> {
+        self.proxies.get_mut(id.0 as usize).and_then(Option::as_mut).ok_or(CoreError::UnknownProxy(id.0))
+    }
+
+    fn live(&self) -> impl Iterator<Item = (ProxyId, &Proxy)> {
+        self.proxies.iter().enumerate().filter_map(|(i, p)| p.as_ref().map(|p| (ProxyId(i as u32), p)))
+    }
+}
+
+fn checked(aabb: Aabb) -> Result<Aabb, CoreError> {
+    Aabb::try_new(aabb.mins, aabb.maxs)
+}
+
+impl Broadphase for BruteForceBroadphase {
+    fn create_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, CoreError> {
+        let proxy = Proxy { aabb: checked(aabb)?, user_data, moved: true };
+        Ok(match self.free.pop() {
+            Some(i) => {
+                self.proxies[i as usize] = Some(proxy);
+                ProxyId(i)
+            }
+            None => {
+                self.proxies.push(Some(proxy));
+                ProxyId(self.proxies.len() as u32 - 1)
+            }
+        })
+    }
+
+    fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), CoreError> {
+        self.get_mut(id)?;
+        self.proxies[id.0 as usize] = None;
+        self.free.push(id.0);
+        Ok(())
+    }
+
+    fn move_proxy(&mut self, id: ProxyId, aabb: Aabb, _displacement: nalgebra::Vector3<f32>) -> Result<(), CoreError> {
+        let aabb = checked(aabb)?;
+        let p = self.get_mut(id)?;
+        p.aabb = aabb;
+        p.moved = true;
+        Ok(())
+    }
+
+    fn user_data(&self, id: ProxyId) -> Option<u64> {
+        self.proxies.get(id.0 as usize)?.as_ref().map(|p| p.user_data)
+    }
+
+    fn update_pairs(&mut self, report: &mut dyn FnMut(ProxyId, ProxyId)) {
+        let live: Vec<_> = self.live().map(|(id, p)| (id, p.aabb, p.moved)).collect();
+        for (i, &(a, ba, ma)) in live.iter().enumerate() {
+            for &(b, bb, mb) in &live[i + 1..] {
+                if (ma || mb) && ba.intersects(&bb) {
+                    report(a, b);
+                }
+            }
+        }
+        self.proxies.iter_mut().flatten().for_each(|p| p.moved = false);
+    }
+
+    fn query_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(ProxyId) -> bool) {
+        for (id, p) in self.live() {
+            if p.aabb.intersects(aabb) && !visit(id) {
+                return;
+            }
+        }
+    }
+
+    fn cast_ray(&self, ray: &Ray, max_t: f32, visit: &mut dyn FnMut(ProxyId, &Ray, f32) -> f32) {
+        let mut limit = max_t;
+        for (id, p) in self.live() {
+            if p.aabb.clip_ray(ray, limit).is_some() {
+                limit = visit(id, ray, limit);
+                if limit <= 0.0 {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nalgebra::{Point3, Vector3};
+
+    fn cube(x: f32) -> Aabb {
+        Aabb::new(Point3::new(x, 0.0, 0.0), Point3::new(x + 1.0, 1.0, 1.0))
+    }
+
+    #[test]
+    fn pairs_are_reported_once_for_movers() {
+        let mut bp = BruteForceBroadphase::new();
+        let a = bp.create_proxy(cube(0.0), 7).unwrap();
+        let b = bp.create_proxy(cube(0.5), 8).unwrap();
+        let c = bp.create_proxy(cube(5.0), 9).unwrap();
+        let mut pairs = vec![];
+        bp.update_pairs(&mut |x, y| pairs.push((x, y)));
+        assert_eq!(pairs, vec![(a, b)]);
+        pairs.clear();
+        bp.update_pairs(&mut |x, y| pairs.push((x, y)));
+        assert!(pairs.is_empty());
+        bp.move_proxy(c, cube(0.9), Vector3::zeros()).unwrap();
+        bp.update_pairs(&mut |x, y| pairs.push((x, y)));
+        assert_eq!(pairs, vec![(a, c), (b, c)]);
+        assert!(bp.create_proxy(Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::origin()), 0).is_err());
+        bp.destroy_proxy(b).unwrap();
+        assert_eq!(bp.destroy_proxy(b), Err(CoreError::UnknownProxy(b.0)));
+        assert_eq!(bp.user_data(c), Some(9));
+        let mut hits = vec![];
+        bp.cast_ray(&Ray::new(Point3::new(-1.0, 0.5, 0.5), Vector3::x()), 100.0, &mut |id, _, l| {
+            hits.push(id);
+            l
+        });
+        assert_eq!(hits, vec![a, c]);
+    }
+}

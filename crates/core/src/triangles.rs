@@ -1,0 +1,161 @@
+//! Triangle sources (meshes seen without copying) and triangle indices (spatial queries over them),
+//! with [`BruteForceTriangles`], the reference every index is tested against.
+
+use crate::{Aabb, Culling, Ray, RayHit, ray_triangle};
+use nalgebra::Point3;
+
+/// The index buffer of a mesh: compact physics meshes use u16, render meshes u32.
+#[derive(Clone, Copy, Debug)]
+pub enum TriangleIndices<'a> {
+    /// 16-bit indices (meshes of at most 65536 vertices).
+    U16(&'a [[u16; 3]]),
+    /// 32-bit indices.
+    U32(&'a [[u32; 3]]),
+}
+
+impl TriangleIndices<'_> {
+    /// Number of triangles.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            TriangleIndices::U16(t) => t.len(),
+            TriangleIndices::U32(t) => t.len(),
+        }
+    }
+
+    /// True when there are no triangles.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The vertex indices of triangle `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> [u32; 3] {
+        match self {
+            TriangleIndices::U16(t) => t[i].map(u32::from),
+            TriangleIndices::U32(t) => t[i],
+        }
+    }
+}
+
+/// A triangle mesh seen without copying: positions plus an index buffer.
+///
+/// Indices must be below `positions().len()`; consumers may check with [`check_indices`].
+pub trait TriangleSource {
+    /// Vertex positions.
+    fn positions(&self) -> &[Point3<f32>];
+    /// Triangles as vertex-index triples, counter-clockwise seen from the front.
+    fn indices(&self) -> TriangleIndices<'_>;
+
+    /// Number of triangles.
+    fn triangle_count(&self) -> usize {
+        self.indices().len()
+    }
+
+    /// The corners of triangle `i`.
+    #[inline]
+    fn triangle(&self, i: usize) -> [Point3<f32>; 3] {
+        let p = self.positions();
+        self.indices().get(i).map(|v| p[v as usize])
+    }
+}
+
+/// Returns the first triangle with an index past the end of the positions, if any.
+pub fn check_indices(source: &impl TriangleSource) -> Result<(), usize> {
+    let (n, idx) = (source.positions().len(), source.indices());
+    (0..idx.len()).find(|&i| idx.get(i).iter().any(|&v| v as usize >= n)).map_or(Ok(()), Err)
+}
+
+/// An owned triangle mesh with u32 indices: the simplest [`TriangleSource`].
+#[derive(Clone, Default, Debug, PartialEq)]
+pub struct TriangleMesh {
+    /// Vertex positions.
+    pub positions: Vec<Point3<f32>>,
+    /// Triangles.
+    pub triangles: Vec<[u32; 3]>,
+}
+
+impl TriangleSource for TriangleMesh {
+    fn positions(&self) -> &[Point3<f32>] {
+        &self.positions
+    }
+    fn indices(&self) -> TriangleIndices<'_> {
+        TriangleIndices::U32(&self.triangles)
+    }
+}
+
+/// Spatial queries over a triangle set. Implementors: the kD tree, [`BruteForceTriangles`].
+///
+/// Semantics every implementor shares, so results compare exactly: a triangle overlaps an AABB when
+/// its bounding box does (closed boxes); ray hits use [`ray_triangle`].
+pub trait TriangleIndex {
+    /// Calls `visit(triangle)` for every triangle whose bounding box overlaps `aabb`, each once.
+    fn triangles_in_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(u32));
+
+    /// The closest hit with `t` in `[0, max_t]`, ties to the lowest triangle index.
+    fn cast_ray(&self, ray: &Ray, max_t: f32, culling: Culling) -> Option<RayHit>;
+
+    /// True when any triangle is hit with `t` in `[0, max_t]`; may stop at the first hit.
+    fn ray_hits_any(&self, ray: &Ray, max_t: f32, culling: Culling) -> bool;
+}
+
+/// The brute-force triangle index: tests every triangle. O(n) per query; the reference.
+#[derive(Clone, Copy, Debug)]
+pub struct BruteForceTriangles<'a, S: TriangleSource>(pub &'a S);
+
+impl<S: TriangleSource> TriangleIndex for BruteForceTriangles<'_, S> {
+    fn triangles_in_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(u32)) {
+        for i in 0..self.0.triangle_count() {
+            let t = self.0.triangle(i);
+            if Aabb::from_points(&t).is_some_and(|b| b.intersects(aabb)) {
+                visit(i as u32);
+            }
+        }
+    }
+
+    fn cast_ray(&self, ray: &Ray, max_t: f32, culling: Culling) -> Option<RayHit> {
+        let mut best: Option<RayHit> = None;
+        for i in 0..self.0.triangle_count() {
+            let limit = best.map_or(max_t, |b| b.t);
+            if let Some((t, u, v)) = ray_triangle(ray, &self.0.triangle(i), limit, culling)
+                && best.is_none_or(|b| t < b.t)
+            {
+                best = Some(RayHit { t, triangle: i as u32, u, v });
+            }
+        }
+        best
+    }
+
+    fn ray_hits_any(&self, ray: &Ray, max_t: f32, culling: Culling) -> bool {
+        (0..self.0.triangle_count()).any(|i| ray_triangle(ray, &self.0.triangle(i), max_t, culling).is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nalgebra::Vector3;
+
+    #[test]
+    fn brute_force_finds_closest() {
+        let mut m = TriangleMesh::default();
+        for (k, y) in [2.0f32, 1.0, 3.0].iter().enumerate() {
+            let b = m.positions.len() as u32;
+            m.positions.extend([Point3::new(0.0, *y, 0.0), Point3::new(1.0, *y, 0.0), Point3::new(0.0, *y, 1.0)]);
+            m.triangles.push([b, b + 1, b + 2]);
+            assert_eq!(m.triangle(k)[0].y, *y);
+        }
+        let idx = BruteForceTriangles(&m);
+        let ray = Ray::new(Point3::new(0.2, 10.0, 0.2), Vector3::new(0.0, -1.0, 0.0));
+        let hit = idx.cast_ray(&ray, 100.0, Culling::None).unwrap();
+        assert_eq!((hit.triangle, hit.t), (2, 7.0));
+        assert!(idx.ray_hits_any(&ray, 100.0, Culling::None));
+        assert!(!idx.ray_hits_any(&ray, 6.0, Culling::None));
+        let mut found = vec![];
+        idx.triangles_in_aabb(&Aabb::new(Point3::new(0.0, 0.5, 0.0), Point3::new(1.0, 2.0, 1.0)), &mut |t| found.push(t));
+        assert_eq!(found, vec![0, 1]);
+        assert_eq!(check_indices(&m), Ok(()));
+        m.triangles.push([0, 1, 9]);
+        assert_eq!(check_indices(&m), Err(3));
+    }
+}
