@@ -1,0 +1,388 @@
+//! The sparse voxel grid: a hash map of row-packed 32³ chunks.
+
+use crate::chunk::{CHUNK_SHIFT, CHUNK_SIZE, Chunk, ChunkRef};
+use crate::packed_box::{PACKED_ROWS, Rect, Scratch};
+use crate::{MemoryStats, StoreError};
+use voxterra_core::nalgebra::Point3;
+use voxterra_core::{CoreError, DirtyBounds, Material, Region, Voxel, VoxelPos, VoxelRead, VoxelWrite, chunk_key};
+
+type ChunkMap = hashbrown::HashMap<Point3<i32>, Chunk, foldhash::fast::FixedState>;
+
+/// Limits that keep a write from exhausting memory.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct StoreLimits {
+    /// Most chunks the store may hold. A write that could exceed it fails before changing anything.
+    /// Default 2^22 (4 Mi chunks: at least 9 GiB even when every chunk is uniform).
+    pub max_chunks: usize,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        StoreLimits { max_chunks: 1 << 22 }
+    }
+}
+
+/// A sparse, unbounded voxel grid of row-packed 32³ chunks with mips.
+///
+/// Reads take `&self` and the store is `Send + Sync`, so any number of threads read at once. Every
+/// write returns its dirty region (the bounding box of voxels that changed; `None` if none did) and
+/// keeps the mips current. Chunks that become all Air are dropped. Positions are any `i32`
+/// coordinates; writes take half-open [`Region`]s, so the voxel at `i32::MAX` on an axis can be
+/// read (as Air) but not written.
+#[derive(Debug, Default)]
+pub struct VoxelStore {
+    chunks: ChunkMap,
+    limits: StoreLimits,
+    scratch: Scratch,
+}
+
+impl Clone for VoxelStore {
+    fn clone(&self) -> Self {
+        VoxelStore { chunks: self.chunks.clone(), limits: self.limits, scratch: Scratch::default() }
+    }
+}
+
+impl VoxelStore {
+    /// An empty store with default limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty store with the given limits.
+    pub fn with_limits(limits: StoreLimits) -> Self {
+        VoxelStore { limits, ..Self::default() }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> StoreLimits {
+        self.limits
+    }
+
+    /// The voxel at `p` (Air where nothing is stored).
+    #[inline]
+    pub fn get(&self, p: VoxelPos) -> Voxel {
+        match self.chunks.get(&chunk_key(p, CHUNK_SHIFT)) {
+            Some(c) => c.level0.voxel(local(p.x), local(p.y), local(p.z)),
+            None => Voxel::AIR,
+        }
+    }
+
+    /// Sets one voxel; returns the dirty region. Fails only at `i32::MAX` (no half-open region) or
+    /// when a new chunk would pass the chunk limit.
+    pub fn set(&mut self, p: VoxelPos, voxel: Voxel) -> Result<Option<Region>, StoreError> {
+        self.fill(&Region::voxel(p)?, voxel)
+    }
+
+    /// Number of chunks held.
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// A view of chunk `key`, if it is held.
+    pub fn chunk(&self, key: Point3<i32>) -> Option<ChunkRef<'_>> {
+        self.chunks.get(&key).map(|chunk| ChunkRef { key, chunk })
+    }
+
+    /// The keys of every chunk held, sorted by (y, z, x) so the order is the same on every run.
+    pub fn chunk_keys(&self) -> Vec<Point3<i32>> {
+        let mut keys: Vec<_> = self.chunks.keys().copied().collect();
+        keys.sort_unstable_by_key(|k| (k.y, k.z, k.x));
+        keys
+    }
+
+    /// The bounding region of every stored chunk, `None` for an empty store.
+    pub fn bounds(&self) -> Option<Region> {
+        self.chunks.keys().map(|k| chunk_region(*k)).reduce(|a, b| a.union(&b))
+    }
+
+    /// Every X-row segment of `region`, borrowed from the store: `(start, voxels)`, where
+    /// `voxels[i]` is the voxel at `start + (i, 0, 0)`. Segments never cross a chunk; chunks are
+    /// visited in (y, z, x) key order and rows in (y, z) order inside each. Missing chunks read as Air.
+    pub fn rows(&self, region: &Region) -> Rows<'_> {
+        Rows::new(self, *region)
+    }
+
+    /// Writes `voxels` (laid out X fastest, then Z, then Y) into `region`.
+    pub fn write_box(&mut self, region: &Region, voxels: &[Voxel]) -> Result<Option<Region>, StoreError> {
+        let expected = region.len()?;
+        if voxels.len() != expected {
+            return Err(CoreError::BufferSize { expected, got: voxels.len() }.into());
+        }
+        self.modify(region, false, |start, seg| {
+            let at = region.index_of(start);
+            seg.copy_from_slice(&voxels[at..at + seg.len()]);
+        })
+    }
+
+    /// Sets every voxel of `region` to `voxel`. Filling with Air visits only the chunks held, so
+    /// clearing even an enormous region is cheap.
+    pub fn fill(&mut self, region: &Region, voxel: Voxel) -> Result<Option<Region>, StoreError> {
+        self.modify(region, voxel.is_air(), |_, seg| seg.fill(voxel))
+    }
+
+    /// Applies `brush(position, old) -> new` to every voxel of `region`, in chunk order (see
+    /// [`VoxelStore::rows`]). The brush sees Air where nothing is stored.
+    pub fn brush(
+        &mut self,
+        region: &Region,
+        mut brush: impl FnMut(VoxelPos, Voxel) -> Voxel,
+    ) -> Result<Option<Region>, StoreError> {
+        self.modify(region, false, |start, seg| {
+            for (i, v) in seg.iter_mut().enumerate() {
+                *v = brush(Point3::new(start.x + i as i32, start.y, start.z), *v);
+            }
+        })
+    }
+
+    /// The shared write path: `edit(start, segment)` rewrites each X-row segment of `region` (one
+    /// chunk's part of a row). `only_held`: the edit can only produce Air, so chunks not held are skipped.
+    fn modify(
+        &mut self,
+        region: &Region,
+        only_held: bool,
+        mut edit: impl FnMut(VoxelPos, &mut [Voxel]),
+    ) -> Result<Option<Region>, StoreError> {
+        let Some((first, last)) = region.chunk_range(CHUNK_SHIFT) else { return Ok(None) };
+        let region_chunks = region.chunk_count(CHUNK_SHIFT);
+        let keys: Vec<Point3<i32>> = if only_held || region_chunks > self.chunks.len() as u128 {
+            // Walk the map, not the region: the region may hold far more chunk slots than the store.
+            let in_range = |k: &Point3<i32>| (0..3).all(|i| first[i] <= k[i] && k[i] <= last[i]);
+            let mut held: Vec<_> = self.chunks.keys().copied().filter(in_range).collect();
+            held.sort_unstable_by_key(|k| (k.y, k.z, k.x));
+            if !only_held {
+                self.check_capacity(region_chunks - held.len() as u128)?;
+                held = all_keys(first, last);
+            }
+            held
+        } else {
+            let keys = all_keys(first, last);
+            let new = keys.iter().filter(|k| !self.chunks.contains_key(*k)).count();
+            self.check_capacity(new as u128)?;
+            keys
+        };
+
+        let mut dirty = DirtyBounds::new();
+        for key in keys {
+            let base = Point3::new(key.x << CHUNK_SHIFT, key.y << CHUNK_SHIFT, key.z << CHUNK_SHIFT);
+            let part = region.intersection(&chunk_region(key)).expect("chunk keys come from the region's chunk range");
+            let rect = Rect {
+                lo: [0, 1, 2].map(|i| (part.min()[i] - base[i]) as usize),
+                hi: [0, 1, 2].map(|i| (part.max()[i] - base[i]) as usize),
+            };
+            let held = self.chunks.contains_key(&key);
+            let chunk = self.chunks.entry(key).or_insert_with(|| Chunk::uniform(Material::AIR));
+            let changed = chunk.modify(rect, &mut self.scratch, |y, z, seg| {
+                let start = Point3::new(base.x + rect.lo[0] as i32, base.y + y as i32, base.z + z as i32);
+                edit(start, seg);
+            });
+            if let Some(c) = changed {
+                for y in c.lo[1]..c.hi[1] {
+                    for z in c.lo[2]..c.hi[2] {
+                        dirty.add_run(base.x + c.lo[0] as i32, base.x + c.hi[0] as i32, base.y + y as i32, base.z + z as i32);
+                    }
+                }
+            }
+            if (changed.is_some() || !held) && chunk.is_air() {
+                self.chunks.remove(&key);
+            }
+        }
+        Ok(dirty.region())
+    }
+
+    fn check_capacity(&self, new_chunks: u128) -> Result<(), StoreError> {
+        let needed = self.chunks.len() as u128 + new_chunks;
+        if needed > self.limits.max_chunks as u128 {
+            return Err(StoreError::TooManyChunks { needed, limit: self.limits.max_chunks, held: self.chunks.len() });
+        }
+        Ok(())
+    }
+
+    /// Memory statistics: every heap byte the store owns, and bytes per non-empty voxel.
+    pub fn memory_stats(&self) -> MemoryStats {
+        let mut s = MemoryStats { chunks: self.chunks.len(), ..MemoryStats::default() };
+        for c in self.chunks.values() {
+            let (v, m) = c.heap_bytes();
+            s.voxel_bytes += v;
+            s.mip_bytes += m;
+            s.allocated_rows += c.level0.allocated_rows();
+            s.non_empty_voxels += c.level0.non_empty_voxels();
+        }
+        s.packed_rows = s.chunks * CHUNK_SIZE * CHUNK_SIZE - s.allocated_rows;
+        // hashbrown: one (key, value) slot and one control byte per bucket, plus a group of control bytes.
+        let buckets = if self.chunks.capacity() == 0 { 0 } else { (self.chunks.capacity() * 8 / 7).next_power_of_two() };
+        let slot = std::mem::size_of::<(Point3<i32>, Chunk)>();
+        s.map_bytes = if buckets == 0 { 0 } else { buckets * (slot + 1) + 16 };
+        s.total_bytes = s.voxel_bytes + s.mip_bytes + s.map_bytes;
+        s
+    }
+
+    /// Checks every invariant: packed boxes well formed, mips equal to a fresh downsample, no
+    /// all-air chunk held. For tests; `Err` names the chunk and the problem.
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::mips::merge8;
+        for (key, c) in &self.chunks {
+            let fail = |what: String| Err(format!("chunk {:?}: {what}", key));
+            for (lvl, r) in [c.level0.validate(), c.mip1.validate(), c.mip2.validate(), c.mip3.validate()].into_iter().enumerate() {
+                if let Err(e) = r {
+                    return fail(format!("level {lvl}: {e}"));
+                }
+            }
+            if c.is_air() {
+                return fail("all air but held".into());
+            }
+            let view = ChunkRef { key: *key, chunk: c };
+            for level in 1..4u32 {
+                let n = CHUNK_SIZE >> level;
+                for y in 0..n {
+                    for z in 0..n {
+                        for x in 0..n {
+                            let below = |dx, dy, dz| view.mip_voxel(level - 1, 2 * x + dx, 2 * y + dy, 2 * z + dz).unwrap_or_default();
+                            let want = merge8([
+                                below(0, 0, 0), below(1, 0, 0), below(0, 0, 1), below(1, 0, 1),
+                                below(0, 1, 0), below(1, 1, 0), below(0, 1, 1), below(1, 1, 1),
+                            ]);
+                            if view.mip_voxel(level, x, y, z) != Some(want) {
+                                return fail(format!("mip {level} voxel ({x},{y},{z}) is stale"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[inline]
+fn local(v: i32) -> usize {
+    (v & (CHUNK_SIZE as i32 - 1)) as usize
+}
+
+/// The voxels of chunk `key` that half-open regions can address: the top chunk of the i32 space
+/// ends at `i32::MAX` (exclusive), one voxel short.
+fn chunk_region(key: Point3<i32>) -> Region {
+    let lo = key.map(|k| k << CHUNK_SHIFT);
+    let hi = key.map(|k| ((k as i64 + 1) << CHUNK_SHIFT).min(i32::MAX as i64) as i32);
+    Region::new(lo, hi).expect("a chunk's min is below its max")
+}
+
+fn all_keys(first: Point3<i32>, last: Point3<i32>) -> Vec<Point3<i32>> {
+    let mut keys = Vec::new();
+    for y in first.y..=last.y {
+        for z in first.z..=last.z {
+            for x in first.x..=last.x {
+                keys.push(Point3::new(x, y, z));
+            }
+        }
+    }
+    keys
+}
+
+/// Iterator over the X-row segments of a region; see [`VoxelStore::rows`].
+#[derive(Debug)]
+pub struct Rows<'a> {
+    store: &'a VoxelStore,
+    region: Region,
+    first: Point3<i32>,
+    last: Point3<i32>,
+    /// The chunk being walked (`None` when done), its row source and its part of the region.
+    key: Option<Point3<i32>>,
+    chunk: Option<&'a Chunk>,
+    lo: Point3<i32>,
+    hi: Point3<i32>,
+    y: i32,
+    z: i32,
+}
+
+impl<'a> Rows<'a> {
+    fn new(store: &'a VoxelStore, region: Region) -> Self {
+        let (first, last, key) = match region.chunk_range(CHUNK_SHIFT) {
+            Some((a, b)) => (a, b, Some(a)),
+            None => (Point3::origin(), Point3::origin(), None),
+        };
+        let mut rows = Rows { store, region, first, last, key, chunk: None, lo: first, hi: first, y: 0, z: 0 };
+        rows.enter_chunk();
+        rows
+    }
+
+    fn enter_chunk(&mut self) {
+        if let Some(key) = self.key {
+            let part = self.region.intersection(&chunk_region(key)).expect("keys come from the region's chunk range");
+            (self.lo, self.hi) = (part.min(), part.max());
+            self.y = self.lo.y;
+            self.z = self.lo.z;
+            self.chunk = self.store.chunks.get(&key);
+        }
+    }
+
+    fn next_chunk(&mut self) {
+        let Some(k) = self.key else { return };
+        self.key = if k.x < self.last.x {
+            Some(Point3::new(k.x + 1, k.y, k.z))
+        } else if k.z < self.last.z {
+            Some(Point3::new(self.first.x, k.y, k.z + 1))
+        } else if k.y < self.last.y {
+            Some(Point3::new(self.first.x, k.y + 1, self.first.z))
+        } else {
+            None
+        };
+        self.enter_chunk();
+    }
+}
+
+impl<'a> Iterator for Rows<'a> {
+    type Item = (VoxelPos, &'a [Voxel]);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            self.key?;
+            if self.y < self.hi.y {
+                let (y, z) = (self.y, self.z);
+                self.z += 1;
+                if self.z == self.hi.z {
+                    self.z = self.lo.z;
+                    self.y += 1;
+                }
+                let row: &'a [Voxel] = match self.chunk {
+                    Some(c) => c.level0.row(local(y), local(z)),
+                    None => &PACKED_ROWS[0],
+                };
+                let (a, b) = (local(self.lo.x), local(self.hi.x - 1) + 1);
+                return Some((Point3::new(self.lo.x, y, z), &row[a..b]));
+            }
+            self.next_chunk();
+        }
+    }
+}
+
+impl VoxelRead for VoxelStore {
+    #[inline]
+    fn voxel(&self, p: VoxelPos) -> Voxel {
+        self.get(p)
+    }
+
+    fn visit_rows(&self, region: &Region, visit: &mut dyn FnMut(VoxelPos, &[Voxel])) {
+        for (p, row) in self.rows(region) {
+            visit(p, row);
+        }
+    }
+}
+
+impl VoxelWrite for VoxelStore {
+    type Error = StoreError;
+
+    fn write_box(&mut self, region: &Region, voxels: &[Voxel]) -> Result<Option<Region>, StoreError> {
+        VoxelStore::write_box(self, region, voxels)
+    }
+
+    fn fill(&mut self, region: &Region, voxel: Voxel) -> Result<Option<Region>, StoreError> {
+        VoxelStore::fill(self, region, voxel)
+    }
+}
+
+// The store is read from many threads at once.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<VoxelStore>();
+};
