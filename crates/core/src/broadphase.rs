@@ -21,7 +21,12 @@ pub trait Broadphase {
     fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), CoreError>;
 
     /// Moves a proxy to `aabb`; `displacement` is a hint for implementors that predict motion.
-    fn move_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: nalgebra::Vector3<f32>) -> Result<(), CoreError>;
+    fn move_proxy(
+        &mut self,
+        id: ProxyId,
+        aabb: Aabb,
+        displacement: nalgebra::Vector3<f32>,
+    ) -> Result<(), CoreError>;
 
     /// The user data given at creation.
     fn user_data(&self, id: ProxyId) -> Option<u64>;
@@ -93,7 +98,12 @@ impl Broadphase for BruteForceBroadphase {
         Ok(())
     }
 
-    fn move_proxy(&mut self, id: ProxyId, aabb: Aabb, _displacement: nalgebra::Vector3<f32>) -> Result<(), CoreError> {
+    fn move_proxy(
+        &mut self,
+        id: ProxyId,
+        aabb: Aabb,
+        _displacement: nalgebra::Vector3<f32>,
+    ) -> Result<(), CoreError> {
         let aabb = checked(aabb)?;
         let p = self.get_mut(id)?;
         p.aabb = aabb;

@@ -188,7 +188,12 @@ pub struct RayHit {
 /// so a closed mesh has no cracks. Degenerate triangles and rays parallel to the plane miss.
 /// Returns `(t, u, v)`.
 #[inline]
-pub fn ray_triangle(ray: &Ray, tri: &[Point3<f32>; 3], max_t: f32, culling: Culling) -> Option<(f32, f32, f32)> {
+pub fn ray_triangle(
+    ray: &Ray,
+    tri: &[Point3<f32>; 3],
+    max_t: f32,
+    culling: Culling,
+) -> Option<(f32, f32, f32)> {
     let e1 = tri[1] - tri[0];
     let e2 = tri[2] - tri[0];
     let p = ray.dir.cross(&e2);

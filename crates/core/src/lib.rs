@@ -41,12 +41,14 @@ mod triangles;
 mod voxel;
 mod voxel_io;
 
-pub use broadphase::{BruteForceBroadphase, Broadphase, ProxyId};
+pub use broadphase::{Broadphase, BruteForceBroadphase, ProxyId};
 pub use error::CoreError;
 pub use geometry::{Aabb, Culling, Ray, RayHit, ray_triangle};
 pub use material::{MaterialInfo, MaterialKind, MaterialTable, SurfaceShape, materials};
 pub use region::{DirtyBounds, Region, VoxelPos, chunk_key};
-pub use triangles::{BruteForceTriangles, TriangleIndex, TriangleIndices, TriangleMesh, TriangleSource, check_indices};
+pub use triangles::{
+    BruteForceTriangles, TriangleIndex, TriangleIndices, TriangleMesh, TriangleSource, check_indices,
+};
 pub use voxel::{Material, Voxel};
 pub use voxel_io::{DenseVoxels, VoxelRead, VoxelWrite};
 

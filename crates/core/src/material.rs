@@ -46,7 +46,14 @@ pub struct MaterialInfo {
 }
 
 impl MaterialInfo {
-    fn new(name: &str, kind: MaterialKind, surface: SurfaceShape, friction: f32, restitution: f32, color: [u8; 3]) -> Self {
+    fn new(
+        name: &str,
+        kind: MaterialKind,
+        surface: SurfaceShape,
+        friction: f32,
+        restitution: f32,
+        color: [u8; 3],
+    ) -> Self {
         MaterialInfo { name: name.to_owned(), kind, surface, friction, restitution, color }
     }
 }
@@ -116,10 +123,16 @@ impl MaterialTable {
                 return bad(format!("entry {id}: name {:?} is empty or repeated", e.name));
             }
             if !(e.friction.is_finite() && e.friction >= 0.0) {
-                return bad(format!("entry {id} ({}): friction {} is not finite and >= 0", e.name, e.friction));
+                return bad(format!(
+                    "entry {id} ({}): friction {} is not finite and >= 0",
+                    e.name, e.friction
+                ));
             }
             if !(0.0..=1.0).contains(&e.restitution) {
-                return bad(format!("entry {id} ({}): restitution {} is not in [0, 1]", e.name, e.restitution));
+                return bad(format!(
+                    "entry {id} ({}): restitution {} is not in [0, 1]",
+                    e.name, e.restitution
+                ));
             }
             match e.kind {
                 MaterialKind::Solid => solid_mask |= 1 << id,
@@ -253,7 +266,18 @@ mod tests {
         e[5].name = "rock".into();
         assert!(MaterialTable::new(e.clone()).is_err());
         assert!(MaterialTable::new(vec![]).is_err());
-        let many = (0..65).map(|i| MaterialInfo::new(&format!("m{i}"), if i == 0 { MaterialKind::Air } else { MaterialKind::Solid }, SurfaceShape::Smooth, 0.5, 0.0, [0; 3])).collect();
+        let many = (0..65)
+            .map(|i| {
+                MaterialInfo::new(
+                    &format!("m{i}"),
+                    if i == 0 { MaterialKind::Air } else { MaterialKind::Solid },
+                    SurfaceShape::Smooth,
+                    0.5,
+                    0.0,
+                    [0; 3],
+                )
+            })
+            .collect();
         assert!(MaterialTable::new(many).is_err());
     }
 

@@ -173,7 +173,8 @@ impl Region {
     #[inline]
     pub fn index_of(&self, p: VoxelPos) -> usize {
         let [sx, _, sz] = self.size();
-        let (x, y, z) = ((p.x - self.min.x) as usize, (p.y - self.min.y) as usize, (p.z - self.min.z) as usize);
+        let (x, y, z) =
+            ((p.x - self.min.x) as usize, (p.y - self.min.y) as usize, (p.z - self.min.z) as usize);
         x + sx as usize * (z + sz as usize * y)
     }
 
@@ -193,7 +194,9 @@ mod tests {
 
     #[test]
     fn extremes_do_not_overflow() {
-        let r = Region::new(Point3::new(i32::MIN, i32::MIN, i32::MIN), Point3::new(i32::MAX, i32::MAX, i32::MAX)).unwrap();
+        let r =
+            Region::new(Point3::new(i32::MIN, i32::MIN, i32::MIN), Point3::new(i32::MAX, i32::MAX, i32::MAX))
+                .unwrap();
         assert_eq!(r.size(), [u32::MAX; 3]);
         assert_eq!(r.volume(), (u32::MAX as u128).pow(3));
         assert!(matches!(r.len(), Err(CoreError::RegionOverflow(_))));

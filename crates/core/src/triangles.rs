@@ -141,7 +141,11 @@ mod tests {
         let mut m = TriangleMesh::default();
         for (k, y) in [2.0f32, 1.0, 3.0].iter().enumerate() {
             let b = m.positions.len() as u32;
-            m.positions.extend([Point3::new(0.0, *y, 0.0), Point3::new(1.0, *y, 0.0), Point3::new(0.0, *y, 1.0)]);
+            m.positions.extend([
+                Point3::new(0.0, *y, 0.0),
+                Point3::new(1.0, *y, 0.0),
+                Point3::new(0.0, *y, 1.0),
+            ]);
             m.triangles.push([b, b + 1, b + 2]);
             assert_eq!(m.triangle(k)[0].y, *y);
         }
@@ -152,7 +156,9 @@ mod tests {
         assert!(idx.ray_hits_any(&ray, 100.0, Culling::None));
         assert!(!idx.ray_hits_any(&ray, 6.0, Culling::None));
         let mut found = vec![];
-        idx.triangles_in_aabb(&Aabb::new(Point3::new(0.0, 0.5, 0.0), Point3::new(1.0, 2.0, 1.0)), &mut |t| found.push(t));
+        idx.triangles_in_aabb(&Aabb::new(Point3::new(0.0, 0.5, 0.0), Point3::new(1.0, 2.0, 1.0)), &mut |t| {
+            found.push(t)
+        });
         assert_eq!(found, vec![0, 1]);
         assert_eq!(check_indices(&m), Ok(()));
         m.triangles.push([0, 1, 9]);

@@ -20,7 +20,8 @@ pub trait VoxelRead {
 
     /// Copies the X row starting at `start` into `out` (`out.len()` voxels).
     fn read_row(&self, start: VoxelPos, out: &mut [Voxel]) -> Result<(), CoreError> {
-        let len = u32::try_from(out.len()).map_err(|_| CoreError::RegionOverflow("row longer than u32".into()))?;
+        let len =
+            u32::try_from(out.len()).map_err(|_| CoreError::RegionOverflow("row longer than u32".into()))?;
         let region = Region::from_min_size(start, [len, 1, 1])?;
         self.visit_rows(&region, &mut |p, row| {
             let at = (p.x - start.x) as usize;
@@ -129,7 +130,10 @@ impl DenseVoxels {
         if self.region.contains_region(region) {
             Ok(())
         } else {
-            Err(CoreError::RegionOverflow(format!("{region:?} is not inside the dense box {:?}", self.region)))
+            Err(CoreError::RegionOverflow(format!(
+                "{region:?} is not inside the dense box {:?}",
+                self.region
+            )))
         }
     }
 
@@ -168,7 +172,8 @@ impl VoxelRead for DenseVoxels {
         let inside = self.region.intersection(region);
         for y in region.min().y..region.max().y {
             for z in region.min().z..region.max().z {
-                let row_inside = inside.filter(|i| (i.min().y..i.max().y).contains(&y) && (i.min().z..i.max().z).contains(&z));
+                let row_inside = inside
+                    .filter(|i| (i.min().y..i.max().y).contains(&y) && (i.min().z..i.max().z).contains(&z));
                 // Air before, the part inside, Air after: outside reads as Air.
                 let (a, b) = row_inside.map_or((region.max().x, region.max().x), |i| (i.min().x, i.max().x));
                 air_runs(region.min().x, a, y, z, visit);
@@ -210,8 +215,10 @@ mod tests {
         let r = Region::from_min_size(Point3::new(-3, 0, 0), [5, 2, 2]).unwrap();
         let mut d = DenseVoxels::new(r, 1 << 20).unwrap();
         let rock = Voxel::full(Material::new(3).unwrap());
-        assert_eq!(d.fill(&Region::from_min_size(Point3::new(-1, 1, 1), [2, 1, 1]).unwrap(), rock).unwrap(),
-            Some(Region::from_min_size(Point3::new(-1, 1, 1), [2, 1, 1]).unwrap()));
+        assert_eq!(
+            d.fill(&Region::from_min_size(Point3::new(-1, 1, 1), [2, 1, 1]).unwrap(), rock).unwrap(),
+            Some(Region::from_min_size(Point3::new(-1, 1, 1), [2, 1, 1]).unwrap())
+        );
         assert_eq!(d.fill(&r, Voxel::AIR).unwrap().map(|d| d.len().unwrap()), Some(2));
         d.set(Point3::new(0, 1, 1), rock);
         let q = Region::from_min_size(Point3::new(-100, -1, -1), [200, 4, 4]).unwrap();

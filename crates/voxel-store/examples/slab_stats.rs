@@ -4,7 +4,10 @@ use voxterra_voxel_store::VoxelStore;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut store = VoxelStore::new();
-    store.fill(&Region::from_min_size(VoxelPos::new(-40, 0, -40), [80, 10, 80])?, Voxel::full(materials::ROCK))?;
+    store.fill(
+        &Region::from_min_size(VoxelPos::new(-40, 0, -40), [80, 10, 80])?,
+        Voxel::full(materials::ROCK),
+    )?;
     println!("{:#?}", store.memory_stats());
     Ok(())
 }

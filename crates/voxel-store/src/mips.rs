@@ -57,12 +57,23 @@ pub(crate) fn downsample<const N: usize, const M: usize>(
     let rect = Rect { lo: changed.lo.map(|v| v / 2), hi: changed.hi.map(|v| v.div_ceil(2)) };
     let x0 = rect.lo[0];
     dst.modify(rect, scratch, |y, z, seg| {
-        let rows = [src.row(2 * y, 2 * z), src.row(2 * y, 2 * z + 1), src.row(2 * y + 1, 2 * z), src.row(2 * y + 1, 2 * z + 1)];
+        let rows = [
+            src.row(2 * y, 2 * z),
+            src.row(2 * y, 2 * z + 1),
+            src.row(2 * y + 1, 2 * z),
+            src.row(2 * y + 1, 2 * z + 1),
+        ];
         for (i, out) in seg.iter_mut().enumerate() {
             let x = 2 * (x0 + i);
             *out = merge8([
-                rows[0][x], rows[0][x + 1], rows[1][x], rows[1][x + 1],
-                rows[2][x], rows[2][x + 1], rows[3][x], rows[3][x + 1],
+                rows[0][x],
+                rows[0][x + 1],
+                rows[1][x],
+                rows[1][x + 1],
+                rows[2][x],
+                rows[2][x + 1],
+                rows[3][x],
+                rows[3][x + 1],
             ]);
         }
     })

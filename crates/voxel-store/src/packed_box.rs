@@ -33,7 +33,10 @@ pub(crate) struct Rect {
 
 impl Rect {
     pub(crate) fn union(self, o: Rect) -> Rect {
-        Rect { lo: [0, 1, 2].map(|i| self.lo[i].min(o.lo[i])), hi: [0, 1, 2].map(|i| self.hi[i].max(o.hi[i])) }
+        Rect {
+            lo: [0, 1, 2].map(|i| self.lo[i].min(o.lo[i])),
+            hi: [0, 1, 2].map(|i| self.hi[i].max(o.hi[i])),
+        }
     }
 }
 
@@ -93,7 +96,8 @@ impl<const N: usize> PackedBox<N> {
     /// The material when every row is packed with the same one: the whole box is uniform.
     pub(crate) fn uniform_material(&self) -> Option<Material> {
         let first = self.headers[0];
-        (first & ALLOCATED == 0 && self.headers.iter().all(|&h| h == first)).then(|| Material::from_low_bits(first as u8))
+        (first & ALLOCATED == 0 && self.headers.iter().all(|&h| h == first))
+            .then(|| Material::from_low_bits(first as u8))
     }
 
     /// Allocated rows.
@@ -108,7 +112,8 @@ impl<const N: usize> PackedBox<N> {
 
     /// Non-air voxels.
     pub(crate) fn non_empty_voxels(&self) -> u64 {
-        let packed: u64 = self.headers.iter().filter(|&&h| h & ALLOCATED == 0 && h != 0).count() as u64 * N as u64;
+        let packed: u64 =
+            self.headers.iter().filter(|&&h| h & ALLOCATED == 0 && h != 0).count() as u64 * N as u64;
         packed + self.cells.iter().filter(|v| !v.is_air()).count() as u64
     }
 

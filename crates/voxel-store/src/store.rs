@@ -4,7 +4,9 @@ use crate::chunk::{CHUNK_SHIFT, CHUNK_SIZE, Chunk, ChunkRef};
 use crate::packed_box::{PACKED_ROWS, Rect, Scratch};
 use crate::{MemoryStats, StoreError};
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{CoreError, DirtyBounds, Material, Region, Voxel, VoxelPos, VoxelRead, VoxelWrite, chunk_key};
+use voxterra_core::{
+    CoreError, DirtyBounds, Material, Region, Voxel, VoxelPos, VoxelRead, VoxelWrite, chunk_key,
+};
 
 type ChunkMap = hashbrown::HashMap<Point3<i32>, Chunk, foldhash::fast::FixedState>;
 
@@ -164,7 +166,9 @@ impl VoxelStore {
         let mut dirty = DirtyBounds::new();
         for key in keys {
             let base = Point3::new(key.x << CHUNK_SHIFT, key.y << CHUNK_SHIFT, key.z << CHUNK_SHIFT);
-            let part = region.intersection(&chunk_region(key)).expect("chunk keys come from the region's chunk range");
+            let part = region
+                .intersection(&chunk_region(key))
+                .expect("chunk keys come from the region's chunk range");
             let rect = Rect {
                 lo: [0, 1, 2].map(|i| (part.min()[i] - base[i]) as usize),
                 hi: [0, 1, 2].map(|i| (part.max()[i] - base[i]) as usize),
@@ -178,7 +182,12 @@ impl VoxelStore {
             if let Some(c) = changed {
                 for y in c.lo[1]..c.hi[1] {
                     for z in c.lo[2]..c.hi[2] {
-                        dirty.add_run(base.x + c.lo[0] as i32, base.x + c.hi[0] as i32, base.y + y as i32, base.z + z as i32);
+                        dirty.add_run(
+                            base.x + c.lo[0] as i32,
+                            base.x + c.hi[0] as i32,
+                            base.y + y as i32,
+                            base.z + z as i32,
+                        );
                     }
                 }
             }
@@ -192,7 +201,11 @@ impl VoxelStore {
     fn check_capacity(&self, new_chunks: u128) -> Result<(), StoreError> {
         let needed = self.chunks.len() as u128 + new_chunks;
         if needed > self.limits.max_chunks as u128 {
-            return Err(StoreError::TooManyChunks { needed, limit: self.limits.max_chunks, held: self.chunks.len() });
+            return Err(StoreError::TooManyChunks {
+                needed,
+                limit: self.limits.max_chunks,
+                held: self.chunks.len(),
+            });
         }
         Ok(())
     }
@@ -209,7 +222,11 @@ impl VoxelStore {
         }
         s.packed_rows = s.chunks * CHUNK_SIZE * CHUNK_SIZE - s.allocated_rows;
         // hashbrown: one (key, value) slot and one control byte per bucket, plus a group of control bytes.
-        let buckets = if self.chunks.capacity() == 0 { 0 } else { (self.chunks.capacity() * 8 / 7).next_power_of_two() };
+        let buckets = if self.chunks.capacity() == 0 {
+            0
+        } else {
+            (self.chunks.capacity() * 8 / 7).next_power_of_two()
+        };
         let slot = std::mem::size_of::<(Point3<i32>, Chunk)>();
         s.map_bytes = if buckets == 0 { 0 } else { buckets * (slot + 1) + 16 };
         s.total_bytes = s.voxel_bytes + s.mip_bytes + s.map_bytes;
@@ -222,7 +239,10 @@ impl VoxelStore {
         use crate::mips::merge8;
         for (key, c) in &self.chunks {
             let fail = |what: String| Err(format!("chunk {:?}: {what}", key));
-            for (lvl, r) in [c.level0.validate(), c.mip1.validate(), c.mip2.validate(), c.mip3.validate()].into_iter().enumerate() {
+            for (lvl, r) in [c.level0.validate(), c.mip1.validate(), c.mip2.validate(), c.mip3.validate()]
+                .into_iter()
+                .enumerate()
+            {
                 if let Err(e) = r {
                     return fail(format!("level {lvl}: {e}"));
                 }
@@ -236,10 +256,19 @@ impl VoxelStore {
                 for y in 0..n {
                     for z in 0..n {
                         for x in 0..n {
-                            let below = |dx, dy, dz| view.mip_voxel(level - 1, 2 * x + dx, 2 * y + dy, 2 * z + dz).unwrap_or_default();
+                            let below = |dx, dy, dz| {
+                                view.mip_voxel(level - 1, 2 * x + dx, 2 * y + dy, 2 * z + dz)
+                                    .unwrap_or_default()
+                            };
                             let want = merge8([
-                                below(0, 0, 0), below(1, 0, 0), below(0, 0, 1), below(1, 0, 1),
-                                below(0, 1, 0), below(1, 1, 0), below(0, 1, 1), below(1, 1, 1),
+                                below(0, 0, 0),
+                                below(1, 0, 0),
+                                below(0, 0, 1),
+                                below(1, 0, 1),
+                                below(0, 1, 0),
+                                below(1, 1, 0),
+                                below(0, 1, 1),
+                                below(1, 1, 1),
                             ]);
                             if view.mip_voxel(level, x, y, z) != Some(want) {
                                 return fail(format!("mip {level} voxel ({x},{y},{z}) is stale"));
@@ -300,14 +329,18 @@ impl<'a> Rows<'a> {
             Some((a, b)) => (a, b, Some(a)),
             None => (Point3::origin(), Point3::origin(), None),
         };
-        let mut rows = Rows { store, region, first, last, key, chunk: None, lo: first, hi: first, y: 0, z: 0 };
+        let mut rows =
+            Rows { store, region, first, last, key, chunk: None, lo: first, hi: first, y: 0, z: 0 };
         rows.enter_chunk();
         rows
     }
 
     fn enter_chunk(&mut self) {
         if let Some(key) = self.key {
-            let part = self.region.intersection(&chunk_region(key)).expect("keys come from the region's chunk range");
+            let part = self
+                .region
+                .intersection(&chunk_region(key))
+                .expect("keys come from the region's chunk range");
             (self.lo, self.hi) = (part.min(), part.max());
             self.y = self.lo.y;
             self.z = self.lo.z;

@@ -36,7 +36,10 @@ fn arb_voxel() -> impl Strategy<Value = Voxel> {
 
 fn arb_region() -> impl Strategy<Value = Region> {
     // Corners inside the domain, some regions spanning several chunks, some single rows or voxels.
-    (proptest::array::uniform3(LO..LO + SIZE as i32), proptest::array::uniform3(prop_oneof![1u32..3, 1u32..40]))
+    (
+        proptest::array::uniform3(LO..LO + SIZE as i32),
+        proptest::array::uniform3(prop_oneof![1u32..3, 1u32..40]),
+    )
         .prop_map(|(min, size)| {
             let size = [0, 1, 2].map(|i| size[i].min((LO + SIZE as i32 - min[i]) as u32));
             Region::from_min_size(min.into(), size).unwrap()
@@ -55,7 +58,8 @@ enum Op {
 
 fn arb_op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        (proptest::array::uniform3(LO..LO + SIZE as i32), arb_voxel()).prop_map(|(p, v)| Op::Set(p.into(), v)),
+        (proptest::array::uniform3(LO..LO + SIZE as i32), arb_voxel())
+            .prop_map(|(p, v)| Op::Set(p.into(), v)),
         (arb_region(), arb_voxel()).prop_map(|(r, v)| Op::Fill(r, v)),
         (arb_region(), Just(Voxel::AIR)).prop_map(|(r, v)| Op::Fill(r, v)),
         (arb_region(), 0u8..3, any::<u64>()).prop_map(|(r, k, s)| Op::WriteBox(r, k, s)),
@@ -65,7 +69,8 @@ fn arb_op() -> impl Strategy<Value = Op> {
 
 fn box_content(region: &Region, kind: u8, mut seed: u64) -> Vec<Voxel> {
     let base = voxel_from(splitmix(&mut seed));
-    let layers: Vec<Voxel> = (0..region.size()[1]).map(|_| voxel_from(splitmix(&mut seed) & !0x300 | 0x100)).collect();
+    let layers: Vec<Voxel> =
+        (0..region.size()[1]).map(|_| voxel_from(splitmix(&mut seed) & !0x300 | 0x100)).collect();
     region
         .iter()
         .map(|p| match kind {
@@ -78,11 +83,18 @@ fn box_content(region: &Region, kind: u8, mut seed: u64) -> Vec<Voxel> {
 
 fn brush_fn(region: Region, v: Voxel) -> impl Fn(VoxelPos, Voxel) -> Voxel {
     let half = region.size().map(|s| s as f32 / 2.0);
-    let c: voxterra_core::nalgebra::Vector3<f32> = region.min().coords.cast::<f32>() + voxterra_core::nalgebra::Vector3::from(half);
+    let c: voxterra_core::nalgebra::Vector3<f32> =
+        region.min().coords.cast::<f32>() + voxterra_core::nalgebra::Vector3::from(half);
     let r = region.size().iter().copied().min().unwrap() as f32 / 2.0;
     move |p, old| {
         let d = (p.coords.cast::<f32>() + voxterra_core::nalgebra::Vector3::repeat(0.5) - c).norm();
-        if d < r { v } else if d < r + 1.0 { Voxel::with_occupancy(old.material(), old.occupancy() * 0.5) } else { old }
+        if d < r {
+            v
+        } else if d < r + 1.0 {
+            Voxel::with_occupancy(old.material(), old.occupancy() * 0.5)
+        } else {
+            old
+        }
     }
 }
 
@@ -171,7 +183,10 @@ fn rows_pack_and_unpack() {
     store.set(Point3::new(7, 2, 5), rock).unwrap();
     assert_eq!(store.chunk(key).unwrap().allocated_rows(), 0, "a row that becomes uniform packs again");
     // A partial-row write of the row's own content changes nothing.
-    assert_eq!(store.fill(&Region::from_min_size(Point3::new(3, 1, 1), [5, 1, 1]).unwrap(), rock).unwrap(), None);
+    assert_eq!(
+        store.fill(&Region::from_min_size(Point3::new(3, 1, 1), [5, 1, 1]).unwrap(), rock).unwrap(),
+        None
+    );
     let stats = store.memory_stats();
     assert_eq!((stats.chunks, stats.allocated_rows, stats.non_empty_voxels), (1, 0, 32 * 4 * 32));
     // Mips: a 4-high slab fills the 8³ mip's bottom layer and half of the 4³ mip's.
@@ -187,7 +202,9 @@ fn rows_pack_and_unpack() {
 fn huge_regions_and_extremes() {
     let rock = Voxel::full(Material::new(3).unwrap());
     let mut store = VoxelStore::with_limits(StoreLimits { max_chunks: 64 });
-    let all = Region::new(Point3::new(i32::MIN, i32::MIN, i32::MIN), Point3::new(i32::MAX, i32::MAX, i32::MAX)).unwrap();
+    let all =
+        Region::new(Point3::new(i32::MIN, i32::MIN, i32::MIN), Point3::new(i32::MAX, i32::MAX, i32::MAX))
+            .unwrap();
     // Too many chunks: refused before any change.
     assert!(matches!(store.fill(&all, rock), Err(StoreError::TooManyChunks { .. })));
     assert!(matches!(store.brush(&all, |_, v| v), Err(StoreError::TooManyChunks { .. })));
@@ -201,7 +218,8 @@ fn huge_regions_and_extremes() {
     assert_eq!(store.get(top), rock);
     assert_eq!(store.get(Point3::new(i32::MAX, 0, 0)), Voxel::AIR);
     assert!(store.set(Point3::new(i32::MAX, 0, 0), rock).is_err());
-    let edge = Region::from_min_size(Point3::new(i32::MAX - 3, i32::MAX - 3, i32::MAX - 3), [3, 3, 3]).unwrap();
+    let edge =
+        Region::from_min_size(Point3::new(i32::MAX - 3, i32::MAX - 3, i32::MAX - 3), [3, 3, 3]).unwrap();
     assert_eq!(store.rows(&edge).map(|(_, r)| r.len()).sum::<usize>(), 27);
     assert_eq!(store.rows(&edge).flat_map(|(_, r)| r).filter(|v| !v.is_air()).count(), 1);
     // Clearing everything visits only held chunks.
@@ -225,7 +243,11 @@ fn many_readers() {
     let store = &store;
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)
-            .map(|t| s.spawn(move || (0..100).filter(|i| !store.get(Point3::new(i - 50, t, i - 50)).is_air()).count()))
+            .map(|t| {
+                s.spawn(move || {
+                    (0..100).filter(|i| !store.get(Point3::new(i - 50, t, i - 50)).is_air()).count()
+                })
+            })
             .collect();
         for h in handles {
             assert_eq!(h.join().unwrap(), 100);

@@ -1,0 +1,118 @@
+//! `voxterra gen`: generate a world and print voxels, chunks, memory and time.
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::time::Instant;
+use voxterra::store::VoxelStore;
+use voxterra::worldgen::{WorldParams, generate};
+
+/// Arguments of `voxterra gen`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct GenArgs {
+    /// World size in voxels, X×Y×Z (Y is up), e.g. 512x128x512.
+    #[arg(long, default_value = "512x128x512", value_parser = parse_size)]
+    size: [u32; 3],
+    /// Seed of every noise field.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Worker threads (default: all cores). The world is the same for any count.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print the summary as one JSON object on stdout (no progress bar).
+    #[arg(long)]
+    json: bool,
+}
+
+/// The summary `gen` prints.
+#[derive(serde::Serialize, Debug)]
+struct Summary {
+    seed: u64,
+    size: [u32; 3],
+    voxels: u64,
+    non_empty_voxels: u64,
+    chunks: usize,
+    allocated_rows: usize,
+    memory_bytes: usize,
+    bytes_per_non_empty_voxel: f64,
+    dense_bytes: u64,
+    seconds: f64,
+    threads: usize,
+}
+
+fn parse_size(s: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(['x', 'X', ',']).collect();
+    let nums: Result<Vec<u32>, _> = parts.iter().map(|p| p.trim().parse::<u32>()).collect();
+    match nums {
+        Ok(n) if n.len() == 3 && n.iter().all(|&v| v > 0) => Ok([n[0], n[1], n[2]]),
+        _ => Err(format!("expected X×Y×Z with three positive integers, like 512x128x512; got {s:?}")),
+    }
+}
+
+pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = args.threads {
+        builder = builder.num_threads(n);
+    }
+    let pool = builder.build().context("starting the worker threads")?;
+    let params = WorldParams::new(args.seed, args.size);
+    params.region().context("checking the world size")?;
+
+    let bar = ProgressBar::new(0);
+    if args.json {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} generating [{bar:40}] {pos}/{len} tiles {elapsed}")
+            .context("progress template")?
+            .progress_chars("=> "),
+    );
+
+    let start = Instant::now();
+    let mut store = VoxelStore::new();
+    let stats = pool
+        .install(|| {
+            generate(&params, &mut store, |done, total| {
+                bar.set_length(total);
+                bar.set_position(done);
+            })
+        })
+        .context("generating the world")?;
+    let seconds = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+
+    let mem = store.memory_stats();
+    let summary = Summary {
+        seed: args.seed,
+        size: args.size,
+        voxels: stats.voxels,
+        non_empty_voxels: mem.non_empty_voxels,
+        chunks: mem.chunks,
+        allocated_rows: mem.allocated_rows,
+        memory_bytes: mem.total_bytes,
+        bytes_per_non_empty_voxel: mem.bytes_per_non_empty_voxel(),
+        dense_bytes: stats.voxels * 2,
+        seconds,
+        threads: pool.current_num_threads(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        let mib = |b: f64| b / (1024.0 * 1024.0);
+        println!("world      {}x{}x{} voxels, seed {}", args.size[0], args.size[1], args.size[2], args.seed);
+        println!(
+            "voxels     {} ({} non-empty, {:.1}%)",
+            summary.voxels,
+            summary.non_empty_voxels,
+            100.0 * summary.non_empty_voxels as f64 / summary.voxels as f64
+        );
+        println!("chunks     {} of 32^3 ({} allocated rows)", summary.chunks, summary.allocated_rows);
+        println!(
+            "memory     {:.2} MiB ({:.3} bytes per non-empty voxel; dense 2-byte array: {:.2} MiB)",
+            mib(summary.memory_bytes as f64),
+            summary.bytes_per_non_empty_voxel,
+            mib(summary.dense_bytes as f64)
+        );
+        println!("time       {:.2} s on {} threads", seconds, summary.threads);
+    }
+    Ok(())
+}

@@ -1,0 +1,91 @@
+//! What world to make: seed, size, placement, and the checks that keep a request within memory.
+
+use voxterra_core::{Region, VoxelPos};
+
+/// The parameters of a world. Same parameters, same voxels, on every machine and thread count.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct WorldParams {
+    /// Seeds every noise field.
+    pub seed: u64,
+    /// Voxels along X, Y (up), Z.
+    pub size: [u32; 3],
+    /// The world's minimum corner.
+    pub origin: VoxelPos,
+    /// Refuse worlds of more voxels than this (a guard against sizes that exhaust memory).
+    pub max_voxels: u64,
+}
+
+impl WorldParams {
+    /// The default world's size: 512 × 128 × 512 voxels (33.5 M), a few seconds on 2 cores.
+    pub const DEFAULT_SIZE: [u32; 3] = [512, 128, 512];
+    /// The default guard: 2^34 voxels (about 17 G; ~7 GB at the store's ~0.4 bytes per voxel).
+    pub const DEFAULT_MAX_VOXELS: u64 = 1 << 34;
+
+    /// A world of `size` with `seed` at the origin.
+    pub fn new(seed: u64, size: [u32; 3]) -> Self {
+        WorldParams { seed, size, origin: VoxelPos::origin(), max_voxels: Self::DEFAULT_MAX_VOXELS }
+    }
+
+    /// A smaller world for tests and examples: 96 × 64 × 96.
+    pub fn small(seed: u64) -> Self {
+        WorldParams::new(seed, [96, 64, 96])
+    }
+
+    /// The region the world fills, checked: no zero or oversized dimension, inside the i32 space.
+    pub fn region(&self) -> Result<Region, WorldgenError> {
+        if self.size.contains(&0) {
+            return Err(WorldgenError::EmptySize(self.size));
+        }
+        let voxels = self.size.iter().map(|&s| s as u128).product::<u128>();
+        if voxels > self.max_voxels as u128 {
+            return Err(WorldgenError::TooLarge { size: self.size, voxels, limit: self.max_voxels });
+        }
+        Region::from_min_size(self.origin, self.size).map_err(|e| WorldgenError::Placement(e.to_string()))
+    }
+}
+
+impl Default for WorldParams {
+    /// The default world: seed 1, [`WorldParams::DEFAULT_SIZE`].
+    fn default() -> Self {
+        WorldParams::new(1, Self::DEFAULT_SIZE)
+    }
+}
+
+/// Why a world could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorldgenError<E: std::error::Error = std::convert::Infallible> {
+    /// Some dimension is zero.
+    #[error("world size {0:?} has a zero dimension")]
+    EmptySize([u32; 3]),
+    /// More voxels than the guard allows.
+    #[error("world size {size:?} is {voxels} voxels, over the limit of {limit}")]
+    TooLarge {
+        /// Requested size.
+        size: [u32; 3],
+        /// Its voxel count.
+        voxels: u128,
+        /// The limit in force.
+        limit: u64,
+    },
+    /// Origin plus size leaves the i32 coordinate space.
+    #[error("world placement: {0}")]
+    Placement(String),
+    /// The destination refused a write.
+    #[error("writing the world failed: {0}")]
+    Write(#[source] E),
+}
+
+impl WorldgenError {
+    /// Carries a parameter error over to any destination error type.
+    pub(crate) fn widen<E: std::error::Error>(self) -> WorldgenError<E> {
+        match self {
+            WorldgenError::EmptySize(s) => WorldgenError::EmptySize(s),
+            WorldgenError::TooLarge { size, voxels, limit } => {
+                WorldgenError::TooLarge { size, voxels, limit }
+            }
+            WorldgenError::Placement(p) => WorldgenError::Placement(p),
+            WorldgenError::Write(e) => match e {},
+        }
+    }
+}
