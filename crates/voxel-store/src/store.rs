@@ -8,7 +8,35 @@ use voxterra_core::{
     CoreError, DirtyBounds, Material, Region, Voxel, VoxelPos, VoxelRead, VoxelWrite, chunk_key,
 };
 
-type ChunkMap = hashbrown::HashMap<Point3<i32>, Chunk, foldhash::fast::FixedState>;
+type ChunkMap = hashbrown::HashMap<Key, Chunk, foldhash::fast::FixedState>;
+
+/// A chunk key in the map. PERF: hashes as one packed u64 (one hasher round); nalgebra's `Hash`
+/// for `Point3` writes the shape and each coordinate (five rounds), which showed in random reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Key([i32; 3]);
+
+impl std::hash::Hash for Key {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let [x, y, z] = self.0.map(|v| v as u32 as u64);
+        // Lossy fold; equality still compares all 96 bits.
+        state.write_u64(x ^ y << 21 ^ z << 42);
+    }
+}
+
+impl From<Point3<i32>> for Key {
+    #[inline]
+    fn from(p: Point3<i32>) -> Self {
+        Key([p.x, p.y, p.z])
+    }
+}
+
+impl From<Key> for Point3<i32> {
+    #[inline]
+    fn from(k: Key) -> Self {
+        Point3::new(k.0[0], k.0[1], k.0[2])
+    }
+}
 
 /// Limits that keep a write from exhausting memory.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -63,7 +91,7 @@ impl VoxelStore {
     /// The voxel at `p` (Air where nothing is stored).
     #[inline]
     pub fn get(&self, p: VoxelPos) -> Voxel {
-        match self.chunks.get(&chunk_key(p, CHUNK_SHIFT)) {
+        match self.chunks.get(&Key::from(chunk_key(p, CHUNK_SHIFT))) {
             Some(c) => c.level0.voxel(local(p.x), local(p.y), local(p.z)),
             None => Voxel::AIR,
         }
@@ -82,19 +110,19 @@ impl VoxelStore {
 
     /// A view of chunk `key`, if it is held.
     pub fn chunk(&self, key: Point3<i32>) -> Option<ChunkRef<'_>> {
-        self.chunks.get(&key).map(|chunk| ChunkRef { key, chunk })
+        self.chunks.get(&Key::from(key)).map(|chunk| ChunkRef { key, chunk })
     }
 
     /// The keys of every chunk held, sorted by (y, z, x) so the order is the same on every run.
     pub fn chunk_keys(&self) -> Vec<Point3<i32>> {
-        let mut keys: Vec<_> = self.chunks.keys().copied().collect();
+        let mut keys: Vec<Point3<i32>> = self.chunks.keys().map(|&k| k.into()).collect();
         keys.sort_unstable_by_key(|k| (k.y, k.z, k.x));
         keys
     }
 
     /// The bounding region of every stored chunk, `None` for an empty store.
     pub fn bounds(&self) -> Option<Region> {
-        self.chunks.keys().map(|k| chunk_region(*k)).reduce(|a, b| a.union(&b))
+        self.chunks.keys().map(|&k| chunk_region(k.into())).reduce(|a, b| a.union(&b))
     }
 
     /// Every X-row segment of `region`, borrowed from the store: `(start, voxels)`, where
@@ -149,7 +177,7 @@ impl VoxelStore {
         let keys: Vec<Point3<i32>> = if only_held || region_chunks > self.chunks.len() as u128 {
             // Walk the map, not the region: the region may hold far more chunk slots than the store.
             let in_range = |k: &Point3<i32>| (0..3).all(|i| first[i] <= k[i] && k[i] <= last[i]);
-            let mut held: Vec<_> = self.chunks.keys().copied().filter(in_range).collect();
+            let mut held: Vec<Point3<i32>> = self.chunks.keys().map(|&k| k.into()).filter(in_range).collect();
             held.sort_unstable_by_key(|k| (k.y, k.z, k.x));
             if !only_held {
                 self.check_capacity(region_chunks - held.len() as u128)?;
@@ -158,7 +186,7 @@ impl VoxelStore {
             held
         } else {
             let keys = all_keys(first, last);
-            let new = keys.iter().filter(|k| !self.chunks.contains_key(*k)).count();
+            let new = keys.iter().filter(|&&k| !self.chunks.contains_key(&Key::from(k))).count();
             self.check_capacity(new as u128)?;
             keys
         };
@@ -173,8 +201,8 @@ impl VoxelStore {
                 lo: [0, 1, 2].map(|i| (part.min()[i] - base[i]) as usize),
                 hi: [0, 1, 2].map(|i| (part.max()[i] - base[i]) as usize),
             };
-            let held = self.chunks.contains_key(&key);
-            let chunk = self.chunks.entry(key).or_insert_with(|| Chunk::uniform(Material::AIR));
+            let held = self.chunks.contains_key(&Key::from(key));
+            let chunk = self.chunks.entry(Key::from(key)).or_insert_with(|| Chunk::uniform(Material::AIR));
             let changed = chunk.modify(rect, &mut self.scratch, |y, z, seg| {
                 let start = Point3::new(base.x + rect.lo[0] as i32, base.y + y as i32, base.z + z as i32);
                 edit(start, seg);
@@ -192,7 +220,7 @@ impl VoxelStore {
                 }
             }
             if (changed.is_some() || !held) && chunk.is_air() {
-                self.chunks.remove(&key);
+                self.chunks.remove(&Key::from(key));
             }
         }
         Ok(dirty.region())
@@ -227,7 +255,7 @@ impl VoxelStore {
         } else {
             (self.chunks.capacity() * 8 / 7).next_power_of_two()
         };
-        let slot = std::mem::size_of::<(Point3<i32>, Chunk)>();
+        let slot = std::mem::size_of::<(Key, Chunk)>();
         s.map_bytes = if buckets == 0 { 0 } else { buckets * (slot + 1) + 16 };
         s.total_bytes = s.voxel_bytes + s.mip_bytes + s.map_bytes;
         s
@@ -238,7 +266,8 @@ impl VoxelStore {
     pub fn validate(&self) -> Result<(), String> {
         use crate::mips::merge8;
         for (key, c) in &self.chunks {
-            let fail = |what: String| Err(format!("chunk {:?}: {what}", key));
+            let key = Point3::from(*key);
+            let fail = |what: String| Err(format!("chunk {key:?}: {what}"));
             for (lvl, r) in [c.level0.validate(), c.mip1.validate(), c.mip2.validate(), c.mip3.validate()]
                 .into_iter()
                 .enumerate()
@@ -250,7 +279,7 @@ impl VoxelStore {
             if c.is_air() {
                 return fail("all air but held".into());
             }
-            let view = ChunkRef { key: *key, chunk: c };
+            let view = ChunkRef { key, chunk: c };
             for level in 1..4u32 {
                 let n = CHUNK_SIZE >> level;
                 for y in 0..n {
@@ -314,13 +343,19 @@ pub struct Rows<'a> {
     region: Region,
     first: Point3<i32>,
     last: Point3<i32>,
-    /// The chunk being walked (`None` when done), its row source and its part of the region.
+    /// The chunk being walked (`None` when done) and its row source (`None`: not held, reads Air).
     key: Option<Point3<i32>>,
     chunk: Option<&'a Chunk>,
-    lo: Point3<i32>,
-    hi: Point3<i32>,
-    y: i32,
-    z: i32,
+    /// This chunk's part of the region: local X range, local Y and Z cursors and ends.
+    xa: usize,
+    xb: usize,
+    ly: usize,
+    ly_end: usize,
+    lz: usize,
+    lz_start: usize,
+    lz_end: usize,
+    /// World coordinates of the chunk's first voxel.
+    base: Point3<i32>,
 }
 
 impl<'a> Rows<'a> {
@@ -329,8 +364,22 @@ impl<'a> Rows<'a> {
             Some((a, b)) => (a, b, Some(a)),
             None => (Point3::origin(), Point3::origin(), None),
         };
-        let mut rows =
-            Rows { store, region, first, last, key, chunk: None, lo: first, hi: first, y: 0, z: 0 };
+        let mut rows = Rows {
+            store,
+            region,
+            first,
+            last,
+            key,
+            chunk: None,
+            xa: 0,
+            xb: 0,
+            ly: 0,
+            ly_end: 0,
+            lz: 0,
+            lz_start: 0,
+            lz_end: 0,
+            base: Point3::origin(),
+        };
         rows.enter_chunk();
         rows
     }
@@ -341,10 +390,14 @@ impl<'a> Rows<'a> {
                 .region
                 .intersection(&chunk_region(key))
                 .expect("keys come from the region's chunk range");
-            (self.lo, self.hi) = (part.min(), part.max());
-            self.y = self.lo.y;
-            self.z = self.lo.z;
-            self.chunk = self.store.chunks.get(&key);
+            self.base = key.map(|k| k << CHUNK_SHIFT);
+            let lo = |i: usize| (part.min()[i] - self.base[i]) as usize;
+            let hi = |i: usize| (part.max()[i] as i64 - self.base[i] as i64) as usize;
+            (self.xa, self.xb) = (lo(0), hi(0));
+            (self.ly, self.ly_end) = (lo(1), hi(1));
+            (self.lz_start, self.lz_end) = (lo(2), hi(2));
+            self.lz = self.lz_start;
+            self.chunk = self.store.chunks.get(&Key::from(key));
         }
     }
 
@@ -370,22 +423,50 @@ impl<'a> Iterator for Rows<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             self.key?;
-            if self.y < self.hi.y {
-                let (y, z) = (self.y, self.z);
-                self.z += 1;
-                if self.z == self.hi.z {
-                    self.z = self.lo.z;
-                    self.y += 1;
+            if self.ly < self.ly_end {
+                let (y, z) = (self.ly, self.lz);
+                self.lz += 1;
+                if self.lz == self.lz_end {
+                    self.lz = self.lz_start;
+                    self.ly += 1;
                 }
                 let row: &'a [Voxel] = match self.chunk {
-                    Some(c) => c.level0.row(local(y), local(z)),
+                    Some(c) => c.level0.row(y, z),
                     None => &PACKED_ROWS[0],
                 };
-                let (a, b) = (local(self.lo.x), local(self.hi.x - 1) + 1);
-                return Some((Point3::new(self.lo.x, y, z), &row[a..b]));
+                let start =
+                    Point3::new(self.base.x + self.xa as i32, self.base.y + y as i32, self.base.z + z as i32);
+                return Some((start, &row[self.xa..self.xb]));
             }
             self.next_chunk();
         }
+    }
+
+    /// PERF: internal iteration (`sum`, `for_each`, [`VoxelRead::visit_rows`]) runs plain nested
+    /// loops per chunk instead of stepping the cursor state row by row.
+    fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
+        let mut acc = init;
+        while self.key.is_some() {
+            let (xa, xb, base) = (self.xa, self.xb, self.base);
+            for y in self.ly..self.ly_end {
+                let z0 = if y == self.ly { self.lz } else { self.lz_start };
+                let start = |z: usize| Point3::new(base.x + xa as i32, base.y + y as i32, base.z + z as i32);
+                match self.chunk {
+                    Some(c) => {
+                        for z in z0..self.lz_end {
+                            acc = f(acc, (start(z), &c.level0.row(y, z)[xa..xb]));
+                        }
+                    }
+                    None => {
+                        for z in z0..self.lz_end {
+                            acc = f(acc, (start(z), &PACKED_ROWS[0][xa..xb]));
+                        }
+                    }
+                }
+            }
+            self.next_chunk();
+        }
+        acc
     }
 }
 
@@ -396,9 +477,50 @@ impl VoxelRead for VoxelStore {
     }
 
     fn visit_rows(&self, region: &Region, visit: &mut dyn FnMut(VoxelPos, &[Voxel])) {
-        for (p, row) in self.rows(region) {
-            visit(p, row);
+        self.rows(region).for_each(|(p, row)| visit(p, row));
+    }
+
+    /// Specialised: each chunk's rows are copied straight to their place in `out`, offsets stepped
+    /// rather than recomputed per row.
+    fn read_box(&self, region: &Region, out: &mut [Voxel]) -> Result<(), CoreError> {
+        let expected = region.len()?;
+        if out.len() != expected {
+            return Err(CoreError::BufferSize { expected, got: out.len() });
         }
+        let Some((first, last)) = region.chunk_range(CHUNK_SHIFT) else { return Ok(()) };
+        let [sx, _, sz] = region.size().map(|v| v as usize);
+        for cy in first.y..=last.y {
+            for cz in first.z..=last.z {
+                for cx in first.x..=last.x {
+                    let key = Point3::new(cx, cy, cz);
+                    let part =
+                        region.intersection(&chunk_region(key)).expect("key in the region's chunk range");
+                    let base = key.map(|k| k << CHUNK_SHIFT);
+                    let (x0, x1) =
+                        ((part.min().x - base.x) as usize, (part.max().x as i64 - base.x as i64) as usize);
+                    let (z0, z1) =
+                        ((part.min().z - base.z) as usize, (part.max().z as i64 - base.z as i64) as usize);
+                    let (y0, y1) =
+                        ((part.min().y - base.y) as usize, (part.max().y as i64 - base.y as i64) as usize);
+                    let w = x1 - x0;
+                    let chunk = self.chunks.get(&Key::from(key));
+                    let mut row_at = region.index_of(part.min());
+                    for y in y0..y1 {
+                        let mut at = row_at;
+                        for z in z0..z1 {
+                            let row: &[Voxel] = match chunk {
+                                Some(c) => c.level0.row(y, z),
+                                None => &PACKED_ROWS[0],
+                            };
+                            out[at..at + w].copy_from_slice(&row[x0..x1]);
+                            at += sx;
+                        }
+                        row_at += sx * sz;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -111,6 +111,21 @@ fn check(store: &VoxelStore, dense: &DenseVoxels, probes: &[VoxelPos]) -> Result
         prop_assert!(dense.row(start.y, start.z)[(start.x - LO) as usize..][..row.len()] == *row);
     }
     prop_assert_eq!(seen, d.len().unwrap());
+    // The two traversal paths (external `next`, internal `fold`) yield the same segments, also for a
+    // region that starts and ends inside chunks.
+    for region in [d, Region::from_min_size(Point3::new(LO + 3, LO + 7, LO + 1), [61, 50, 45]).unwrap()] {
+        let mut by_next = Vec::new();
+        let mut it = store.rows(&region);
+        while let Some((p, row)) = it.next() {
+            by_next.push((p, row.to_vec()));
+        }
+        let by_fold = store.rows(&region).fold(Vec::new(), |mut v, (p, row)| {
+            v.push((p, row.to_vec()));
+            v
+        });
+        prop_assert!(by_next == by_fold, "next and fold disagree");
+        prop_assert_eq!(by_next.iter().map(|(_, r)| r.len()).sum::<usize>(), region.len().unwrap());
+    }
     for p in probes {
         prop_assert_eq!(store.get(*p), dense.voxel(*p));
         let mut one = [Voxel::AIR; 3];

@@ -1,0 +1,37 @@
+//! `compare SUITE [--quick] [--json]`: voxterra and its peer, side by side in one process.
+
+use clap::Parser;
+use voxterra_benches::store_suite;
+
+const SUITES: &[&str] = &["store"];
+
+/// Runs a benchmark suite for voxterra and its named peer, interleaved, and prints medians and ratios.
+#[derive(Parser, Debug)]
+#[command(name = "compare")]
+struct Args {
+    /// The suite to run: store.
+    suite: String,
+    /// Smaller world and fewer repetitions: a smoke run.
+    #[arg(long)]
+    quick: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if cfg!(debug_assertions) {
+        eprintln!("warning: compare was built without optimisations; run it with --release for real figures");
+    }
+    let report = match args.suite.as_str() {
+        "store" => store_suite::run(args.quick),
+        other => anyhow::bail!("unknown suite {other:?}; suites: {}", SUITES.join(", ")),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.to_table());
+    }
+    Ok(())
+}

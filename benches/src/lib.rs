@@ -1,0 +1,18 @@
+//! # voxterra-benches
+//!
+//! Benchmarks for voxterra: criterion benches (`cargo bench -p voxterra-benches`) and the
+//! `compare` binary, which runs a suite's cases for voxterra and its named peer side by side in one
+//! process and prints medians and ratios:
+//!
+//! ```text
+//! cargo run --release -p voxterra-benches --bin compare -- SUITE [--quick] [--json]
+//! ```
+//!
+//! Suites: `store` (the voxel store against a dense 2-byte-per-voxel array).
+//! Every case checks that both sides compute the same answer before it is timed.
+
+#![forbid(unsafe_code)]
+
+pub mod harness;
+pub mod store_suite;
+pub mod world;
