@@ -1,5 +1,8 @@
 //! Criterion benches of the voxel store's read and write paths (detail behind `compare store`).
 
+#![allow(clippy::unwrap_used)] // bench setup: a failed unwrap is a broken bench
+#![allow(missing_docs)] // criterion_main! generates an undocumented main
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use voxterra_benches::world::{Rng, bench_world};

@@ -204,7 +204,7 @@ mod tests {
         fn occupancy_quantisation_is_nearest(m in 1u8..64, f in 0.0f32..1.5) {
             let v = Voxel::with_occupancy(Material::new(m).unwrap(), f);
             if f <= 0.0 { prop_assert_eq!(v, Voxel::AIR); } else {
-                let target = f.min(1.0).max(1.0 / 256.0);
+                let target = f.clamp(1.0 / 256.0, 1.0);
                 prop_assert!((v.occupancy() - target).abs() <= 0.5 / 256.0 + 1e-6);
             }
         }

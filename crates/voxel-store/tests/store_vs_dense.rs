@@ -1,6 +1,8 @@
 //! The store against a dense array under random sequences of writes: every read, the dirty region,
 //! the chunk invariants and the mip guarantee are checked after each step.
 
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
 use proptest::prelude::*;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{DenseVoxels, Material, Region, Voxel, VoxelPos, VoxelRead, VoxelWrite};
@@ -115,8 +117,8 @@ fn check(store: &VoxelStore, dense: &DenseVoxels, probes: &[VoxelPos]) -> Result
     // region that starts and ends inside chunks.
     for region in [d, Region::from_min_size(Point3::new(LO + 3, LO + 7, LO + 1), [61, 50, 45]).unwrap()] {
         let mut by_next = Vec::new();
-        let mut it = store.rows(&region);
-        while let Some((p, row)) = it.next() {
+        for (p, row) in store.rows(&region) {
+            // A `for` loop drives `next`.
             by_next.push((p, row.to_vec()));
         }
         let by_fold = store.rows(&region).fold(Vec::new(), |mut v, (p, row)| {

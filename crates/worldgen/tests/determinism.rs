@@ -1,5 +1,7 @@
 //! Worldgen gives identical voxels whatever the thread count, and makes the features it promises.
 
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
 use voxterra_core::{Region, Voxel, VoxelRead, materials as m};
 use voxterra_voxel_store::VoxelStore;
 use voxterra_worldgen::{WorldParams, WorldgenError, generate};

@@ -1,0 +1,42 @@
+//! `voxterra gen` end to end: the JSON summary is complete and consistent; bad sizes fail cleanly.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use std::process::Command;
+
+fn voxterra(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_voxterra")).args(args).output().unwrap()
+}
+
+#[test]
+fn gen_json_summary() {
+    let out = voxterra(&["gen", "--size", "96x64x80", "--seed", "5", "--threads", "2", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["voxels"], 96 * 64 * 80);
+    assert_eq!(v["size"], serde_json::json!([96, 64, 80]));
+    let non_empty = v["non_empty_voxels"].as_u64().unwrap();
+    assert!(non_empty > 0 && non_empty < 96 * 64 * 80);
+    let bpv = v["bytes_per_non_empty_voxel"].as_f64().unwrap();
+    let mem = v["memory_bytes"].as_f64().unwrap();
+    assert!((bpv - mem / non_empty as f64).abs() < 1e-9);
+    assert!(v["chunks"].as_u64().unwrap() >= 1 && v["seconds"].as_f64().unwrap() >= 0.0);
+    // The same world again: identical summary apart from the time.
+    let again: serde_json::Value = serde_json::from_slice(
+        &voxterra(&["gen", "--size", "96x64x80", "--seed", "5", "--threads", "1", "--json"]).stdout,
+    )
+    .unwrap();
+    assert_eq!(again["non_empty_voxels"], v["non_empty_voxels"]);
+    assert_eq!(again["memory_bytes"], v["memory_bytes"]);
+}
+
+#[test]
+fn gen_rejects_bad_sizes() {
+    for bad in ["0x10x10", "10x10", "axbxc", "99999999x99999999x99999999"] {
+        let out = voxterra(&["gen", "--size", bad, "--json"]);
+        assert!(!out.status.success(), "{bad} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{bad}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
