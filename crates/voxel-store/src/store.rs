@@ -299,8 +299,21 @@ impl VoxelStore {
                                 below(0, 1, 1),
                                 below(1, 1, 1),
                             ]);
-                            if view.mip_voxel(level, x, y, z) != Some(want) {
+                            let got = view.mip_voxel(level, x, y, z);
+                            if got != Some(want) {
                                 return fail(format!("mip {level} voxel ({x},{y},{z}) is stale"));
+                            }
+                            // The guarantee itself, against level 0: Air exactly when all under it is.
+                            let s = 1usize << level;
+                            let all_air = (0..s * s * s).all(|i| {
+                                let (dx, dy, dz) = (i % s, i / (s * s), (i / s) % s);
+                                view.mip_voxel(0, x * s + dx, y * s + dy, z * s + dz)
+                                    .is_some_and(|v| v.is_air())
+                            });
+                            if got.is_some_and(|v| v.is_air()) != all_air {
+                                return fail(format!(
+                                    "mip {level} voxel ({x},{y},{z}) breaks the air guarantee"
+                                ));
                             }
                         }
                     }
