@@ -12,10 +12,10 @@ pub trait VoxelRead {
     /// The voxel at `p`.
     fn voxel(&self, p: VoxelPos) -> Voxel;
 
-    /// Calls `visit(start, row)` once for every maximal X-row segment of `region` that the source
-    /// holds contiguously: `row[i]` is the voxel at `start + (i, 0, 0)`. Together the segments cover
-    /// the region exactly once. The order is the implementor's (deterministic); the slices are
-    /// borrowed, never copied: this is the fast path.
+    /// Calls `visit(start, row)` for X-row segments that together cover `region` exactly once:
+    /// `row[i]` is the voxel at `start + (i, 0, 0)`. Segments come in buffer order — by y, then z,
+    /// then x — so a consumer can stream the region (the codec encodes straight from them). The
+    /// slices are borrowed, never copied: this is the fast path.
     fn visit_rows(&self, region: &Region, visit: &mut dyn FnMut(VoxelPos, &[Voxel]));
 
     /// Copies the X row starting at `start` into `out` (`out.len()` voxels).

@@ -489,8 +489,44 @@ impl VoxelRead for VoxelStore {
         self.get(p)
     }
 
+    /// In buffer order (y, z, x) as the trait requires: per layer of chunks, the chunks are looked up
+    /// once, then every row of the layer walks them along X.
     fn visit_rows(&self, region: &Region, visit: &mut dyn FnMut(VoxelPos, &[Voxel])) {
-        self.rows(region).for_each(|(p, row)| visit(p, row));
+        let Some((first, last)) = region.chunk_range(CHUNK_SHIFT) else { return };
+        if first == last {
+            // One chunk: `rows` is already in buffer order.
+            return self.rows(region).for_each(|(p, row)| visit(p, row));
+        }
+        let nx = (last.x as i64 - first.x as i64 + 1) as usize;
+        let mut layer: Vec<Option<&Chunk>> = Vec::new();
+        let (rmin, rmax) = (region.min(), region.max());
+        for cy in first.y..=last.y {
+            layer.clear();
+            for cz in first.z..=last.z {
+                for cx in first.x..=last.x {
+                    layer.push(self.chunks.get(&Key([cx, cy, cz])));
+                }
+            }
+            let y_lo = rmin.y.max(cy << CHUNK_SHIFT);
+            let y_hi = (rmax.y as i64).min(((cy as i64) + 1) << CHUNK_SHIFT) as i32;
+            for y in y_lo..y_hi {
+                for z in rmin.z..rmax.z {
+                    let row_chunks = &layer[((z >> CHUNK_SHIFT) - first.z) as usize * nx..][..nx];
+                    let mut x = rmin.x;
+                    for chunk in row_chunks {
+                        let chunk_end = ((x as i64 >> CHUNK_SHIFT) + 1) << CHUNK_SHIFT;
+                        let end = (rmax.x as i64).min(chunk_end) as i32;
+                        let row: &[Voxel] = match chunk {
+                            Some(c) => c.level0.row(local(y), local(z)),
+                            None => &PACKED_ROWS[0],
+                        };
+                        let (a, b) = (local(x), local(end - 1) + 1);
+                        visit(Point3::new(x, y, z), &row[a..b]);
+                        x = end;
+                    }
+                }
+            }
+        }
     }
 
     /// Specialised: each chunk's rows are copied straight to their place in `out`, offsets stepped

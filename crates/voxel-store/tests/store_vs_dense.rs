@@ -126,6 +126,17 @@ fn check(store: &VoxelStore, dense: &DenseVoxels, probes: &[VoxelPos]) -> Result
             v
         });
         prop_assert!(by_next == by_fold, "next and fold disagree");
+        // visit_rows: buffer order (y, z, x) and the same voxels.
+        let mut ordered: Vec<(VoxelPos, Vec<Voxel>)> = Vec::new();
+        store.visit_rows(&region, &mut |p, row| ordered.push((p, row.to_vec())));
+        prop_assert!(
+            ordered.windows(2).all(|w| (w[0].0.y, w[0].0.z, w[0].0.x) < (w[1].0.y, w[1].0.z, w[1].0.x)),
+            "visit_rows out of order"
+        );
+        let flat: Vec<Voxel> = ordered.iter().flat_map(|(_, r)| r.iter().copied()).collect();
+        let mut boxed = vec![Voxel::AIR; region.len().unwrap()];
+        store.read_box(&region, &mut boxed).unwrap();
+        prop_assert!(flat == boxed, "visit_rows voxels differ from read_box");
         prop_assert_eq!(by_next.iter().map(|(_, r)| r.len()).sum::<usize>(), region.len().unwrap());
     }
     for p in probes {
