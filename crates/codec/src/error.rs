@@ -1,0 +1,176 @@
+//! Error types, one per layer: RLE decoding, compressed blocks, world files, snapshots.
+
+use std::io;
+use thiserror::Error;
+
+/// An RLE stream that is not one box of valid voxels. Offsets are bytes into the stream.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The stream ended inside a run (an occupancy or count byte is missing).
+    #[error("truncated run at byte {offset}")]
+    Truncated {
+        /// Offset of the run's lead byte.
+        offset: usize,
+    },
+    /// The stream ended before the box was full.
+    #[error("data ends at byte {offset} after {decoded} of {expected} voxels")]
+    TooShort {
+        /// Where the data ended.
+        offset: usize,
+        /// Voxels decoded.
+        decoded: usize,
+        /// Voxels in the box.
+        expected: usize,
+    },
+    /// A run longer than what is left of the box.
+    #[error("run of {run} voxels at byte {offset} overflows the box ({remaining} voxels left)")]
+    RunOverflow {
+        /// Offset of the run's lead byte.
+        offset: usize,
+        /// Run length.
+        run: usize,
+        /// Voxels left in the box.
+        remaining: usize,
+    },
+    /// Air with an occupancy byte: never valid.
+    #[error("air run with occupancy byte {byte} at byte {offset}")]
+    AirWithOccupancy {
+        /// Offset of the run's lead byte.
+        offset: usize,
+        /// The occupancy byte.
+        byte: u8,
+    },
+    /// A material the material table does not define.
+    #[error("unknown material {material} at byte {offset}")]
+    UnknownMaterial {
+        /// Offset of the run's lead byte.
+        offset: usize,
+        /// The material id.
+        material: u8,
+    },
+    /// Bytes after the box was full.
+    #[error("{extra} trailing bytes after the box at byte {offset}")]
+    TrailingBytes {
+        /// Where the box ended.
+        offset: usize,
+        /// Bytes left over.
+        extra: usize,
+    },
+}
+
+/// A compressed block that cannot be decoded. Offsets are bytes into the block.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum BlockError {
+    /// Shorter than the block header.
+    #[error("block of {0} bytes is shorter than its 5-byte header")]
+    TooShort(usize),
+    /// A compressor id this version does not know.
+    #[error("unknown compressor id {0} at byte 0")]
+    UnknownCompressor(u8),
+    /// The declared RLE length is larger than any encoding of the box (a decompression bomb).
+    #[error("declared RLE length {declared} exceeds the bound {bound} for this box (byte 1)")]
+    DeclaredTooLarge {
+        /// Declared length.
+        declared: usize,
+        /// The bound.
+        bound: usize,
+    },
+    /// The box is larger than the caller's limit.
+    #[error("box of {voxels} voxels exceeds the limit of {limit}")]
+    BoxTooLarge {
+        /// Voxels in the box.
+        voxels: u128,
+        /// The limit.
+        limit: usize,
+    },
+    /// LZ4 data that does not decompress to exactly the declared length.
+    #[error("LZ4 payload at byte 5: {0}")]
+    Lz4(String),
+    /// An uncompressed payload whose length differs from the declared one.
+    #[error("payload holds {got} bytes but {declared} were declared (byte 5)")]
+    LengthMismatch {
+        /// Declared RLE length.
+        declared: usize,
+        /// Payload length.
+        got: usize,
+    },
+    /// The RLE stream inside the block is invalid; its offsets are into the decompressed stream.
+    #[error("RLE stream: {0}")]
+    Rle(#[from] DecodeError),
+}
+
+/// A world file that cannot be read or written. Offsets are bytes into the file.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum WorldFileError {
+    /// The operating system refused.
+    #[error("I/O: {0}")]
+    Io(#[from] io::Error),
+    /// Not a voxterra world file.
+    #[error("not a voxterra world file (bad magic at byte {offset})")]
+    BadMagic {
+        /// Where the magic was expected.
+        offset: u64,
+    },
+    /// A format version this build cannot read.
+    #[error("unsupported world file version {0}")]
+    UnsupportedVersion(u16),
+    /// A structural field out of range or inconsistent.
+    #[error("corrupt {what} at byte {offset}")]
+    Corrupt {
+        /// Which field.
+        what: &'static str,
+        /// Where.
+        offset: u64,
+    },
+    /// A checksum that does not match its bytes.
+    #[error("checksum mismatch in {what} at byte {offset}")]
+    Checksum {
+        /// Which part.
+        what: &'static str,
+        /// Where the part starts.
+        offset: u64,
+    },
+    /// The embedded material table is invalid.
+    #[error("material table at byte {offset}: {why}")]
+    MaterialTable {
+        /// Where the table starts.
+        offset: u64,
+        /// What is wrong.
+        why: String,
+    },
+    /// A chunk's block does not decode.
+    #[error("chunk {key:?} at byte {offset}: {source}")]
+    Chunk {
+        /// The chunk key.
+        key: [i32; 3],
+        /// Where its record starts.
+        offset: u64,
+        /// What is wrong inside the block.
+        #[source]
+        source: BlockError,
+    },
+    /// A limit of [`ReadLimits`](crate::ReadLimits) would be exceeded.
+    #[error("{0}")]
+    Limit(String),
+    /// The voxel source or destination failed.
+    #[error("voxel source or destination: {0}")]
+    Voxels(String),
+}
+
+/// An undo snapshot that cannot be restored.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum SnapshotError<E: std::error::Error = voxterra_core::CoreError> {
+    /// The region is larger than the caller's limit or than memory can address.
+    #[error("snapshot region too large: {0}")]
+    TooLarge(String),
+    /// The encoded data does not decode.
+    #[error(transparent)]
+    Block(#[from] BlockError),
+    /// The destination refused the write.
+    #[error("restoring into the destination failed: {0}")]
+    Write(#[source] E),
+}

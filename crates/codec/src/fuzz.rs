@@ -1,0 +1,57 @@
+//! Fuzz target bodies. `fuzz/` (cargo-fuzz) calls them on arbitrary bytes; a normal test replays the
+//! committed corpus through them on stable. Each must never panic, and checks what must hold.
+
+use crate::block::{BlockScratch, Compression, decode_block, encode_voxels};
+use crate::rle;
+use crate::world::{ReadLimits, WorldReader};
+use voxterra_core::{Material, Voxel};
+
+/// Box dimensions from the first three bytes (1..=16 each), the rest is the payload.
+fn split_dims(data: &[u8]) -> Option<(usize, &[u8])> {
+    let (d, rest) = data.split_at_checked(3)?;
+    let n = d.iter().map(|&b| (b as usize % 16) + 1).product();
+    Some((n, rest))
+}
+
+/// Decodes arbitrary bytes as an RLE box; whatever decodes must re-encode to a stream that decodes
+/// to the same voxels.
+pub fn decode_rle(data: &[u8]) {
+    let Some((n, stream)) = split_dims(data) else { return };
+    let mut out = vec![Voxel::AIR; n];
+    if rle::decode_exact(stream, &mut out, u64::MAX).is_ok() {
+        let mut again = Vec::new();
+        rle::encode(&out, &mut again);
+        assert!(again.len() <= stream.len(), "the canonical encoding is never longer");
+        let mut back = vec![Voxel::AIR; n];
+        rle::decode_exact(&again, &mut back, u64::MAX).expect("canonical encodings decode");
+        assert_eq!(back, out);
+    }
+    // The same bytes as a block: errors, never panics.
+    let _ = decode_block(stream, &mut out, u64::MAX, &mut BlockScratch::default());
+}
+
+/// Arbitrary voxel boxes round-trip exactly through RLE and both block compressors.
+pub fn roundtrip(data: &[u8]) {
+    let voxels: Vec<Voxel> =
+        data.chunks_exact(2).map(|p| Voxel::new(Material::from_low_bits(p[0] % 8), p[1])).collect();
+    let mut scratch = BlockScratch::default();
+    for c in [Compression::None, Compression::Lz4] {
+        let mut block = Vec::new();
+        encode_voxels(&voxels, c, &mut scratch, &mut block);
+        let mut back = vec![Voxel::AIR; voxels.len()];
+        decode_block(&block, &mut back, u64::MAX, &mut scratch).expect("own encodings decode");
+        assert_eq!(back, voxels);
+    }
+}
+
+/// Opens arbitrary bytes as a world file and reads every chunk it lists: errors, never panics.
+pub fn open_world(data: &[u8]) {
+    let limits = ReadLimits { max_chunks: 4096 };
+    if let Ok(mut r) = WorldReader::open(std::io::Cursor::new(data), limits) {
+        let mut out = vec![Voxel::AIR; r.chunk_voxels()];
+        let keys: Vec<_> = r.entries().iter().map(|e| e.key).collect();
+        for k in keys {
+            let _ = r.read_chunk(k, &mut out);
+        }
+    }
+}

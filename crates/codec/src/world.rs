@@ -1,0 +1,448 @@
+//! World files: a header with the material table, one record per chunk, a directory and a trailer.
+//! The byte layout is specified in `docs/format.md`; every byte of a valid file is covered by a
+//! CRC-32 or an exact structural check, so a damaged file is an error, never a different world.
+
+use crate::WorldFileError;
+use crate::atomic::AtomicFile;
+use crate::block::{BlockScratch, Compression, decode_block, encode_block};
+use crate::rle::RleEncoder;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use voxterra_core::nalgebra::Point3;
+use voxterra_core::{MaterialTable, Region, Voxel, VoxelRead, VoxelWrite};
+
+/// First bytes of every world file.
+pub const MAGIC: [u8; 8] = *b"VOXTERRA";
+/// Last bytes of every world file.
+pub const END_MAGIC: [u8; 8] = *b"VXTEND01";
+/// The format version this build writes (and the only one it reads).
+pub const VERSION: u16 = 1;
+/// Fixed part of the header before the material table.
+const HEADER_FIXED: u64 = 16;
+/// Record header: key (12), block length (4), block CRC (4).
+const RECORD_HEADER: u64 = 20;
+/// Directory entry: key (12), record offset (8), record length (4).
+const DIR_ENTRY: u64 = 24;
+/// Trailer: directory offset (8), chunk count (4), directory CRC (4), reserved (4), trailer CRC (4), end magic (8).
+const TRAILER: u64 = 32;
+/// Largest material table accepted (JSON bytes).
+const MAX_TABLE: u64 = 1 << 20;
+
+/// Options for writing.
+#[derive(Clone, Copy, Debug)]
+pub struct WriteOptions {
+    /// Compressor for every chunk.
+    pub compression: Compression,
+    /// log2 of the chunk side (5: the store's 32³ chunks). 1..=7.
+    pub chunk_shift: u8,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions { compression: Compression::Lz4, chunk_shift: 5 }
+    }
+}
+
+/// Limits for reading untrusted files.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadLimits {
+    /// Most chunks a file may list.
+    pub max_chunks: u64,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        ReadLimits { max_chunks: 1 << 22 }
+    }
+}
+
+/// One directory entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkEntry {
+    /// Chunk key (voxel coordinates >> chunk_shift).
+    pub key: Point3<i32>,
+    /// Offset of the chunk's record in the file.
+    pub offset: u64,
+    /// Length of the record (header + block).
+    pub len: u32,
+}
+
+fn crc(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
+}
+
+fn chunk_region(key: Point3<i32>, shift: u8) -> Result<Region, voxterra_core::CoreError> {
+    Region::chunk(key, shift as u32)
+}
+
+/// Streams a world file: header first, then chunks one by one, then [`finish`](Self::finish)
+/// writes the directory and trailer. Memory holds one chunk's encoding and a 24-byte directory
+/// entry per chunk, whatever the world's size.
+#[derive(Debug)]
+pub struct WorldWriter<W: Write> {
+    out: W,
+    pos: u64,
+    options: WriteOptions,
+    entries: Vec<ChunkEntry>,
+    written: std::collections::HashSet<[i32; 3]>,
+    rle: Vec<u8>,
+    block: Vec<u8>,
+}
+
+impl<W: Write> WorldWriter<W> {
+    /// Writes the header (magic, version, chunk size, material table).
+    pub fn new(mut out: W, table: &MaterialTable, options: WriteOptions) -> Result<Self, WorldFileError> {
+        if !(1..=7).contains(&options.chunk_shift) {
+            return Err(WorldFileError::Corrupt { what: "chunk shift option (1..=7)", offset: 10 });
+        }
+        let json = serde_json::to_vec(table)
+            .map_err(|e| WorldFileError::MaterialTable { offset: HEADER_FIXED, why: e.to_string() })?;
+        let mut header = Vec::with_capacity(json.len() + 20);
+        header.extend_from_slice(&MAGIC);
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.push(options.chunk_shift);
+        header.push(0);
+        header.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        header.extend_from_slice(&json);
+        let c = crc(&header);
+        header.extend_from_slice(&c.to_le_bytes());
+        out.write_all(&header)?;
+        Ok(WorldWriter {
+            out,
+            pos: header.len() as u64,
+            options,
+            entries: Vec::new(),
+            written: Default::default(),
+            rle: Vec::new(),
+            block: Vec::new(),
+        })
+    }
+
+    /// Encodes chunk `key` from `source` (straight from its rows) and writes its record. All-air
+    /// chunks are skipped (reading gives Air anyway); returns whether a record was written.
+    pub fn write_chunk(&mut self, key: Point3<i32>, source: &impl VoxelRead) -> Result<bool, WorldFileError> {
+        let region =
+            chunk_region(key, self.options.chunk_shift).map_err(|e| WorldFileError::Voxels(e.to_string()))?;
+        self.rle.clear();
+        let mut all_air = true;
+        let mut enc = RleEncoder::new(&mut self.rle);
+        source.visit_rows(&region, &mut |_, row| {
+            all_air &= row.iter().all(|v| v.is_air());
+            enc.push_slice(row);
+        });
+        enc.finish();
+        if all_air {
+            return Ok(false);
+        }
+        if !self.written.insert([key.x, key.y, key.z]) {
+            return Err(WorldFileError::Voxels(format!("chunk {key:?} written twice")));
+        }
+        self.block.clear();
+        encode_block(&self.rle, self.options.compression, &mut self.block);
+        let mut head = [0u8; RECORD_HEADER as usize];
+        head[0..4].copy_from_slice(&key.x.to_le_bytes());
+        head[4..8].copy_from_slice(&key.y.to_le_bytes());
+        head[8..12].copy_from_slice(&key.z.to_le_bytes());
+        head[12..16].copy_from_slice(&(self.block.len() as u32).to_le_bytes());
+        head[16..20].copy_from_slice(&crc(&self.block).to_le_bytes());
+        self.out.write_all(&head)?;
+        self.out.write_all(&self.block)?;
+        let len = RECORD_HEADER as u32 + self.block.len() as u32;
+        self.entries.push(ChunkEntry { key, offset: self.pos, len });
+        self.pos += len as u64;
+        Ok(true)
+    }
+
+    /// Writes the directory and trailer; returns the writer and the file's length.
+    pub fn finish(mut self) -> Result<(W, u64), WorldFileError> {
+        let mut dir = Vec::with_capacity(self.entries.len() * DIR_ENTRY as usize);
+        for e in &self.entries {
+            for v in [e.key.x, e.key.y, e.key.z] {
+                dir.extend_from_slice(&v.to_le_bytes());
+            }
+            dir.extend_from_slice(&e.offset.to_le_bytes());
+            dir.extend_from_slice(&e.len.to_le_bytes());
+        }
+        let mut trailer = Vec::with_capacity(TRAILER as usize);
+        trailer.extend_from_slice(&self.pos.to_le_bytes());
+        trailer.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        trailer.extend_from_slice(&crc(&dir).to_le_bytes());
+        trailer.extend_from_slice(&0u32.to_le_bytes());
+        let c = crc(&trailer);
+        trailer.extend_from_slice(&c.to_le_bytes());
+        trailer.extend_from_slice(&END_MAGIC);
+        self.out.write_all(&dir)?;
+        self.out.write_all(&trailer)?;
+        self.out.flush()?;
+        let len = self.pos + dir.len() as u64 + TRAILER;
+        Ok((self.out, len))
+    }
+
+    /// Chunks written so far.
+    pub fn chunks_written(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// What a save wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SaveStats {
+    /// Chunk records.
+    pub chunks: usize,
+    /// File length in bytes.
+    pub bytes: u64,
+}
+
+/// Saves chunks `keys` of `source` to `path` atomically: a temporary file beside it, fsync, rename.
+/// A failure at any point leaves the previous file at `path` intact. `progress(done, total)` is
+/// called after each chunk.
+pub fn save_world(
+    path: impl AsRef<Path>,
+    source: &impl VoxelRead,
+    keys: &[Point3<i32>],
+    table: &MaterialTable,
+    options: WriteOptions,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<SaveStats, WorldFileError> {
+    let file = AtomicFile::create(path)?;
+    let mut w = WorldWriter::new(file, table, options)?;
+    for (i, key) in keys.iter().enumerate() {
+        w.write_chunk(*key, source)?;
+        progress(i + 1, keys.len());
+    }
+    let chunks = w.chunks_written();
+    let (file, bytes) = w.finish()?;
+    file.commit()?;
+    Ok(SaveStats { chunks, bytes })
+}
+
+/// Reads a world file: header, trailer and directory at open, then chunks on demand, each checked
+/// against its CRC before it is decoded.
+#[derive(Debug)]
+pub struct WorldReader<R: Read + Seek> {
+    input: R,
+    table: MaterialTable,
+    known: u64,
+    chunk_shift: u8,
+    entries: Vec<ChunkEntry>,
+    file_len: u64,
+    scratch: BlockScratch,
+    buf: Vec<u8>,
+}
+
+fn read_exact_at<R: Read + Seek>(r: &mut R, offset: u64, buf: &mut [u8]) -> Result<(), WorldFileError> {
+    r.seek(SeekFrom::Start(offset))?;
+    r.read_exact(buf)?;
+    Ok(())
+}
+
+fn le_u32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn le_i32(b: &[u8]) -> i32 {
+    i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn le_u64(b: &[u8]) -> u64 {
+    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
+impl WorldReader<std::io::BufReader<std::fs::File>> {
+    /// Opens the world file at `path`.
+    pub fn open_path(path: impl AsRef<Path>, limits: ReadLimits) -> Result<Self, WorldFileError> {
+        WorldReader::open(std::io::BufReader::new(std::fs::File::open(path)?), limits)
+    }
+}
+
+impl<R: Read + Seek> WorldReader<R> {
+    /// Reads and checks the header, trailer and directory. Allocation is bounded by the file's
+    /// length and `limits`, never by a length field alone.
+    pub fn open(mut input: R, limits: ReadLimits) -> Result<Self, WorldFileError> {
+        let file_len = input.seek(SeekFrom::End(0))?;
+        let corrupt = |what, offset| WorldFileError::Corrupt { what, offset };
+        if file_len < HEADER_FIXED + 4 + TRAILER {
+            return Err(corrupt("file length (too short for header and trailer)", 0));
+        }
+        let mut fixed = [0u8; HEADER_FIXED as usize];
+        read_exact_at(&mut input, 0, &mut fixed)?;
+        if fixed[0..8] != MAGIC {
+            return Err(WorldFileError::BadMagic { offset: 0 });
+        }
+        let version = u16::from_le_bytes([fixed[8], fixed[9]]);
+        if version != VERSION {
+            return Err(WorldFileError::UnsupportedVersion(version));
+        }
+        let table_len = le_u32(&fixed[12..16]) as u64;
+        let header_end = HEADER_FIXED + table_len + 4;
+        if table_len > MAX_TABLE || header_end + TRAILER > file_len {
+            return Err(corrupt("material table length", 12));
+        }
+        let mut header = vec![0u8; header_end as usize];
+        read_exact_at(&mut input, 0, &mut header)?;
+        let body = header_end as usize - 4;
+        if crc(&header[..body]) != le_u32(&header[body..]) {
+            return Err(WorldFileError::Checksum { what: "header", offset: 0 });
+        }
+        let chunk_shift = fixed[10];
+        if !(1..=7).contains(&chunk_shift) {
+            return Err(corrupt("chunk shift", 10));
+        }
+        if fixed[11] != 0 {
+            return Err(corrupt("reserved header byte", 11));
+        }
+        let table: MaterialTable = serde_json::from_slice(&header[HEADER_FIXED as usize..body])
+            .map_err(|e| WorldFileError::MaterialTable { offset: HEADER_FIXED, why: e.to_string() })?;
+        let known = if table.len() >= 64 { u64::MAX } else { (1u64 << table.len()) - 1 };
+
+        let mut trailer = [0u8; TRAILER as usize];
+        read_exact_at(&mut input, file_len - TRAILER, &mut trailer)?;
+        if trailer[24..32] != END_MAGIC {
+            return Err(WorldFileError::BadMagic { offset: file_len - 8 });
+        }
+        if crc(&trailer[..20]) != le_u32(&trailer[20..24]) {
+            return Err(WorldFileError::Checksum { what: "trailer", offset: file_len - TRAILER });
+        }
+        let dir_offset = le_u64(&trailer[0..8]);
+        let count = le_u32(&trailer[8..12]) as u64;
+        if le_u32(&trailer[16..20]) != 0 {
+            return Err(corrupt("reserved trailer field", file_len - TRAILER + 16));
+        }
+        if count > limits.max_chunks {
+            return Err(WorldFileError::Limit(format!(
+                "{count} chunks exceed the limit of {}",
+                limits.max_chunks
+            )));
+        }
+        // The directory must sit exactly between the records and the trailer.
+        if dir_offset < header_end || dir_offset.checked_add(count * DIR_ENTRY) != Some(file_len - TRAILER) {
+            return Err(corrupt("directory offset or chunk count", file_len - TRAILER));
+        }
+        let mut dir = vec![0u8; (count * DIR_ENTRY) as usize];
+        read_exact_at(&mut input, dir_offset, &mut dir)?;
+        if crc(&dir) != le_u32(&trailer[12..16]) {
+            return Err(WorldFileError::Checksum { what: "directory", offset: dir_offset });
+        }
+        // Records tile [header_end, dir_offset) exactly, in order: no gaps, no overlaps.
+        let mut entries = Vec::with_capacity(count as usize);
+        let mut next = header_end;
+        for (i, e) in dir.chunks_exact(DIR_ENTRY as usize).enumerate() {
+            let entry = ChunkEntry {
+                key: Point3::new(le_i32(&e[0..4]), le_i32(&e[4..8]), le_i32(&e[8..12])),
+                offset: le_u64(&e[12..20]),
+                len: le_u32(&e[20..24]),
+            };
+            let at = dir_offset + i as u64 * DIR_ENTRY;
+            if entry.offset != next || (entry.len as u64) < RECORD_HEADER + crate::block::BLOCK_HEADER as u64
+            {
+                return Err(corrupt("directory entry (record offset or length)", at));
+            }
+            chunk_region(entry.key, chunk_shift).map_err(|_| corrupt("directory entry (chunk key)", at))?;
+            next += entry.len as u64;
+            entries.push(entry);
+        }
+        if next != dir_offset {
+            return Err(corrupt("records (they do not end where the directory starts)", next));
+        }
+        entries.sort_unstable_by_key(|e| (e.key.x, e.key.y, e.key.z));
+        if let Some(w) = entries.windows(2).find(|w| w[0].key == w[1].key) {
+            return Err(corrupt("directory (a chunk is listed twice)", w[1].offset));
+        }
+        Ok(WorldReader {
+            input,
+            table,
+            known,
+            chunk_shift,
+            entries,
+            file_len,
+            scratch: BlockScratch::default(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// The material table the file carries.
+    pub fn material_table(&self) -> &MaterialTable {
+        &self.table
+    }
+
+    /// log2 of the chunk side.
+    pub fn chunk_shift(&self) -> u8 {
+        self.chunk_shift
+    }
+
+    /// Voxels per chunk.
+    pub fn chunk_voxels(&self) -> usize {
+        1 << (3 * self.chunk_shift as usize)
+    }
+
+    /// The directory, sorted by key.
+    pub fn entries(&self) -> &[ChunkEntry] {
+        &self.entries
+    }
+
+    /// The file's length in bytes.
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    /// Reads and decodes chunk `key` into `out` (`chunk_voxels()` long, buffer order). Returns
+    /// `false` (and leaves `out` alone) if the file has no such chunk: it is all Air.
+    pub fn read_chunk(&mut self, key: Point3<i32>, out: &mut [Voxel]) -> Result<bool, WorldFileError> {
+        let Ok(i) =
+            self.entries.binary_search_by_key(&(key.x, key.y, key.z), |e| (e.key.x, e.key.y, e.key.z))
+        else {
+            return Ok(false);
+        };
+        let e = self.entries[i];
+        self.read_entry(&e, out)?;
+        Ok(true)
+    }
+
+    fn read_entry(&mut self, e: &ChunkEntry, out: &mut [Voxel]) -> Result<(), WorldFileError> {
+        if out.len() != self.chunk_voxels() {
+            return Err(WorldFileError::Voxels(format!(
+                "buffer of {} voxels for chunks of {}",
+                out.len(),
+                self.chunk_voxels()
+            )));
+        }
+        self.buf.resize(e.len as usize, 0);
+        read_exact_at(&mut self.input, e.offset, &mut self.buf)?;
+        let head = &self.buf[..RECORD_HEADER as usize];
+        let key = [le_i32(&head[0..4]), le_i32(&head[4..8]), le_i32(&head[8..12])];
+        if key != [e.key.x, e.key.y, e.key.z] || le_u32(&head[12..16]) as u64 + RECORD_HEADER != e.len as u64
+        {
+            return Err(WorldFileError::Corrupt {
+                what: "record header (disagrees with the directory)",
+                offset: e.offset,
+            });
+        }
+        let block = &self.buf[RECORD_HEADER as usize..];
+        if crc(block) != le_u32(&head[16..20]) {
+            return Err(WorldFileError::Checksum { what: "chunk record", offset: e.offset });
+        }
+        decode_block(block, out, self.known, &mut self.scratch).map_err(|source| WorldFileError::Chunk {
+            key,
+            offset: e.offset,
+            source,
+        })
+    }
+
+    /// Reads every chunk into `dest` (in directory order); `progress(done, total)` after each.
+    pub fn read_all<W: VoxelWrite>(
+        &mut self,
+        dest: &mut W,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<usize, WorldFileError> {
+        let mut voxels = vec![Voxel::AIR; self.chunk_voxels()];
+        let entries = self.entries.clone();
+        for (i, e) in entries.iter().enumerate() {
+            self.read_entry(e, &mut voxels)?;
+            let region = chunk_region(e.key, self.chunk_shift)
+                .map_err(|err| WorldFileError::Voxels(err.to_string()))?;
+            dest.write_box(&region, &voxels).map_err(|err| WorldFileError::Voxels(err.to_string()))?;
+            progress(i + 1, entries.len());
+        }
+        Ok(entries.len())
+    }
+}
