@@ -3,11 +3,14 @@
 //! - `ci`: what CI runs — format check, clippy with warnings denied, every test (all targets,
 //!   doctests), in that order, stopping at the first failure.
 //! - `bench [SUITE…] [--quick]`: the side-by-side `compare` suites (all by default), release build.
+//! - `fuzz [SECONDS]`: every cargo-fuzz target for SECONDS each (default 60); installs cargo-fuzz if
+//!   missing; uses the nightly toolchain if installed, else `RUSTC_BOOTSTRAP=1` on the pinned one.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 const SUITES: &[&str] = &["store"];
+const FUZZ_TARGETS: &[&str] = &["decode_rle", "roundtrip", "open_world"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace root").to_path_buf()
@@ -52,12 +55,66 @@ fn bench(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// True when `cmd args…` runs and exits 0 (output discarded).
+fn succeeds(cmd: &str, args: &[&str]) -> bool {
+    Command::new(cmd)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn fuzz(args: &[String]) -> Result<(), String> {
+    let seconds: u64 = match args.first() {
+        Some(s) => s.parse().map_err(|_| format!("SECONDS must be a whole number, got {s:?}"))?,
+        None => 60,
+    };
+    if !succeeds("cargo", &["fuzz", "--version"]) {
+        eprintln!("cargo-fuzz is missing: installing it from crates.io");
+        cargo(&["install", "cargo-fuzz", "--locked"], "Install it by hand: `cargo install cargo-fuzz`.")?;
+    }
+    let nightly = Command::new("rustup")
+        .args(["toolchain", "list"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l.starts_with("nightly")));
+    for target in FUZZ_TARGETS {
+        // New inputs go to fuzz/work/<target> (ignored by git); the committed corpus only seeds.
+        let work = root().join("fuzz/work").join(target);
+        std::fs::create_dir_all(&work).map_err(|e| format!("creating {}: {e}", work.display()))?;
+        let seeds = root().join("fuzz/corpus").join(target);
+        let time = format!("-max_total_time={seconds}");
+        let (work, seeds) = (work.to_string_lossy().into_owned(), seeds.to_string_lossy().into_owned());
+        let mut fuzz_args = vec!["fuzz", "run", target, work.as_str(), seeds.as_str(), "--", time.as_str()];
+        let mut cmd = Command::new("cargo");
+        if nightly {
+            fuzz_args.insert(0, "+nightly");
+        } else {
+            cmd.env("RUSTC_BOOTSTRAP", "1");
+        }
+        eprintln!("\n==> cargo {}", fuzz_args.join(" "));
+        let status = cmd
+            .args(&fuzz_args)
+            .current_dir(root())
+            .status()
+            .map_err(|e| format!("could not start cargo: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "fuzz target {target} failed; the crashing input is in fuzz/artifacts/{target}/. \
+                 Minimise it with `cargo fuzz tmin {target} <file>` and commit it to fuzz/corpus/{target}/."
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench(&args[1..]),
-        _ => Err("usage: cargo xtask ci | bench [SUITE…] [--quick]".into()),
+        Some("fuzz") => fuzz(&args[1..]),
+        _ => Err("usage: cargo xtask ci | bench [SUITE…] [--quick] | fuzz [SECONDS]".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

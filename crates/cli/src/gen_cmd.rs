@@ -21,6 +21,9 @@ pub(crate) struct GenArgs {
     /// Print the summary as one JSON object on stdout (no progress bar).
     #[arg(long)]
     json: bool,
+    /// Save the world to this file (atomically: the previous file survives any failure).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 /// The summary `gen` prints.
@@ -37,6 +40,18 @@ struct Summary {
     dense_bytes: u64,
     seconds: f64,
     threads: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saved: Option<Saved>,
+}
+
+/// What `--out` wrote.
+#[derive(serde::Serialize, Debug)]
+struct Saved {
+    file: String,
+    bytes: u64,
+    chunks: usize,
+    seconds: f64,
+    bytes_per_non_empty_voxel: f64,
 }
 
 fn parse_size(s: &str) -> Result<[u32; 3], String> {
@@ -81,6 +96,32 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
 
     let mem = store.memory_stats();
+    let saved = match &args.out {
+        None => None,
+        Some(path) => {
+            let bar = ProgressBar::new(store.chunk_count() as u64);
+            if args.json {
+                bar.set_draw_target(ProgressDrawTarget::hidden());
+            }
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} saving     [{bar:40}] {pos}/{len} chunks {elapsed}")
+                    .context("progress template")?
+                    .progress_chars("=> "),
+            );
+            let start = Instant::now();
+            let table = voxterra::core::MaterialTable::default();
+            let stats = voxterra::save(path, &store, &table, |done, _| bar.set_position(done as u64))
+                .with_context(|| format!("saving {}", path.display()))?;
+            bar.finish_and_clear();
+            Some(Saved {
+                file: path.display().to_string(),
+                bytes: stats.bytes,
+                chunks: stats.chunks,
+                seconds: start.elapsed().as_secs_f64(),
+                bytes_per_non_empty_voxel: stats.bytes as f64 / mem.non_empty_voxels.max(1) as f64,
+            })
+        }
+    };
     let summary = Summary {
         seed: args.seed,
         size: args.size,
@@ -93,6 +134,7 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
         dense_bytes: stats.voxels * 2,
         seconds,
         threads: pool.current_num_threads(),
+        saved,
     };
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
@@ -113,6 +155,16 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
             mib(summary.dense_bytes as f64)
         );
         println!("time       {:.2} s on {} threads", seconds, summary.threads);
+        if let Some(s) = &summary.saved {
+            println!(
+                "saved      {} ({:.2} MiB, {} chunks, {:.4} bytes per non-empty voxel) in {:.2} s",
+                s.file,
+                mib(s.bytes as f64),
+                s.chunks,
+                s.bytes_per_non_empty_voxel,
+                s.seconds
+            );
+        }
     }
     Ok(())
 }

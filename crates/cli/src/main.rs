@@ -1,8 +1,10 @@
 //! `voxterra`: the command-line face of voxterra.
 //!
-//! - `voxterra gen`: make a procedural world and report its size and memory.
+//! - `voxterra gen`: make a procedural world, report its size and memory, optionally save it.
+//! - `voxterra info FILE`: what a world file holds.
 
 mod gen_cmd;
+mod info_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -18,10 +20,13 @@ struct Cli {
 enum Command {
     /// Generate a procedural world in memory and print a summary.
     Gen(gen_cmd::GenArgs),
+    /// Describe a world file: size, chunks, compression ratio, voxels per material.
+    Info(info_cmd::InfoArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Gen(args) => gen_cmd::run(&args),
+        Command::Info(args) => info_cmd::run(&args),
     }
 }

@@ -40,3 +40,40 @@ fn gen_rejects_bad_sizes() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn gen_out_then_info() {
+    let dir = std::env::temp_dir().join(format!("voxterra-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("w.vxt");
+    let out =
+        voxterra(&["gen", "--size", "80x48x64", "--seed", "3", "--json", "--out", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let g: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(g["saved"]["bytes"].as_u64().unwrap(), std::fs::metadata(&file).unwrap().len());
+    let out = voxterra(&["info", file.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let i: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(i["chunks"], g["chunks"]);
+    assert_eq!(i["non_empty_voxels"], g["non_empty_voxels"]);
+    let per_material: u64 = i["materials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["id"] != 0)
+        .map(|m| m["voxels"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_material, g["non_empty_voxels"].as_u64().unwrap());
+    assert!(i["ratio"].as_f64().unwrap() > 10.0);
+    // A damaged file is a clean error.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&file, &bytes).unwrap();
+    let out = voxterra(&["info", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("checksum") || err.contains("corrupt"), "{err}");
+    assert!(!err.contains("panicked"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -7,9 +7,10 @@
 //! | --- | --- | --- |
 //! | [`core`] | voxterra-core | voxels, materials, regions, AABBs, rays, the small traits |
 //! | [`store`] | voxterra-voxel-store | sparse row-packed 32³ chunks with mips; fast reads, dirty regions |
+//! | [`codec`] | voxterra-codec | the RLE voxel format, LZ4, atomic world files, undo snapshots |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
 //!
-//! Compression, meshing and collision crates join as they land; the facade's `Terrain` (store +
+//! Meshing and collision crates join as they land; the facade's `Terrain` (store +
 //! broadphase masks + lazy collision cache) and `World` (bodies) come after them.
 //!
 //! ```
@@ -23,9 +24,50 @@
 //! assert!(!store.voxel(VoxelPos::new(5, 0, 5)).is_air());
 //! println!("{:.2} bytes per non-empty voxel", store.memory_stats().bytes_per_non_empty_voxel());
 //! ```
+//!
+//! Saving and loading a store:
+//!
+//! ```no_run
+//! # use voxterra::store::VoxelStore;
+//! let store = VoxelStore::new();
+//! let table = voxterra::core::MaterialTable::default();
+//! voxterra::save("world.vxt", &store, &table, |_, _| {})?;
+//! let (store, table) = voxterra::load("world.vxt", |_, _| {})?;
+//! # Ok::<(), voxterra::codec::WorldFileError>(())
+//! ```
 
 #![forbid(unsafe_code)]
 
+pub use voxterra_codec as codec;
 pub use voxterra_core as core;
 pub use voxterra_voxel_store as store;
 pub use voxterra_worldgen as worldgen;
+
+use std::path::Path;
+use voxterra_codec::{ReadLimits, SaveStats, WorldFileError, WorldReader, WriteOptions};
+use voxterra_core::MaterialTable;
+use voxterra_voxel_store::VoxelStore;
+
+/// Saves every chunk of `store` to `path` atomically (LZ4 over RLE). `progress(done, total)` after
+/// each chunk.
+pub fn save(
+    path: impl AsRef<Path>,
+    store: &VoxelStore,
+    table: &MaterialTable,
+    progress: impl FnMut(usize, usize),
+) -> Result<SaveStats, WorldFileError> {
+    let keys = store.chunk_keys();
+    voxterra_codec::save_world(path, store, &keys, table, WriteOptions::default(), progress)
+}
+
+/// Loads the world file at `path` into a new store, with its material table. Files of any chunk
+/// size load: each record is written into the store as a box.
+pub fn load(
+    path: impl AsRef<Path>,
+    progress: impl FnMut(usize, usize),
+) -> Result<(VoxelStore, MaterialTable), WorldFileError> {
+    let mut reader = WorldReader::open_path(path, ReadLimits::default())?;
+    let mut store = VoxelStore::new();
+    reader.read_all(&mut store, progress)?;
+    Ok((store, reader.material_table().clone()))
+}
