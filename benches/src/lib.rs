@@ -8,11 +8,13 @@
 //! cargo run --release -p voxterra-benches --bin compare -- SUITE [--quick] [--json]
 //! ```
 //!
-//! Suites: `store` (the voxel store against a dense 2-byte-per-voxel array).
+//! Suites: `store` (the voxel store against a dense 2-byte-per-voxel array), `codec` (RLE and
+//! RLE+LZ4 against LZ4 alone on raw voxels; whole save and load).
 //! Every case checks that both sides compute the same answer before it is timed.
 
 #![forbid(unsafe_code)]
 
+pub mod codec_suite;
 pub mod harness;
 pub mod store_suite;
 pub mod world;
