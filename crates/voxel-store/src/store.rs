@@ -465,6 +465,13 @@ impl<'a> Iterator for Rows<'a> {
                 let z0 = if y == self.ly { self.lz } else { self.lz_start };
                 let start = |z: usize| Point3::new(base.x + xa as i32, base.y + y as i32, base.z + z as i32);
                 match self.chunk {
+                    // Whole rows: the slice's length is the constant 32, so consumers' loops over it
+                    // compile without remainder handling.
+                    Some(c) if xa == 0 && xb == CHUNK_SIZE => {
+                        for z in z0..self.lz_end {
+                            acc = f(acc, (start(z), c.level0.row(y, z).as_slice()));
+                        }
+                    }
                     Some(c) => {
                         for z in z0..self.lz_end {
                             acc = f(acc, (start(z), &c.level0.row(y, z)[xa..xb]));
