@@ -45,7 +45,7 @@ pub use broadphase::{Broadphase, BruteForceBroadphase, ProxyId};
 pub use error::CoreError;
 pub use geometry::{Aabb, Culling, Ray, RayHit, ray_triangle};
 pub use material::{MaterialInfo, MaterialKind, MaterialTable, SurfaceShape, materials};
-pub use region::{DirtyBounds, Region, VoxelPos, chunk_key};
+pub use region::{ChunkKey, DirtyBounds, Region, VoxelPos, chunk_key};
 pub use triangles::{
     BruteForceTriangles, TriangleIndex, TriangleIndices, TriangleMesh, TriangleSource, check_indices,
 };

@@ -276,3 +276,34 @@ impl DirtyBounds {
         self.bounds.map(|(lo, hi)| Region { min: lo, max: Point3::new(hi.x + 1, hi.y + 1, hi.z + 1) })
     }
 }
+
+/// A chunk key as a hash-map key: the chunk's coordinates (voxel coordinates shifted right by the
+/// chunk size's log2).
+///
+/// PERF: hashes as one packed u64 — one hasher round. nalgebra's `Hash` for `Point3` writes the
+/// shape and each coordinate (five rounds), which cost the store 4× in random reads. Equality still
+/// compares all 96 bits; the fold is only for hashing.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Default)]
+pub struct ChunkKey(pub [i32; 3]);
+
+impl std::hash::Hash for ChunkKey {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let [x, y, z] = self.0.map(|v| v as u32 as u64);
+        state.write_u64(x ^ y << 21 ^ z << 42);
+    }
+}
+
+impl From<Point3<i32>> for ChunkKey {
+    #[inline]
+    fn from(p: Point3<i32>) -> Self {
+        ChunkKey([p.x, p.y, p.z])
+    }
+}
+
+impl From<ChunkKey> for Point3<i32> {
+    #[inline]
+    fn from(k: ChunkKey) -> Self {
+        Point3::new(k.0[0], k.0[1], k.0[2])
+    }
+}

@@ -3,40 +3,13 @@
 use crate::chunk::{CHUNK_SHIFT, CHUNK_SIZE, Chunk, ChunkRef};
 use crate::packed_box::{PACKED_ROWS, Rect, Scratch};
 use crate::{MemoryStats, StoreError};
+use voxterra_core::ChunkKey as Key; // hashes in one round
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{
     CoreError, DirtyBounds, Material, Region, Voxel, VoxelPos, VoxelRead, VoxelWrite, chunk_key,
 };
 
 type ChunkMap = hashbrown::HashMap<Key, Chunk, foldhash::fast::FixedState>;
-
-/// A chunk key in the map. PERF: hashes as one packed u64 (one hasher round); nalgebra's `Hash`
-/// for `Point3` writes the shape and each coordinate (five rounds), which showed in random reads.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Key([i32; 3]);
-
-impl std::hash::Hash for Key {
-    #[inline]
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let [x, y, z] = self.0.map(|v| v as u32 as u64);
-        // Lossy fold; equality still compares all 96 bits.
-        state.write_u64(x ^ y << 21 ^ z << 42);
-    }
-}
-
-impl From<Point3<i32>> for Key {
-    #[inline]
-    fn from(p: Point3<i32>) -> Self {
-        Key([p.x, p.y, p.z])
-    }
-}
-
-impl From<Key> for Point3<i32> {
-    #[inline]
-    fn from(k: Key) -> Self {
-        Point3::new(k.0[0], k.0[1], k.0[2])
-    }
-}
 
 /// Limits that keep a write from exhausting memory.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
