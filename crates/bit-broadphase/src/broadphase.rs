@@ -1,0 +1,302 @@
+//! The sparse map of physics chunks, its rebuilds and its queries.
+
+use crate::masks::{self, ChunkState, MASK_X, MASK_Z, Masks, PHYS_SHIFT};
+use rayon::prelude::*;
+use voxterra_core::nalgebra::Point3;
+use voxterra_core::{Aabb, ChunkKey, CoreError, MaterialTable, Region, VoxelRead};
+
+/// What a body's box touches in one chunk.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Touch {
+    /// The box overlaps a dilated solid voxel.
+    pub solid: bool,
+    /// The box overlaps a dilated water voxel.
+    pub water: bool,
+}
+
+/// Errors of the bit broadphase.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BroadphaseError {
+    /// The voxel size must be finite and positive.
+    #[error("voxel size {0} is not finite and positive")]
+    VoxelSize(f32),
+    /// A region or key outside the voxel space.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+}
+
+/// A chunk's entry: tagged uniform, or an index into the mask slab.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Entry {
+    Solid,
+    Water,
+    Masks(u32),
+}
+
+/// Memory statistics.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[non_exhaustive]
+pub struct BroadphaseStats {
+    /// Chunks held (all kinds).
+    pub chunks: usize,
+    /// Chunks with masks.
+    pub mask_chunks: usize,
+    /// Chunks tagged all-solid.
+    pub solid_chunks: usize,
+    /// Chunks tagged all-water.
+    pub water_chunks: usize,
+    /// Bytes of masks (128 per mask chunk, freed slots included).
+    pub mask_bytes: usize,
+    /// Bytes of the hash table.
+    pub map_bytes: usize,
+}
+
+impl BroadphaseStats {
+    /// All bytes.
+    pub fn total_bytes(&self) -> usize {
+        self.mask_bytes + self.map_bytes
+    }
+}
+
+/// The terrain broadphase: dilated solid/water masks for every 8³ physics chunk that has any, and
+/// bit-parallel box queries against them.
+#[derive(Clone, Debug)]
+pub struct BitBroadphase {
+    chunks: hashbrown::HashMap<ChunkKey, Entry, foldhash::fast::FixedState>,
+    slab: Vec<Masks>,
+    free: Vec<u32>,
+    solid: u64,
+    liquid: u64,
+    inv_voxel_size: f32,
+}
+
+/// The voxels whose closed cube `[v, v+1]` meets the closed box `[a, b]` (voxel units) on each axis:
+/// `ceil(a) - 1 ..= floor(b)`. (The brute-force reference checks the same rule its own way.)
+#[inline]
+fn voxel_range(aabb: &Aabb, inv_voxel_size: f32) -> Option<([i64; 3], [i64; 3])> {
+    let mut lo = [0i64; 3];
+    let mut hi = [0i64; 3];
+    for i in 0..3 {
+        let a = aabb.mins[i] * inv_voxel_size;
+        let b = aabb.maxs[i] * inv_voxel_size;
+        if !(a <= b) {
+            return None; // NaN or inverted
+        }
+        let clamp = |v: f32| (v as f64).clamp(i32::MIN as f64, i32::MAX as f64) as i64;
+        lo[i] = clamp(a.ceil()) - 1;
+        hi[i] = clamp(b.floor());
+        if hi[i] < lo[i] {
+            return None;
+        }
+    }
+    Some((lo, hi))
+}
+
+/// Chunks rebuilt per parallel batch: bounds the memory of pending results.
+const BATCH: usize = 4096;
+
+impl BitBroadphase {
+    /// An empty broadphase; `table` decides what is solid and what is water; `voxel_size` is the
+    /// world size of one voxel (finite, positive).
+    pub fn new(table: &MaterialTable, voxel_size: f32) -> Result<Self, BroadphaseError> {
+        if !(voxel_size.is_finite() && voxel_size > 0.0) {
+            return Err(BroadphaseError::VoxelSize(voxel_size));
+        }
+        Ok(BitBroadphase {
+            chunks: Default::default(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            solid: table.solid_mask(),
+            liquid: table.liquid_mask(),
+            inv_voxel_size: 1.0 / voxel_size,
+        })
+    }
+
+    /// Chunks held.
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// The state of chunk `key`, `None` if it holds neither solid nor water.
+    pub fn chunk(&self, key: Point3<i32>) -> Option<ChunkState> {
+        self.chunks.get(&ChunkKey::from(key)).map(|e| self.state(*e))
+    }
+
+    fn state(&self, e: Entry) -> ChunkState {
+        match e {
+            Entry::Solid => ChunkState::Solid,
+            Entry::Water => ChunkState::Water,
+            Entry::Masks(i) => ChunkState::Masks(self.slab[i as usize]),
+        }
+    }
+
+    /// Every chunk and its state, sorted by key (y, z, x): for comparisons and tests.
+    pub fn chunks(&self) -> Vec<(Point3<i32>, ChunkState)> {
+        let mut v: Vec<_> = self.chunks.iter().map(|(k, e)| (Point3::from(*k), self.state(*e))).collect();
+        v.sort_unstable_by_key(|(k, _)| (k.y, k.z, k.x));
+        v
+    }
+
+    fn set(&mut self, key: Point3<i32>, state: Option<ChunkState>) {
+        let k = ChunkKey::from(key);
+        let old = self.chunks.get(&k).copied();
+        let entry = match state {
+            None => {
+                if let Some(Entry::Masks(i)) = self.chunks.remove(&k) {
+                    self.free.push(i);
+                }
+                return;
+            }
+            Some(ChunkState::Solid) => Entry::Solid,
+            Some(ChunkState::Water) => Entry::Water,
+            Some(ChunkState::Masks(m)) => match old {
+                Some(Entry::Masks(i)) => {
+                    self.slab[i as usize] = m;
+                    return;
+                }
+                _ => {
+                    let i = match self.free.pop() {
+                        Some(i) => {
+                            self.slab[i as usize] = m;
+                            i
+                        }
+                        None => {
+                            self.slab.push(m);
+                            (self.slab.len() - 1) as u32
+                        }
+                    };
+                    Entry::Masks(i)
+                }
+            },
+        };
+        if let Some(Entry::Masks(i)) = self.chunks.insert(k, entry) {
+            self.free.push(i);
+        }
+    }
+
+    /// Rebuilds one chunk from its 10³ neighbourhood in `source`.
+    pub fn rebuild_chunk(&mut self, source: &impl VoxelRead, key: Point3<i32>) {
+        let state = masks::build(source, key, self.solid, self.liquid);
+        self.set(key, state);
+    }
+
+    /// Rebuilds every chunk whose masks a change in `dirty` can affect (the chunks its one-voxel
+    /// expansion touches), in parallel on the current rayon pool. The result is the same as
+    /// rebuilding them one by one: states are computed in parallel and applied in key order.
+    /// Returns the number of chunks rebuilt.
+    pub fn rebuild_region(&mut self, source: &(impl VoxelRead + Sync), dirty: &Region) -> usize {
+        let Some((first, last)) = dirty.expanded(1).chunk_range(PHYS_SHIFT) else { return 0 };
+        let keys = (first.y..=last.y).flat_map(|y| {
+            (first.z..=last.z).flat_map(move |z| (first.x..=last.x).map(move |x| Point3::new(x, y, z)))
+        });
+        let (solid, liquid) = (self.solid, self.liquid);
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut n = 0;
+        let mut keys = keys.peekable();
+        while keys.peek().is_some() {
+            batch.clear();
+            batch.extend(keys.by_ref().take(BATCH));
+            let states: Vec<Option<ChunkState>> =
+                batch.par_iter().map(|&k| masks::build(source, k, solid, liquid)).collect();
+            for (&k, s) in batch.iter().zip(states) {
+                self.set(k, s);
+            }
+            n += batch.len();
+        }
+        n
+    }
+
+    /// The voxel range `[lo, hi]` (inclusive, i64) a world-space box touches. `None` for NaN or
+    /// inverted boxes.
+    #[inline]
+    fn voxel_range(&self, aabb: &Aabb) -> Option<([i64; 3], [i64; 3])> {
+        voxel_range(aabb, self.inv_voxel_size)
+    }
+
+    /// Calls `visit(chunk, touch)` for every chunk in which the box (world units) touches a dilated
+    /// solid or water voxel.
+    ///
+    /// The closed box is tested against closed voxel cubes, so a box lying on a voxel boundary also
+    /// covers the voxel on the far side: its voxel range grows by one wherever it merely touches.
+    /// With the masks' one-voxel dilation this is exact for the contract "geometry stays within one
+    /// voxel of its solid voxel": a box more than one voxel from every solid voxel never touches solid.
+    /// NaN or inverted boxes touch nothing; coordinates beyond the i32 voxel space are clamped.
+    /// Chunks come in (y, z, x) order, except for boxes covering more chunk slots than the map
+    /// holds, which walk the map instead (same result, map order). No allocation.
+    #[inline]
+    pub fn query(&self, aabb: &Aabb, mut visit: impl FnMut(Point3<i32>, Touch)) {
+        let Some((lo, hi)) = self.voxel_range(aabb) else { return };
+        let cl = lo.map(|v| v >> PHYS_SHIFT);
+        let ch = hi.map(|v| v >> PHYS_SHIFT);
+        let slots = (0..3).map(|i| (ch[i] - cl[i] + 1) as u128).product::<u128>();
+        if slots > self.chunks.len() as u128 {
+            for (k, e) in &self.chunks {
+                let key = Point3::from(*k);
+                if (0..3).all(|i| cl[i] <= key[i] as i64 && key[i] as i64 <= ch[i]) {
+                    let t = self.touch(*e, key, &lo, &hi);
+                    if t.solid || t.water {
+                        visit(key, t);
+                    }
+                }
+            }
+            return;
+        }
+        for cy in cl[1]..=ch[1] {
+            for cz in cl[2]..=ch[2] {
+                for cx in cl[0]..=ch[0] {
+                    let key = Point3::new(cx as i32, cy as i32, cz as i32);
+                    if let Some(e) = self.chunks.get(&ChunkKey::from(key)) {
+                        let t = self.touch(*e, key, &lo, &hi);
+                        if t.solid || t.water {
+                            visit(key, t);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the voxel range touches inside one held chunk.
+    #[inline]
+    fn touch(&self, e: Entry, key: Point3<i32>, lo: &[i64; 3], hi: &[i64; 3]) -> Touch {
+        match e {
+            Entry::Solid => Touch { solid: true, water: false },
+            Entry::Water => Touch { solid: false, water: true },
+            Entry::Masks(i) => {
+                let base = [0, 1, 2].map(|a| (key[a] as i64) << PHYS_SHIFT);
+                let l = |a: usize| (lo[a] - base[a]).clamp(0, 7) as usize;
+                let h = |a: usize| (hi[a] - base[a]).clamp(0, 7) as usize;
+                let footprint = MASK_X[l(0)][h(0)] & MASK_Z[l(2)][h(2)];
+                let m = &self.slab[i as usize];
+                let (mut s, mut w) = (0u64, 0u64);
+                for y in l(1)..=h(1) {
+                    s |= m.solid[y];
+                    w |= m.water[y];
+                }
+                Touch { solid: s & footprint != 0, water: w & footprint != 0 }
+            }
+        }
+    }
+
+    /// Memory statistics.
+    pub fn stats(&self) -> BroadphaseStats {
+        let mut s = BroadphaseStats { chunks: self.chunks.len(), ..Default::default() };
+        for e in self.chunks.values() {
+            match e {
+                Entry::Solid => s.solid_chunks += 1,
+                Entry::Water => s.water_chunks += 1,
+                Entry::Masks(_) => s.mask_chunks += 1,
+            }
+        }
+        s.mask_bytes = self.slab.capacity() * std::mem::size_of::<Masks>() + self.free.capacity() * 4;
+        let buckets = if self.chunks.capacity() == 0 {
+            0
+        } else {
+            (self.chunks.capacity() * 8 / 7).next_power_of_two()
+        };
+        s.map_bytes =
+            if buckets == 0 { 0 } else { buckets * (std::mem::size_of::<(ChunkKey, Entry)>() + 1) + 16 };
+        s
+    }
+}
