@@ -9,11 +9,13 @@
 //! ```
 //!
 //! Suites: `store` (the voxel store against a dense 2-byte-per-voxel array), `codec` (RLE and
-//! RLE+LZ4 against LZ4 alone on raw voxels; whole save and load).
+//! RLE+LZ4 against LZ4 alone on raw voxels; whole save and load), `bit-broadphase` (mask queries
+//! against a brute-force scan; candidate reduction; memory; rebuild scaling).
 //! Every case checks that both sides compute the same answer before it is timed.
 
 #![forbid(unsafe_code)]
 
+pub mod bit_broadphase_suite;
 pub mod codec_suite;
 pub mod harness;
 pub mod store_suite;

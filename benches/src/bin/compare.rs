@@ -1,15 +1,15 @@
 //! `compare SUITE [--quick] [--json]`: voxterra and its peer, side by side in one process.
 
 use clap::Parser;
-use voxterra_benches::{codec_suite, store_suite};
+use voxterra_benches::{bit_broadphase_suite, codec_suite, store_suite};
 
-const SUITES: &[&str] = &["store", "codec"];
+const SUITES: &[&str] = &["store", "codec", "bit-broadphase"];
 
 /// Runs a benchmark suite for voxterra and its named peer, interleaved, and prints medians and ratios.
 #[derive(Parser, Debug)]
 #[command(name = "compare")]
 struct Args {
-    /// The suite to run: store, codec.
+    /// The suite to run: store, codec, bit-broadphase.
     suite: String,
     /// Smaller world and fewer repetitions: a smoke run.
     #[arg(long)]
@@ -27,6 +27,7 @@ fn main() -> anyhow::Result<()> {
     let report = match args.suite.as_str() {
         "store" => store_suite::run(args.quick),
         "codec" => codec_suite::run(args.quick),
+        "bit-broadphase" => bit_broadphase_suite::run(args.quick),
         other => anyhow::bail!("unknown suite {other:?}; suites: {}", SUITES.join(", ")),
     };
     if args.json {

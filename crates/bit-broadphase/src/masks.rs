@@ -106,8 +106,9 @@ fn dilate(rows: &[[u16; 10]; 10]) -> [u64; 8] {
     }
     let mut out = [0u64; 8];
     for (y, slice) in out.iter_mut().enumerate() {
-        for zi in 0..8 {
-            let r = z[y][zi] | z[y + 1][zi] | z[y + 2][zi];
+        let rows = z[y].iter().zip(&z[y + 1]).zip(&z[y + 2]);
+        for (zi, ((a, b), c)) in rows.enumerate() {
+            let r = a | b | c;
             *slice |= (((r >> 1) & 0xff) as u64) << (zi * 8);
         }
     }

@@ -42,7 +42,7 @@ pub fn query(
     for i in 0..3 {
         a[i] = (aabb.mins[i] * (1.0 / voxel_size)) as f64;
         b[i] = (aabb.maxs[i] * (1.0 / voxel_size)) as f64;
-        if !(a[i] <= b[i]) {
+        if a[i].is_nan() || b[i].is_nan() || a[i] > b[i] {
             return Vec::new();
         }
         lo[i] = (a[i].floor() - 2.0).clamp(i32::MIN as f64, i32::MAX as f64) as i64;
