@@ -159,17 +159,24 @@ pub fn run(quick: bool) -> Report {
     let mut seconds = Vec::new();
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
-        let mut bp = BitBroadphase::new(&table, 1.0).expect("valid voxel size");
-        let t = Instant::now();
-        let chunks = pool.install(|| bp.rebuild_region(&w.store, &world));
-        seconds.push((t.elapsed().as_secs_f64(), chunks));
-        built.push(bp);
+        let mut times = Vec::new();
+        let mut last = None;
+        for _ in 0..if quick { 1 } else { 3 } {
+            let mut bp = BitBroadphase::new(&table, 1.0).expect("valid voxel size");
+            let t = Instant::now();
+            let chunks = pool.install(|| bp.rebuild_region(&w.store, &world));
+            times.push((t.elapsed().as_secs_f64(), chunks));
+            last = Some(bp);
+        }
+        times.sort_by(|a, b| a.0.total_cmp(&b.0));
+        seconds.push(times[times.len() / 2]);
+        built.push(last.expect("at least one build"));
     }
     assert!(built[0].chunks() == built[1].chunks(), "1 and 2 threads built different masks");
     let bp = built.pop().expect("two builds");
     let voxels_rebuilt = seconds[0].1 as f64 * 512.0;
     report.metrics.push(Metric {
-        name: "rebuild all, M voxels/s".into(),
+        name: "rebuild all, M voxels/s (median of 3)".into(),
         voxterra: voxels_rebuilt / seconds[1].0 / 1e6,
         peer: voxels_rebuilt / seconds[0].0 / 1e6,
         peer_name: "(1 thread)".into(),

@@ -8,6 +8,7 @@
 //! | [`core`] | voxterra-core | voxels, materials, regions, AABBs, rays, the small traits |
 //! | [`store`] | voxterra-voxel-store | sparse row-packed 32³ chunks with mips; fast reads, dirty regions |
 //! | [`codec`] | voxterra-codec | the RLE voxel format, LZ4, atomic world files, undo snapshots |
+//! | [`broadphase`] | voxterra-bit-broadphase | dilated 8³ solid/water masks, bit-parallel box queries, contacts |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
 //!
 //! Meshing and collision crates join as they land; the facade's `Terrain` (store +
@@ -38,6 +39,7 @@
 
 #![forbid(unsafe_code)]
 
+pub use voxterra_bit_broadphase as broadphase;
 pub use voxterra_codec as codec;
 pub use voxterra_core as core;
 pub use voxterra_voxel_store as store;
