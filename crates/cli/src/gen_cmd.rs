@@ -63,6 +63,19 @@ fn parse_size(s: &str) -> Result<[u32; 3], String> {
     }
 }
 
+/// A progress bar on stderr, hidden when the output is JSON.
+fn progress_bar(len: u64, what: &str, unit: &str, hidden: bool) -> anyhow::Result<ProgressBar> {
+    let bar = ProgressBar::new(len);
+    if hidden {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    let template = format!("{{spinner}} {what} [{{bar:40}}] {{pos}}/{{len}} {unit} {{elapsed}}");
+    bar.set_style(
+        ProgressStyle::with_template(&template).context("progress template")?.progress_chars("=> "),
+    );
+    Ok(bar)
+}
+
 pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
     let mut builder = rayon::ThreadPoolBuilder::new();
     if let Some(n) = args.threads {
@@ -72,15 +85,7 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
     let params = WorldParams::new(args.seed, args.size);
     params.region().context("checking the world size")?;
 
-    let bar = ProgressBar::new(0);
-    if args.json {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} generating [{bar:40}] {pos}/{len} tiles {elapsed}")
-            .context("progress template")?
-            .progress_chars("=> "),
-    );
+    let bar = progress_bar(0, "generating", "tiles", args.json)?;
 
     let start = Instant::now();
     let mut store = VoxelStore::new();
@@ -99,15 +104,7 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
     let saved = match &args.out {
         None => None,
         Some(path) => {
-            let bar = ProgressBar::new(store.chunk_count() as u64);
-            if args.json {
-                bar.set_draw_target(ProgressDrawTarget::hidden());
-            }
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} saving     [{bar:40}] {pos}/{len} chunks {elapsed}")
-                    .context("progress template")?
-                    .progress_chars("=> "),
-            );
+            let bar = progress_bar(store.chunk_count() as u64, "saving    ", "chunks", args.json)?;
             let start = Instant::now();
             let table = voxterra::core::MaterialTable::default();
             let stats = voxterra::save(path, &store, &table, |done, _| bar.set_position(done as u64))
