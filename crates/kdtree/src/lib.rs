@@ -1,0 +1,48 @@
+//! # voxterra-kdtree
+//!
+//! The loose kD tree from the Roblox terrain-physics article: the spatial index every collision and
+//! ray cast against terrain goes through. Each branch holds *two* split planes on one axis — all left
+//! children lie below one, all right children above the other — so triangles are never cut and a
+//! node is 12 bytes (two floats and a word for the axis and child index; the leaf tag lives in the
+//! axis field; children are adjacent). Leaves hold up to 2 triangles, so the tree costs about 12
+//! bytes per triangle, against ~100 for parry3d's `TriMesh` BVH.
+//!
+//! - [`KdTree::build`]: from any [`TriangleSource`](voxterra_core::TriangleSource) (u16 or u32
+//!   indices, so compact chunk meshes plug in without copying). Longest axis, split at the mean
+//!   midpoint, planes fitted to all 3 vertices, halves of the midpoint order when a side would get
+//!   under 25%. O(n log n), one scratch buffer.
+//! - [`KdTree::with`] pairs the tree with its mesh: a [`KdTreeView`] implementing
+//!   [`TriangleIndex`](voxterra_core::TriangleIndex) — triangles overlapping an AABB, the closest ray
+//!   hit by segment traversal (near child first, early exit, planes widened against float error), and
+//!   an any-hit ray. No heap allocation per query: traversal stacks are fixed arrays sized by the
+//!   depth bound the build guarantees.
+//! - [`KdTree::stats`] and [`KdTree::validate`].
+//!
+//! ```
+//! use voxterra_core::{Culling, Ray, TriangleIndex, TriangleMesh};
+//! use voxterra_core::nalgebra::{Point3, Vector3};
+//! use voxterra_kdtree::KdTree;
+//!
+//! // A 10 x 10 grid of quads at y = 0.
+//! let mut mesh = TriangleMesh::default();
+//! for z in 0..11 { for x in 0..11 { mesh.positions.push(Point3::new(x as f32, 0.0, z as f32)); } }
+//! for z in 0..10 { for x in 0..10 {
+//!     let i = z * 11 + x;
+//!     mesh.triangles.push([i, i + 11, i + 1]);
+//!     mesh.triangles.push([i + 1, i + 11, i + 12]);
+//! } }
+//! let tree = KdTree::build(&mesh).unwrap();
+//! tree.validate(&mesh).unwrap();
+//! let hit = tree.with(&mesh).cast_ray(&Ray::new(Point3::new(3.3, 5.0, 7.6), Vector3::new(0.0, -1.0, 0.0)), 100.0, Culling::None).unwrap();
+//! assert_eq!(hit.t, 5.0);
+//! assert!(tree.stats().bytes < 14 * 200);
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod build;
+mod node;
+mod tree;
+
+pub use build::MAX_TRIANGLES;
+pub use tree::{KdTree, KdTreeError, KdTreeStats, KdTreeView};

@@ -1,0 +1,246 @@
+//! The kD tree against brute force: every query, on triangle soups and terrain grids.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use proptest::prelude::*;
+use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::{
+    Aabb, BruteForceTriangles, Culling, Ray, TriangleIndex, TriangleIndices, TriangleMesh, TriangleSource,
+};
+use voxterra_kdtree::{KdTree, KdTreeError};
+
+/// The same mesh with u16 indices, to exercise that path.
+struct Mesh16 {
+    positions: Vec<Point3<f32>>,
+    triangles: Vec<[u16; 3]>,
+}
+
+impl TriangleSource for Mesh16 {
+    fn positions(&self) -> &[Point3<f32>] {
+        &self.positions
+    }
+    fn indices(&self) -> TriangleIndices<'_> {
+        TriangleIndices::U16(&self.triangles)
+    }
+}
+
+/// A terrain-like grid of `n × n` quads with heights from `h`, offset by `origin`.
+fn grid(n: u32, origin: Vector3<f32>, h: impl Fn(u32, u32) -> f32) -> TriangleMesh {
+    let mut m = TriangleMesh::default();
+    for z in 0..=n {
+        for x in 0..=n {
+            m.positions.push(Point3::new(x as f32, h(x, z), z as f32) + origin);
+        }
+    }
+    for z in 0..n {
+        for x in 0..n {
+            let i = z * (n + 1) + x;
+            m.triangles.push([i, i + n + 1, i + 1]);
+            m.triangles.push([i + 1, i + n + 1, i + n + 2]);
+        }
+    }
+    m
+}
+
+fn arb_soup() -> impl Strategy<Value = TriangleMesh> {
+    let v = || proptest::array::uniform3(-10.0f32..10.0);
+    proptest::collection::vec((v(), v(), v(), 0u8..8), 0..60).prop_map(|tris| {
+        let mut m = TriangleMesh::default();
+        for (a, b, c, kind) in tris {
+            let base = m.positions.len() as u32;
+            let (a, b, c) = (Point3::from(a), Point3::from(b), Point3::from(c));
+            // Some small triangles, some degenerate (collinear, repeated vertex), some big.
+            let (b, c) = match kind {
+                0 => (a + (b - a) * 0.05, a + (c - a) * 0.05),
+                1 => (b, a + (b - a) * 0.5),
+                2 => (a, c),
+                _ => (b, c),
+            };
+            m.positions.extend([a, b, c]);
+            m.triangles.push([base, base + 1, base + 2]);
+        }
+        m
+    })
+}
+
+fn arb_terrain() -> impl Strategy<Value = (TriangleMesh, f32)> {
+    (1u32..24, any::<u32>(), prop_oneof![Just(0.0f32), Just(1.0e5), Just(-3.0e4)]).prop_map(
+        |(n, seed, far)| {
+            let s = seed as f32 * 1e-9;
+            let m = grid(n, Vector3::new(far, 0.0, -far), |x, z| {
+                ((x as f32 * 0.7 + s).sin() * 2.0 + (z as f32 * 0.4).cos()).round() * 0.5
+            });
+            (m, far)
+        },
+    )
+}
+
+fn arb_ray(center: f32) -> impl Strategy<Value = Ray> {
+    let o = proptest::array::uniform3(-14.0f32..30.0);
+    let axis = prop_oneof![
+        Just(Vector3::new(0.0, -1.0, 0.0)),
+        Just(Vector3::new(0.0, 1.0, 0.0)),
+        Just(Vector3::new(1.0, 0.0, 0.0)),
+        Just(Vector3::new(-1.0, 0.0, 0.0)),
+        Just(Vector3::new(0.0, 0.0, 1.0)),
+        Just(Vector3::new(0.0, 0.0, -1.0)),
+    ];
+    let dir = prop_oneof![
+        axis,
+        proptest::array::uniform3(-1.0f32..1.0).prop_map(Vector3::from),
+        proptest::array::uniform3(-1000.0f32..1000.0).prop_map(Vector3::from),
+    ];
+    // Origins on the integer grid half the time: rays through shared edges and vertices.
+    let origin = prop_oneof![
+        o.prop_map(Point3::from),
+        proptest::array::uniform3(-12i32..30).prop_map(|v| Point3::new(
+            v[0] as f32,
+            v[1] as f32,
+            v[2] as f32
+        ))
+    ];
+    (origin, dir).prop_map(move |(o, d)| Ray::new(Point3::new(o.x + center, o.y, o.z - center), d))
+}
+
+fn arb_box(center: f32) -> impl Strategy<Value = Aabb> {
+    // Grid-aligned corners half the time (zero-size boxes too): boxes exactly on split planes.
+    let corner = prop_oneof![
+        proptest::array::uniform3(-14.0f32..30.0),
+        proptest::array::uniform3((-14i32..30).prop_map(|v| v as f32 * 0.5)),
+    ];
+    let size = prop_oneof![
+        proptest::array::uniform3(0.0f32..12.0),
+        proptest::array::uniform3((0i32..6).prop_map(|v| v as f32 * 0.5))
+    ];
+    (corner, size).prop_map(move |(c, s)| {
+        let lo = Point3::new(c[0] + center, c[1], c[2] - center);
+        Aabb::new(lo, lo + Vector3::from(s))
+    })
+}
+
+fn check(mesh: &impl TriangleSource, rays: &[Ray], boxes: &[Aabb]) -> Result<(), TestCaseError> {
+    let tree = KdTree::build(mesh).unwrap();
+    tree.validate(mesh).map_err(TestCaseError::fail)?;
+    let (fast, slow) = (tree.with(mesh), BruteForceTriangles(mesh));
+    for ray in rays {
+        for culling in [Culling::None, Culling::BackFaces] {
+            for max_t in [f32::INFINITY, 7.5] {
+                prop_assert_eq!(
+                    fast.cast_ray(ray, max_t, culling),
+                    slow.cast_ray(ray, max_t, culling),
+                    "ray {:?}",
+                    ray
+                );
+                prop_assert_eq!(
+                    fast.ray_hits_any(ray, max_t, culling),
+                    slow.ray_hits_any(ray, max_t, culling)
+                );
+            }
+        }
+    }
+    for b in boxes {
+        let (mut a, mut s) = (vec![], vec![]);
+        fast.triangles_in_aabb(b, &mut |t| a.push(t));
+        slow.triangles_in_aabb(b, &mut |t| s.push(t));
+        a.sort_unstable();
+        prop_assert_eq!(a, s, "box {:?}", b);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn soups_match_brute_force(mesh in arb_soup(), rays in proptest::collection::vec(arb_ray(0.0), 24), boxes in proptest::collection::vec(arb_box(0.0), 12)) {
+        check(&mesh, &rays, &boxes)?;
+    }
+
+    #[test]
+    fn terrain_grids_match_brute_force((mesh, far) in arb_terrain(), seeds in proptest::collection::vec((arb_ray(0.0), arb_box(0.0)), 24)) {
+        // Rays and boxes around the (possibly far-away) grid.
+        let shift = Vector3::new(far, 0.0, -far);
+        let rays: Vec<Ray> = seeds.iter().map(|(r, _)| Ray::new(r.origin + shift, r.dir)).collect();
+        let boxes: Vec<Aabb> = seeds.iter().map(|(_, b)| Aabb::new(b.mins + shift, b.maxs + shift)).collect();
+        check(&mesh, &rays, &boxes)?;
+        let m16 = Mesh16 { positions: mesh.positions.clone(), triangles: mesh.triangles.iter().map(|t| t.map(|v| v as u16)).collect() };
+        check(&m16, &rays, &boxes)?;
+    }
+}
+
+#[test]
+fn shared_edges_and_vertices_are_hit() {
+    let mesh = grid(8, Vector3::zeros(), |_, _| 0.0);
+    let tree = KdTree::build(&mesh).unwrap();
+    let view = tree.with(&mesh);
+    for z in 0..=16 {
+        for x in 0..=16 {
+            // Every grid vertex, edge midpoint and face centre, straight down.
+            let ray =
+                Ray::new(Point3::new(x as f32 * 0.5, 3.0, z as f32 * 0.5), Vector3::new(0.0, -1.0, 0.0));
+            assert_eq!(view.cast_ray(&ray, 10.0, Culling::None).map(|h| h.t), Some(3.0), "{ray:?}");
+            assert_eq!(
+                view.cast_ray(&ray, 10.0, Culling::None),
+                BruteForceTriangles(&mesh).cast_ray(&ray, 10.0, Culling::None)
+            );
+        }
+    }
+}
+
+#[test]
+fn small_and_degenerate_inputs() {
+    for n in 0..4 {
+        let mut m = TriangleMesh::default();
+        for i in 0..n {
+            let b = m.positions.len() as u32;
+            m.positions.extend([
+                Point3::new(i as f32, 0.0, 0.0),
+                Point3::new(i as f32 + 1.0, 0.0, 0.0),
+                Point3::new(i as f32, 0.0, 1.0),
+            ]);
+            m.triangles.push([b, b + 1, b + 2]);
+        }
+        let tree = KdTree::build(&m).unwrap();
+        tree.validate(&m).unwrap();
+        let v = tree.with(&m);
+        let down = Ray::new(Point3::new(0.25, 1.0, 0.25), Vector3::new(0.0, -1.0, 0.0));
+        assert_eq!(v.cast_ray(&down, 5.0, Culling::None).is_some(), n > 0);
+        // Zero and NaN directions, NaN max_t: no panic, no hit (as `ray_triangle`).
+        for bad in [Vector3::zeros(), Vector3::new(f32::NAN, -1.0, 0.0)] {
+            let r = Ray::new(Point3::new(0.25, 0.0, 0.25), bad);
+            assert_eq!(v.cast_ray(&r, 5.0, Culling::None), None);
+            assert!(!v.ray_hits_any(&r, 5.0, Culling::None));
+            assert_eq!(BruteForceTriangles(&m).cast_ray(&r, 5.0, Culling::None), None);
+        }
+        assert_eq!(v.cast_ray(&down, f32::NAN, Culling::None), None);
+        let mut got = vec![];
+        v.triangles_in_aabb(
+            &Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0)),
+            &mut |t| got.push(t),
+        );
+        assert!(got.is_empty());
+        assert_eq!(tree.stats().triangles, n);
+    }
+}
+
+#[test]
+fn bad_meshes_are_typed_errors() {
+    let mut m = TriangleMesh::default();
+    m.positions.extend([Point3::origin(), Point3::new(1.0, 0.0, 0.0), Point3::new(0.0, f32::NAN, 1.0)]);
+    m.triangles.push([0, 1, 2]);
+    assert_eq!(KdTree::build(&m).unwrap_err(), KdTreeError::NonFiniteVertex { triangle: 0, vertex: 2 });
+    m.positions[2].y = 0.0;
+    m.triangles.push([0, 1, 9]);
+    assert_eq!(KdTree::build(&m).unwrap_err(), KdTreeError::IndexOutOfRange { triangle: 1, vertex: 9 });
+}
+
+#[test]
+fn large_grid_is_shallow_and_small() {
+    let mesh = grid(200, Vector3::zeros(), |x, z| ((x * 7 + z * 13) % 5) as f32 * 0.3);
+    let tree = KdTree::build(&mesh).unwrap();
+    tree.validate(&mesh).unwrap();
+    let s = tree.stats();
+    assert_eq!(s.triangles, 80_000);
+    assert!(s.bytes as f32 / s.triangles as f32 <= 12.5, "{s:?}");
+    assert!(s.depth <= 40, "{s:?}");
+}
