@@ -75,7 +75,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Times `ours` and `peer`, each returning a checksum, `budget.reps` times interleaved.
 ///
-/// Panics if the checksums ever differ: a fast wrong answer must not win.
+/// Panics if the checksums differ: a fast wrong answer must not win.
 #[allow(clippy::too_many_arguments)]
 pub fn compare<T: PartialEq + std::fmt::Debug>(
     budget: Budget,
@@ -87,28 +87,47 @@ pub fn compare<T: PartialEq + std::fmt::Debug>(
     mut ours: impl FnMut() -> T,
     mut peer: impl FnMut() -> T,
 ) -> CaseResult {
-    // Check once, untimed, and warm both up.
+    // Check once, untimed (this also warms both up).
     let (a, b) = (ours(), peer());
     assert_eq!(a, b, "{case}: voxterra and {peer_name} disagree");
+    compare_prechecked(budget, case, unit, ops, peer_name, goal, ours, peer)
+}
+
+/// Times `ours` and `peer` interleaved, without comparing their results: for peers whose answers
+/// may legitimately differ in the last bits (another ray–triangle routine). The caller checks
+/// agreement beforehand, within a tolerance it reports.
+#[allow(clippy::too_many_arguments)]
+pub fn compare_prechecked<T>(
+    budget: Budget,
+    case: &str,
+    unit: &str,
+    ops: u64,
+    peer_name: &str,
+    goal: &str,
+    mut ours: impl FnMut() -> T,
+    mut peer: impl FnMut() -> T,
+) -> CaseResult {
+    black_box((ours(), peer())); // warm-up
+    let time = |f: &mut dyn FnMut()| {
+        let t = Instant::now();
+        f();
+        t.elapsed().as_nanos() as f64 / ops as f64
+    };
+    let mut run_ours = || {
+        black_box(ours());
+    };
+    let mut run_peer = || {
+        black_box(peer());
+    };
     let mut t_ours = Vec::with_capacity(budget.reps);
     let mut t_peer = Vec::with_capacity(budget.reps);
     for rep in 0..budget.reps {
-        let mut run_ours = || {
-            let t = Instant::now();
-            black_box(ours());
-            t.elapsed().as_nanos() as f64 / ops as f64
-        };
-        let mut run_peer = || {
-            let t = Instant::now();
-            black_box(peer());
-            t.elapsed().as_nanos() as f64 / ops as f64
-        };
         if rep % 2 == 0 {
-            t_ours.push(run_ours());
-            t_peer.push(run_peer());
+            t_ours.push(time(&mut run_ours));
+            t_peer.push(time(&mut run_peer));
         } else {
-            t_peer.push(run_peer());
-            t_ours.push(run_ours());
+            t_peer.push(time(&mut run_peer));
+            t_ours.push(time(&mut run_ours));
         }
     }
     let (o, p) = (median(t_ours), median(t_peer));

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-const SUITES: &[&str] = &["store", "codec", "bit-broadphase"];
+const SUITES: &[&str] = &["store", "codec", "bit-broadphase", "kdtree"];
 const FUZZ_TARGETS: &[&str] = &["decode_rle", "roundtrip", "open_world"];
 
 fn root() -> PathBuf {

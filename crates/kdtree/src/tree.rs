@@ -192,14 +192,8 @@ struct Segment {
 const WIDEN: f32 = 4.0 * f32::EPSILON;
 
 impl<S: TriangleSource> KdTreeView<'_, S> {
-    fn dispatch<R>(&self, f: impl FnOnce(&dyn Fn(u32) -> [Point3<f32>; 3]) -> R) -> R {
-        let p = self.mesh.positions();
-        match self.mesh.indices() {
-            TriangleIndices::U16(t) => f(&|i| t.fetch(p, i)),
-            TriangleIndices::U32(t) => f(&|i| t.fetch(p, i)),
-        }
-    }
-
+    /// Runs `$body` with `$fetch` bound to a closure for this mesh's index type, monomorphised per
+    /// type (PERF: a `&dyn Fn` fetch cost an indirect call per triangle).
     fn aabb_query(&self, aabb: &Aabb, fetch: impl Fn(u32) -> [Point3<f32>; 3], visit: &mut dyn FnMut(u32)) {
         let tree = self.tree;
         if tree.triangles == 0 || !tree.bounds.intersects(aabb) {
@@ -255,10 +249,29 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         {
             return None; // documented: such rays hit nothing, as with `ray_triangle`
         }
-        let (t0, t1) = tree
-            .bounds
-            .loosened(tree.bounds.extents().norm() * WIDEN + f32::MIN_POSITIVE)
-            .clip_ray(ray, max_t)?;
+        // Per ray, once (the article): inverse direction; the bounds clip reuses it.
+        let inv = ray.dir.map(|d| 1.0 / d);
+        let lb = tree.bounds.loosened(tree.bounds.extents().norm() * WIDEN + f32::MIN_POSITIVE);
+        let (mut t0, mut t1) = (0.0f32, max_t);
+        for a in 0..3 {
+            let (mut p, mut q) =
+                ((lb.mins[a] - ray.origin[a]) * inv[a], (lb.maxs[a] - ray.origin[a]) * inv[a]);
+            if p > q {
+                std::mem::swap(&mut p, &mut q);
+            }
+            // NaN (origin on a slab plane of a parallel ray) keeps the bound: max/min skip NaN.
+            t0 = t0.max(p);
+            t1 = t1.min(q);
+        }
+        if t0 > t1 {
+            return None;
+        }
+        // Per axis, a bound on the float error of a plane crossing `(split - origin) * inv` anywhere
+        // in the tree, plus slack proportional to t.
+        let reach =
+            [0, 1, 2].map(|a| tree.bounds.mins[a].abs().max(tree.bounds.maxs[a].abs()) + ray.origin[a].abs());
+        let eps =
+            [0, 1, 2].map(|a| reach[a] * WIDEN * inv[a].abs() * 2.0 + t1.abs().min(f32::MAX / 2.0) * WIDEN);
         let mut stack = [Segment::default(); MAX_DEPTH + 2];
         stack[0] = Segment { node: 0, tmin: t0, tmax: t1 };
         let mut top = 1;
@@ -287,28 +300,23 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
                 continue;
             }
             let (a, c) = (node.axis(), node.child() as u32);
-            let (o, d) = (ray.origin[a], ray.dir[a]);
+            let (o, d, inv, eps) = (ray.origin[a], ray.dir[a], inv[a], eps[a]);
             let (s0, s1) = (node.split(0), node.split(1));
             // Left holds points with coordinate <= s0, right those >= s1.
             let (left, right) = if d == 0.0 {
                 let whole = Some((seg.tmin, seg.tmax));
                 (whole.filter(|_| o <= s0), whole.filter(|_| o >= s1))
             } else {
-                let inv = 1.0 / d;
-                // Widen each crossing by the float error of its computation.
-                let cross = |s: f32| {
-                    let t = (s - o) * inv;
-                    (t, (s.abs() + o.abs()) * WIDEN * inv.abs() + t.abs() * WIDEN)
-                };
-                let ((tl, el), (tr, er)) = (cross(s0), cross(s1));
+                // Plane crossings, widened by `eps` against float error.
+                let (tl, tr) = ((s0 - o) * inv, (s1 - o) * inv);
                 if d > 0.0 {
                     // Moving up the axis: left is the part before tl, right the part after tr.
-                    let l = (seg.tmin <= tl + el).then(|| (seg.tmin, seg.tmax.min(tl + el)));
-                    let r = (tr - er <= seg.tmax).then(|| (seg.tmin.max(tr - er), seg.tmax));
+                    let l = (seg.tmin <= tl + eps).then(|| (seg.tmin, seg.tmax.min(tl + eps)));
+                    let r = (tr - eps <= seg.tmax).then(|| (seg.tmin.max(tr - eps), seg.tmax));
                     (l, r)
                 } else {
-                    let l = (tl - el <= seg.tmax).then(|| (seg.tmin.max(tl - el), seg.tmax));
-                    let r = (seg.tmin <= tr + er).then(|| (seg.tmin, seg.tmax.min(tr + er)));
+                    let l = (tl - eps <= seg.tmax).then(|| (seg.tmin.max(tl - eps), seg.tmax));
+                    let r = (seg.tmin <= tr + eps).then(|| (seg.tmin, seg.tmax.min(tr + eps)));
                     (l, r)
                 }
             };
@@ -326,16 +334,32 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
     }
 }
 
+macro_rules! with_fetch {
+    ($view:expr, $fetch:ident => $body:expr) => {{
+        let p = $view.mesh.positions();
+        match $view.mesh.indices() {
+            TriangleIndices::U16(t) => {
+                let $fetch = |i: u32| t.fetch(p, i);
+                $body
+            }
+            TriangleIndices::U32(t) => {
+                let $fetch = |i: u32| t.fetch(p, i);
+                $body
+            }
+        }
+    }};
+}
+
 impl<S: TriangleSource> TriangleIndex for KdTreeView<'_, S> {
     fn triangles_in_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(u32)) {
-        self.dispatch(|fetch| self.aabb_query(aabb, fetch, visit))
+        with_fetch!(self, fetch => self.aabb_query(aabb, fetch, visit))
     }
 
     fn cast_ray(&self, ray: &Ray, max_t: f32, culling: Culling) -> Option<RayHit> {
-        self.dispatch(|fetch| self.ray_query(ray, max_t, culling, false, fetch))
+        with_fetch!(self, fetch => self.ray_query(ray, max_t, culling, false, fetch))
     }
 
     fn ray_hits_any(&self, ray: &Ray, max_t: f32, culling: Culling) -> bool {
-        self.dispatch(|fetch| self.ray_query(ray, max_t, culling, true, fetch)).is_some()
+        with_fetch!(self, fetch => self.ray_query(ray, max_t, culling, true, fetch)).is_some()
     }
 }

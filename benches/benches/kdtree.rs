@@ -1,0 +1,47 @@
+//! Criterion benches of the kD tree: build and queries on a terrain grid.
+
+#![allow(clippy::unwrap_used)] // bench setup: a failed unwrap is a broken bench
+#![allow(missing_docs)] // criterion_main! generates an undocumented main
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::{Aabb, Culling, Ray, TriangleIndex, TriangleMesh};
+use voxterra_kdtree::KdTree;
+
+fn kdtree(c: &mut Criterion) {
+    let n = 100u32;
+    let mut mesh = TriangleMesh::default();
+    for z in 0..=n {
+        for x in 0..=n {
+            mesh.positions.push(Point3::new(x as f32, ((x * 7 + z * 3) % 11) as f32 * 0.2, z as f32));
+        }
+    }
+    for z in 0..n {
+        for x in 0..n {
+            let i = z * (n + 1) + x;
+            mesh.triangles.push([i, i + n + 1, i + 1]);
+            mesh.triangles.push([i + 1, i + n + 1, i + n + 2]);
+        }
+    }
+    let tree = KdTree::build(&mesh).unwrap();
+    let view = tree.with(&mesh);
+    let ray = Ray::new(Point3::new(37.3, 10.0, 61.7), Vector3::new(0.0, -1.0, 0.0));
+    assert!(view.cast_ray(&ray, 100.0, Culling::None).is_some());
+    let mut g = c.benchmark_group("kdtree");
+    g.throughput(Throughput::Elements(mesh.triangles.len() as u64));
+    g.bench_function("build 20k triangles", |b| b.iter(|| KdTree::build(&mesh).unwrap()));
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("closest hit, down", |b| b.iter(|| view.cast_ray(&ray, 100.0, Culling::None)));
+    let aabb = Aabb::new(Point3::new(40.2, -1.0, 40.3), Point3::new(42.7, 3.0, 42.8));
+    g.bench_function("aabb query 2.5^3", |b| {
+        b.iter(|| {
+            let mut k = 0;
+            view.triangles_in_aabb(&aabb, &mut |_| k += 1);
+            k
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, kdtree);
+criterion_main!(benches);
