@@ -9,6 +9,7 @@
 //! | [`store`] | voxterra-voxel-store | sparse row-packed 32³ chunks with mips; fast reads, dirty regions |
 //! | [`codec`] | voxterra-codec | the RLE voxel format, LZ4, atomic world files, undo snapshots |
 //! | [`broadphase`] | voxterra-bit-broadphase | dilated 8³ solid/water masks, bit-parallel box queries, contacts |
+//! | [`kdtree`] | voxterra-kdtree | the 12-byte loose kD tree over triangles: AABB and ray queries |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
 //!
 //! Meshing and collision crates join as they land; the facade's `Terrain` (store +
@@ -42,6 +43,7 @@
 pub use voxterra_bit_broadphase as broadphase;
 pub use voxterra_codec as codec;
 pub use voxterra_core as core;
+pub use voxterra_kdtree as kdtree;
 pub use voxterra_voxel_store as store;
 pub use voxterra_worldgen as worldgen;
 
