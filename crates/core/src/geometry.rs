@@ -108,10 +108,22 @@ impl Aabb {
     /// The parameter interval `[t0, t1]` of `ray` inside this box, clipped to `[0, max_t]`, or `None`.
     /// Slab test; axis-parallel rays work (infinite reciprocals).
     pub fn clip_ray(&self, ray: &Ray, max_t: f32) -> Option<(f32, f32)> {
+        self.clip_ray_inv(&ray.origin, &ray.dir.map(|d| 1.0 / d), max_t)
+    }
+
+    /// [`Aabb::clip_ray`] with the ray given as its origin and the reciprocal of its direction, for
+    /// callers that already computed it (ray traversals do, once per ray).
+    #[inline]
+    pub fn clip_ray_inv(
+        &self,
+        origin: &Point3<f32>,
+        inv_dir: &Vector3<f32>,
+        max_t: f32,
+    ) -> Option<(f32, f32)> {
         let (mut t0, mut t1) = (0.0f32, max_t);
         for i in 0..3 {
-            let inv = 1.0 / ray.dir[i];
-            let (mut a, mut b) = ((self.mins[i] - ray.origin[i]) * inv, (self.maxs[i] - ray.origin[i]) * inv);
+            let (mut a, mut b) =
+                ((self.mins[i] - origin[i]) * inv_dir[i], (self.maxs[i] - origin[i]) * inv_dir[i]);
             if a > b {
                 std::mem::swap(&mut a, &mut b);
             }

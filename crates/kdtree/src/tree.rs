@@ -252,20 +252,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         // Per ray, once (the article): inverse direction; the bounds clip reuses it.
         let inv = ray.dir.map(|d| 1.0 / d);
         let lb = tree.bounds.loosened(tree.bounds.extents().norm() * WIDEN + f32::MIN_POSITIVE);
-        let (mut t0, mut t1) = (0.0f32, max_t);
-        for a in 0..3 {
-            let (mut p, mut q) =
-                ((lb.mins[a] - ray.origin[a]) * inv[a], (lb.maxs[a] - ray.origin[a]) * inv[a]);
-            if p > q {
-                std::mem::swap(&mut p, &mut q);
-            }
-            // NaN (origin on a slab plane of a parallel ray) keeps the bound: max/min skip NaN.
-            t0 = t0.max(p);
-            t1 = t1.min(q);
-        }
-        if t0 > t1 {
-            return None;
-        }
+        let (t0, t1) = lb.clip_ray_inv(&ray.origin, &inv, max_t)?;
         // Per axis, a bound on the float error of a plane crossing `(split - origin) * inv` anywhere
         // in the tree, plus slack proportional to t.
         let reach =
