@@ -12,7 +12,7 @@
 //! | [`kdtree`] | voxterra-kdtree | the 12-byte loose kD tree over triangles: AABB and ray queries |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
 //!
-//! Meshing and collision crates join as they land; the facade's `Terrain` (store +
+//! The mesher, narrowphase and dynamic AABB tree join as they land; the facade's `Terrain` (store +
 //! broadphase masks + lazy collision cache) and `World` (bodies) come after them.
 //!
 //! ```
