@@ -18,6 +18,16 @@ pub trait VoxelRead {
     /// slices are borrowed, never copied: this is the fast path.
     fn visit_rows(&self, region: &Region, visit: &mut dyn FnMut(VoxelPos, &[Voxel]));
 
+    /// `Some(v)` when the reader can tell cheaply that every voxel of `region` is `v`; `None` when the
+    /// region is mixed *or* the reader cannot tell without reading it. `None` is always a correct
+    /// answer (the default); consumers use `Some` only as a fast path (the mesher skips a uniform
+    /// chunk without reading it). The store answers from its packed rows in time proportional to
+    /// the region's rows, not its voxels.
+    fn uniform(&self, region: &Region) -> Option<Voxel> {
+        let _ = region;
+        None
+    }
+
     /// Copies the X row starting at `start` into `out` (`out.len()` voxels).
     fn read_row(&self, start: VoxelPos, out: &mut [Voxel]) -> Result<(), CoreError> {
         let len =

@@ -509,6 +509,36 @@ impl VoxelRead for VoxelStore {
         }
     }
 
+    /// From the row headers: a missing chunk is Air, a present one answers for the rows the region
+    /// crosses. Never reads a voxel.
+    fn uniform(&self, region: &Region) -> Option<Voxel> {
+        let (first, last) = region.chunk_range(CHUNK_SHIFT)?;
+        let (rmin, rmax) = (region.min(), region.max());
+        let mut found: Option<Material> = None;
+        for cy in first.y..=last.y {
+            for cz in first.z..=last.z {
+                for cx in first.x..=last.x {
+                    let material = match self.chunks.get(&Key([cx, cy, cz])) {
+                        None => Material::AIR,
+                        Some(chunk) => {
+                            let c = chunk_region(Point3::new(cx, cy, cz));
+                            let span = |axis: usize| {
+                                let lo = rmin[axis].max(c.min()[axis]);
+                                let hi = rmax[axis].min(c.max()[axis]);
+                                local(lo)..local(hi - 1) + 1
+                            };
+                            chunk.level0.uniform_in(span(1), span(2))?
+                        }
+                    };
+                    if *found.get_or_insert(material) != material {
+                        return None;
+                    }
+                }
+            }
+        }
+        found.map(Voxel::full)
+    }
+
     /// Specialised: each chunk's rows are copied straight to their place in `out`, offsets stepped
     /// rather than recomputed per row.
     fn read_box(&self, region: &Region, out: &mut [Voxel]) -> Result<(), CoreError> {

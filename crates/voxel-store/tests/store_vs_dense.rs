@@ -139,6 +139,39 @@ fn check(store: &VoxelStore, dense: &DenseVoxels, probes: &[VoxelPos]) -> Result
         prop_assert!(flat == boxed, "visit_rows voxels differ from read_box");
         prop_assert_eq!(by_next.iter().map(|(_, r)| r.len()).sum::<usize>(), region.len().unwrap());
     }
+    // `uniform` never claims a mixed region, and answers whenever the X rows it crosses (snapped to
+    // whole chunks, the store's packing unit) are one packed material.
+    let mut uniform_regions = vec![d];
+    for p in probes {
+        for size in [1u32, 3, 34] {
+            uniform_regions.push(Region::from_min_size(*p, [size, size, size]).unwrap());
+        }
+    }
+    for region in uniform_regions {
+        let mut all = vec![Voxel::AIR; region.len().unwrap()];
+        store.read_box(&region, &mut all).unwrap();
+        match store.uniform(&region) {
+            Some(v) => prop_assert!(all.iter().all(|&a| a == v), "uniform({:?}) = {:?} is wrong", region, v),
+            None => {
+                let snap = |v: i32, up: bool| ((v + up as i32 * 31) >> 5) << 5;
+                let (lo, hi) = (region.min(), region.max());
+                let wide = Region::new(
+                    Point3::new(snap(lo.x, false), lo.y, lo.z),
+                    Point3::new(snap(hi.x, true), hi.y, hi.z),
+                )
+                .unwrap();
+                let mut rows = vec![Voxel::AIR; wide.len().unwrap()];
+                store.read_box(&wide, &mut rows).unwrap();
+                let first = rows[0];
+                prop_assert!(
+                    !(first.has_default_occupancy() && rows.iter().all(|&a| a == first)),
+                    "uniform({:?}) missed a region of packed {:?} rows",
+                    region,
+                    first
+                );
+            }
+        }
+    }
     for p in probes {
         prop_assert_eq!(store.get(*p), dense.voxel(*p));
         let mut one = [Voxel::AIR; 3];
