@@ -102,7 +102,11 @@ impl<const N: usize> PackedBox<N> {
 
     /// The material when every row crossing local rows `y` × `z` is packed with the same one (the
     /// X extent does not matter: a packed row is uniform). Reads headers only.
-    pub(crate) fn uniform_in(&self, y: std::ops::Range<usize>, z: std::ops::Range<usize>) -> Option<Material> {
+    pub(crate) fn uniform_in(
+        &self,
+        y: std::ops::Range<usize>,
+        z: std::ops::Range<usize>,
+    ) -> Option<Material> {
         let first = *self.headers.get(z.start + N * y.start)?;
         let same = |yy: usize| self.headers[z.start + N * yy..z.end + N * yy].iter().all(|&h| h == first);
         (first & ALLOCATED == 0 && y.clone().all(same)).then(|| Material::from_low_bits(first as u8))

@@ -1,0 +1,63 @@
+//! # voxterra-mesher
+//!
+//! Turns voxels into triangles: the dual mesher both rendering and physics take their geometry
+//! from. Density is occupancy (design.md): the surface lies where it crosses one half between
+//! neighbouring voxel centres. Each *cell* — the cube between 8 voxel centres — that the surface
+//! crosses gets one vertex; each voxel edge the surface crosses gets one quad (two triangles, wound
+//! so normals face the air) joining the 4 cells around it.
+//!
+//! - Vertex placement by the cell's dominant material ([`ShapeMode`]): *smooth* materials put the
+//!   vertex at the mass point of the edge crossings (surface nets); *sharp* ones at the minimiser of
+//!   the crossings' tangent planes, with normals from the occupancy gradient (dual contouring's
+//!   QEF), clamped to the cell. Vertex material: the dominant matter material of the 8 corners
+//!   (most frequent; ties to the larger occupancy, then the lower id). Vertex normal: the gradient.
+//! - Seamless chunks: a region owns the edges whose lower voxel lies in it, and reads one voxel of
+//!   padding on each side ([`Mesher::padded_region`]). Meshing a box chunk by chunk gives exactly
+//!   the triangles of meshing it whole, bit for bit; nothing is duplicated or missing.
+//! - Two outputs: [`RenderMesh`] (positions, normals, materials, u32 indices) and [`PhysicsMesh`]
+//!   (positions, a material byte per vertex, u16 indices: about 12.5 bytes per triangle), which the
+//!   kD tree reads directly as a [`TriangleSource`](voxterra_core::TriangleSource).
+//! - Fast paths: a padded box the reader reports uniform
+//!   ([`VoxelRead::uniform`](voxterra_core::VoxelRead::uniform), answered by the store from its
+//!   packed rows) returns without reading a voxel; surface edges are found a row of 64 at a time with
+//!   bit operations; a [`MeshWorkspace`] keeps every buffer, so steady state allocates nothing.
+//!   [`Mesher`] is `Send + Sync`: share it, give each thread a workspace.
+//!
+//! ```
+//! use voxterra_core::{materials, DenseVoxels, MaterialTable, Region, Voxel, VoxelWrite};
+//! use voxterra_core::nalgebra::Point3;
+//! use voxterra_mesher::{Mesher, MeshWorkspace, PhysicsMesh, RenderMesh};
+//!
+//! // A 4³ block of rock in the middle of an 8³ box.
+//! let table = MaterialTable::default();
+//! let region = Region::from_min_size(Point3::new(0, 0, 0), [8, 8, 8]).unwrap();
+//! let mut voxels = DenseVoxels::new(region, 1 << 20).unwrap();
+//! let block = Region::from_min_size(Point3::new(2, 2, 2), [4, 4, 4]).unwrap();
+//! voxels.fill(&block, Voxel::full(materials::ROCK)).unwrap();
+//!
+//! let mesher = Mesher::new(&table);
+//! let mut ws = MeshWorkspace::new();
+//! let mut render = RenderMesh::default();
+//! let summary = mesher.mesh(&voxels, &region, &mut ws, &mut render).unwrap();
+//! assert_eq!(summary.triangles, 2 * 6 * 4 * 4); // one quad per crossed voxel edge
+//! assert!(render.materials.iter().all(|&m| m == materials::ROCK));
+//!
+//! let mut physics = PhysicsMesh::default();
+//! mesher.mesh(&voxels, &region, &mut ws, &mut physics).unwrap();
+//! assert_eq!(physics.triangles().len(), render.indices.len());
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod cell;
+mod mesher;
+mod output;
+
+pub use mesher::{DEFAULT_MAX_VOXELS, MeshError, MeshSummary, MeshWorkspace, Mesher, ShapeMode, Surface};
+pub use output::{MeshOutput, PhysicsMesh, RenderMesh};
+
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Mesher>();
+    send_sync::<MeshWorkspace>();
+};

@@ -1,0 +1,419 @@
+//! The mesher: configuration ([`Mesher`]), scratch ([`MeshWorkspace`]) and the meshing pass.
+//!
+//! The pass, for a region `R` of `n` voxels per axis:
+//! 1. Read the padded box `R` grown by one voxel on every side ([`Mesher::padded_region`]) in
+//!    one ordered row walk, copying voxels and setting one *inside* bit per voxel (matter and
+//!    occupancy above one half) in bit rows along X.
+//! 2. Find the edges `R` owns: between neighbouring voxels whose inside bits differ, with the lower
+//!    end in `R`. Whole rows of edges come from one XOR of bit rows.
+//! 3. Mark the cells those edges touch (4 per edge), make one vertex per marked cell, in cell order.
+//! 4. Emit one quad per owned edge, split along its shorter diagonal, wound to face the air.
+//!
+//! Ownership by the edge's lower end is what makes chunks seamless: every edge has exactly one
+//! owner, and a vertex depends only on its cell's 8 corners, which every chunk touching the cell
+//! reads identically.
+
+use crate::cell::{Corners, dominant, place};
+use crate::output::MeshOutput;
+use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::{Material, MaterialTable, Region, SurfaceShape, Voxel, VoxelPos, VoxelRead};
+
+/// Which matter the mesher wraps in a surface.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Surface {
+    /// Solid materials (collision and terrain rendering); liquids and air are outside.
+    #[default]
+    Solid,
+    /// Liquid materials (a water surface for rendering); solids and air are outside.
+    Liquid,
+}
+
+/// How vertices are placed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum ShapeMode {
+    /// By the dominant material's [`SurfaceShape`] in the table.
+    #[default]
+    ByMaterial,
+    /// Every cell smooth (mass point of the crossings).
+    Smooth,
+    /// Every cell sharp (QEF minimiser).
+    Sharp,
+}
+
+/// Errors of [`Mesher::mesh`].
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MeshError {
+    /// The region grown by its padding leaves the i32 coordinate space.
+    #[error("region {0:?} plus one voxel of padding leaves the i32 coordinate space")]
+    OutOfRange(Region),
+    /// The padded box is bigger than the mesher's limit; mesh it in chunks.
+    #[error("the padded box holds {voxels} voxels, over the mesher's limit of {limit}; mesh it in chunks")]
+    TooLarge {
+        /// Voxels in the padded box.
+        voxels: u128,
+        /// [`Mesher::max_voxels`].
+        limit: usize,
+    },
+    /// The mesh needs more vertices than the output's indices address (65536 for a physics mesh).
+    #[error(
+        "the mesh needs {vertices} vertices, over the {limit} its index type addresses; mesh a smaller region"
+    )]
+    TooManyVertices {
+        /// Vertices the region needs.
+        vertices: usize,
+        /// What the output addresses.
+        limit: usize,
+    },
+}
+
+/// What one call produced.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct MeshSummary {
+    /// Vertices added.
+    pub vertices: usize,
+    /// Triangles added.
+    pub triangles: usize,
+    /// True when the reader reported the padded box uniform and no voxel was read.
+    pub uniform: bool,
+}
+
+/// The mesher's configuration: which materials are matter, which are sharp. Immutable and
+/// `Send + Sync`: share one across threads, give each thread its own [`MeshWorkspace`].
+#[derive(Clone, Debug)]
+pub struct Mesher {
+    /// Bit `m` set: material `m` is matter for the chosen surface.
+    matter: u64,
+    /// Bit `m` set: material `m` places sharp vertices.
+    sharp: u64,
+    max_voxels: usize,
+}
+
+/// The default limit on padded-box voxels: 128 M (256 MB of voxels plus a third more of scratch).
+pub const DEFAULT_MAX_VOXELS: usize = 1 << 27;
+
+impl Mesher {
+    /// A mesher for solid surfaces, vertices shaped by each material's [`SurfaceShape`].
+    pub fn new(table: &MaterialTable) -> Self {
+        let mut sharp = 0u64;
+        for (m, info) in table.iter() {
+            if info.surface == SurfaceShape::Sharp {
+                sharp |= 1 << m.id();
+            }
+        }
+        Mesher { matter: table.solid_mask(), sharp, max_voxels: DEFAULT_MAX_VOXELS }
+    }
+
+    /// The same table, another surface: [`Surface::Liquid`] meshes water for rendering.
+    pub fn with_surface(mut self, table: &MaterialTable, surface: Surface) -> Self {
+        self.matter = match surface {
+            Surface::Solid => table.solid_mask(),
+            Surface::Liquid => table.liquid_mask(),
+        };
+        self
+    }
+
+    /// Overrides vertex placement for every material.
+    pub fn with_shape_mode(mut self, table: &MaterialTable, mode: ShapeMode) -> Self {
+        self.sharp = match mode {
+            ShapeMode::ByMaterial => Mesher::new(table).sharp,
+            ShapeMode::Smooth => 0,
+            ShapeMode::Sharp => u64::MAX,
+        };
+        self
+    }
+
+    /// Sets the limit on voxels in a padded box (memory: about 2.4 bytes of scratch per voxel).
+    pub fn with_max_voxels(mut self, max_voxels: usize) -> Self {
+        self.max_voxels = max_voxels;
+        self
+    }
+
+    /// The limit on voxels in a padded box.
+    pub fn max_voxels(&self) -> usize {
+        self.max_voxels
+    }
+
+    /// The box meshing `region` reads: one voxel of padding on every side. The low side holds the
+    /// cells shared with the lower neighbours; the high side the far ends of the edges `region` owns.
+    pub fn padded_region(region: &Region) -> Result<Region, MeshError> {
+        let grow = |v: i32, d: i64| i32::try_from(v as i64 + d).map_err(|_| MeshError::OutOfRange(*region));
+        let (lo, hi) = (region.min(), region.max());
+        Region::new(
+            Point3::new(grow(lo.x, -1)?, grow(lo.y, -1)?, grow(lo.z, -1)?),
+            Point3::new(grow(hi.x, 1)?, grow(hi.y, 1)?, grow(hi.z, 1)?),
+        )
+        .map_err(|_| MeshError::OutOfRange(*region))
+    }
+
+    /// Meshes `region`: replaces `out` with the triangles of the surface edges `region` owns (those
+    /// whose lower voxel lies in it). Meshing a box chunk by chunk gives exactly the triangles of
+    /// meshing it whole, bit for bit. Reads [`Mesher::padded_region`] through `src`.
+    ///
+    /// Steady state allocates nothing: `ws` and `out` keep their buffers between calls.
+    pub fn mesh<R, M>(
+        &self,
+        src: &R,
+        region: &Region,
+        ws: &mut MeshWorkspace,
+        out: &mut M,
+    ) -> Result<MeshSummary, MeshError>
+    where
+        R: VoxelRead + ?Sized,
+        M: MeshOutput,
+    {
+        out.clear();
+        if region.is_empty() {
+            return Ok(MeshSummary::default());
+        }
+        let padded = Mesher::padded_region(region)?;
+        let voxels = padded.volume();
+        if voxels > self.max_voxels as u128 {
+            return Err(MeshError::TooLarge { voxels, limit: self.max_voxels });
+        }
+        if src.uniform(&padded).is_some() {
+            return Ok(MeshSummary { uniform: true, ..MeshSummary::default() });
+        }
+        let g = Grid::new(&padded);
+        if !ws.read(src, &padded, &g, self.matter) {
+            return Ok(MeshSummary::default());
+        }
+        let vertices = ws.mark_cells(&g);
+        if vertices > M::MAX_VERTICES {
+            return Err(MeshError::TooManyVertices { vertices, limit: M::MAX_VERTICES });
+        }
+        out.reserve(vertices, 0);
+        self.make_vertices(ws, &g, padded.min(), out);
+        ws.emit_quads(&g, out);
+        Ok(MeshSummary { vertices: out.vertex_count(), triangles: out.triangle_count(), uniform: false })
+    }
+
+    fn make_vertices<M: MeshOutput>(&self, ws: &mut MeshWorkspace, g: &Grid, origin: VoxelPos, out: &mut M) {
+        let (sx, sz) = (g.size[0], g.size[2]);
+        let (dy, dz) = (sx * sz, sx);
+        let mut next = 0u32;
+        for cy in 0..g.size[1] - 1 {
+            for cz in 0..sz - 1 {
+                let row = g.row(cy, cz);
+                for w in 0..g.words {
+                    let mut bits = ws.cells[row + w];
+                    while bits != 0 {
+                        let cx = w * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        let at = cx + dz * cz + dy * cy;
+                        let mut c = Corners { density: [0.0; 8], material: [0; 8], inside: 0 };
+                        for i in 0..8 {
+                            let v = ws.voxels[at + (i & 1) + dy * (i >> 1 & 1) + dz * (i >> 2 & 1)];
+                            let (m, occ) = (v.material().id(), v.occupancy_byte());
+                            let is_matter = (self.matter >> m & 1) as u8;
+                            c.material[i] = m;
+                            c.density[i] =
+                                if is_matter != 0 { (occ as f32 + 1.0) * (1.0 / 256.0) } else { 0.0 };
+                            c.inside |= (is_matter & occ >> 7) << i;
+                        }
+                        let material = dominant(&c, self.matter);
+                        let p = place(&c, self.sharp >> material & 1 != 0, M::NORMALS);
+                        let base = [
+                            origin.x as i64 + cx as i64,
+                            origin.y as i64 + cy as i64,
+                            origin.z as i64 + cz as i64,
+                        ]
+                        .map(|v| v as f32 + 0.5);
+                        let pos =
+                            Point3::new(base[0] + p.local[0], base[1] + p.local[1], base[2] + p.local[2]);
+                        out.push_vertex(pos, Vector3::from(p.normal), Material::from_low_bits(material));
+                        ws.cell_vertex[at] = next;
+                        next += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Layout of the padded box: voxel `(x, y, z)` (local) at `x + sx * (z + sz * y)`; bit rows of
+/// `words` u64 per `(y, z)`, bit `x`. Cells share the layout (cell = its low corner voxel).
+struct Grid {
+    size: [usize; 3],
+    words: usize,
+}
+
+impl Grid {
+    fn new(padded: &Region) -> Self {
+        let size = padded.size().map(|v| v as usize);
+        Grid { size, words: size[0].div_ceil(64) }
+    }
+
+    #[inline]
+    fn row(&self, y: usize, z: usize) -> usize {
+        (z + self.size[2] * y) * self.words
+    }
+
+    /// Mask of the owned lower ends along X: local x in `1..sx-1`, for word `w`.
+    #[inline]
+    fn owned_x(&self, w: usize) -> u64 {
+        let (lo, hi) = (1usize, self.size[0] - 1);
+        let (start, end) = (w * 64, w * 64 + 64);
+        let from = lo.max(start).min(end) - start;
+        let to = hi.max(start).min(end) - start;
+        let upto = |n: usize| if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+        upto(to) & !upto(from)
+    }
+}
+
+/// Bits `x` of row `r` shifted down by one (bit `x` gets bit `x + 1`), across words.
+#[inline]
+fn shr1(r: &[u64], w: usize) -> u64 {
+    (r[w] >> 1) | r.get(w + 1).map_or(0, |n| n << 63)
+}
+
+/// Scratch memory for [`Mesher::mesh`]; reuse one per thread so steady-state meshing allocates
+/// nothing.
+#[derive(Default, Debug)]
+pub struct MeshWorkspace {
+    voxels: Vec<Voxel>,
+    inside: Vec<u64>,
+    cells: Vec<u64>,
+    cell_vertex: Vec<u32>,
+    row_y: Vec<u64>,
+    row_z: Vec<u64>,
+}
+
+impl MeshWorkspace {
+    /// An empty workspace; buffers grow on first use.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.voxels.capacity() * 2
+            + (self.inside.capacity() + self.cells.capacity()) * 8
+            + self.cell_vertex.capacity() * 4
+    }
+
+    /// Reads the padded box; false when every voxel is on the same side (no surface).
+    fn read<R: VoxelRead + ?Sized>(&mut self, src: &R, padded: &Region, g: &Grid, matter: u64) -> bool {
+        let n = g.size.iter().product::<usize>();
+        let rows = g.size[1] * g.size[2] * g.words;
+        self.voxels.resize(n, Voxel::AIR);
+        self.inside.clear();
+        self.inside.resize(rows, 0);
+        let (min, sx) = (padded.min(), g.size[0]);
+        let (voxels, inside) = (&mut self.voxels, &mut self.inside);
+        let mut count = 0usize;
+        src.visit_rows(padded, &mut |p, row| {
+            let (x, y, z) = ((p.x - min.x) as usize, (p.y - min.y) as usize, (p.z - min.z) as usize);
+            let at = x + sx * (z + g.size[2] * y);
+            voxels[at..at + row.len()].copy_from_slice(row);
+            let bits = &mut inside[g.row(y, z)..][..g.words];
+            let mut off = x;
+            for piece in row.chunks(64) {
+                let mut m = 0u64;
+                for (i, v) in piece.iter().enumerate() {
+                    let b = v.to_bits();
+                    // Matter material (low byte) and occupancy byte >= 128 (bit 15): density > 1/2.
+                    m |= ((matter >> (b & 63)) & (b >> 15) as u64) << i;
+                }
+                count += m.count_ones() as usize;
+                let (w, s) = (off / 64, off % 64);
+                bits[w] |= m << s;
+                if s != 0 && s + piece.len() > 64 {
+                    bits[w + 1] |= m >> (64 - s);
+                }
+                off += piece.len();
+            }
+        });
+        count != 0 && count != n
+    }
+
+    /// Marks every cell an owned edge touches; returns how many.
+    fn mark_cells(&mut self, g: &Grid) -> usize {
+        let (sy, sz, words) = (g.size[1], g.size[2], g.words);
+        self.cells.clear();
+        self.cells.resize(sy * sz * words, 0);
+        let voxels = g.size.iter().product::<usize>();
+        if self.cell_vertex.len() < voxels {
+            // Never cleared: only marked cells are written, and only they are read.
+            self.cell_vertex.resize(voxels, 0);
+        }
+        self.row_y.resize(words, 0);
+        self.row_z.resize(words, 0);
+        for y in 1..sy - 1 {
+            for z in 1..sz - 1 {
+                let r = &self.inside[g.row(y, z)..][..words];
+                let up = &self.inside[g.row(y + 1, z)..][..words];
+                let fwd = &self.inside[g.row(y, z + 1)..][..words];
+                for w in 0..words {
+                    let own = g.owned_x(w);
+                    self.row_y[w] = (r[w] ^ up[w]) & own;
+                    self.row_z[w] = (r[w] ^ fwd[w]) & own;
+                }
+                for w in 0..words {
+                    // An X edge at x touches cells x in rows (y-1|y, z-1|z); a Y or Z edge at x
+                    // touches cells x-1 and x.
+                    let ex = (r[w] ^ shr1(r, w)) & g.owned_x(w);
+                    let ey = self.row_y[w] | shr1(&self.row_y, w);
+                    let ez = self.row_z[w] | shr1(&self.row_z, w);
+                    self.cells[g.row(y - 1, z - 1) + w] |= ex;
+                    self.cells[g.row(y, z - 1) + w] |= ex | ey;
+                    self.cells[g.row(y, z) + w] |= ex | ey | ez;
+                    self.cells[g.row(y - 1, z) + w] |= ex | ez;
+                }
+            }
+        }
+        self.cells.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Emits two triangles per owned edge, wound to face the air.
+    fn emit_quads<M: MeshOutput>(&self, g: &Grid, out: &mut M) {
+        let (sy, sz, words) = (g.size[1], g.size[2], g.words);
+        let (dy, dz) = (g.size[0] * sz, g.size[0]);
+        let v = |at: usize| self.cell_vertex[at];
+        for y in 1..sy - 1 {
+            for z in 1..sz - 1 {
+                let r = &self.inside[g.row(y, z)..][..words];
+                let up = &self.inside[g.row(y + 1, z)..][..words];
+                let fwd = &self.inside[g.row(y, z + 1)..][..words];
+                for w in 0..words {
+                    let own = g.owned_x(w);
+                    let edges = [(r[w] ^ shr1(r, w)) & own, (r[w] ^ up[w]) & own, (r[w] ^ fwd[w]) & own];
+                    for (axis, mut bits) in edges.into_iter().enumerate() {
+                        while bits != 0 {
+                            let x = w * 64 + bits.trailing_zeros() as usize;
+                            bits &= bits - 1;
+                            let at = x + dz * z + dy * y;
+                            let low_inside = r[w] >> (x % 64) & 1 != 0;
+                            // The 4 cells around the edge, counter-clockwise seen from the edge's
+                            // positive direction (the two other axes in cyclic order).
+                            let quad = match axis {
+                                0 => [at - dy - dz, at - dz, at, at - dy],
+                                1 => [at - dz - 1, at - 1, at, at - dz],
+                                _ => [at - 1 - dy, at - dy, at, at - 1],
+                            }
+                            .map(v);
+                            let quad = if low_inside { quad } else { [quad[3], quad[2], quad[1], quad[0]] };
+                            emit_quad(out, quad);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Splits a quad along its shorter diagonal (ties: 0–2), so the split depends only on the four
+/// positions and chunked meshing splits the same way.
+#[inline]
+fn emit_quad<M: MeshOutput>(out: &mut M, q: [u32; 4]) {
+    let p = q.map(|i| out.position(i));
+    let d02 = (p[2] - p[0]).norm_squared();
+    let d13 = (p[3] - p[1]).norm_squared();
+    if d02 <= d13 {
+        out.push_triangle([q[0], q[1], q[2]]);
+        out.push_triangle([q[0], q[2], q[3]]);
+    } else {
+        out.push_triangle([q[0], q[1], q[3]]);
+        out.push_triangle([q[1], q[2], q[3]]);
+    }
+}

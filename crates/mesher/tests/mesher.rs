@@ -1,0 +1,395 @@
+//! The mesher against its contracts: closed and consistently oriented surfaces, chunked meshing equal
+//! to whole meshing bit for bit, normals into air, determinism, the fast paths and the errors.
+
+// Tests unwrap: a failure should stop the test right there.
+#![allow(clippy::unwrap_used)]
+
+use proptest::prelude::*;
+use std::collections::HashMap;
+use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::{
+    DenseVoxels, Material, MaterialTable, Region, TriangleSource, Voxel, VoxelRead, VoxelWrite, materials,
+};
+use voxterra_mesher::{MeshError, MeshWorkspace, Mesher, PhysicsMesh, RenderMesh, ShapeMode, Surface};
+use voxterra_voxel_store::VoxelStore;
+
+fn region(min: [i32; 3], size: [u32; 3]) -> Region {
+    Region::from_min_size(min.into(), size).unwrap()
+}
+
+fn splitmix(seed: &mut u64) -> u64 {
+    *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *seed;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Random blobs: a few balls with soft edges, random solid materials (smooth and sharp), some water,
+/// and occasional random speckles, strictly inside `inner` so the surface is closed.
+fn blobs(domain: Region, inner: Region, mut seed: u64) -> DenseVoxels {
+    let mut d = DenseVoxels::new(domain, 1 << 22).unwrap();
+    let palette = [materials::ROCK, materials::GRASS, materials::BASALT, materials::BRICK, materials::WATER];
+    let (lo, hi) = (inner.min(), inner.max());
+    let balls: Vec<([f32; 3], f32, Material)> = (0..1 + splitmix(&mut seed) % 4)
+        .map(|_| {
+            let c = [0, 1, 2].map(|a| {
+                lo[a] as f32 + (splitmix(&mut seed) % 1000) as f32 / 1000.0 * (hi[a] - lo[a]) as f32
+            });
+            let r = 1.0 + (splitmix(&mut seed) % 1000) as f32 / 1000.0 * 5.0;
+            (c, r, palette[(splitmix(&mut seed) % palette.len() as u64) as usize])
+        })
+        .collect();
+    for p in inner.iter() {
+        let q = [p.x as f32 + 0.5, p.y as f32 + 0.5, p.z as f32 + 0.5];
+        let mut best: Option<(f32, Material)> = None;
+        for &(c, r, m) in &balls {
+            let dist = ((q[0] - c[0]).powi(2) + (q[1] - c[1]).powi(2) + (q[2] - c[2]).powi(2)).sqrt();
+            let occ = (r - dist + 0.5).clamp(0.0, 1.0);
+            if occ > 0.0 && best.is_none_or(|b| occ > b.0) {
+                best = Some((occ, m));
+            }
+        }
+        let noise = splitmix(&mut seed);
+        let v = match best {
+            Some((occ, m)) => Voxel::with_occupancy(m, occ),
+            None if noise % 23 == 0 => Voxel::new(palette[(noise >> 8) as usize % 4], (noise >> 16) as u8),
+            None => Voxel::AIR,
+        };
+        d.set(p, v);
+    }
+    d
+}
+
+/// Each triangle as its three position bit patterns, rotated so the smallest comes first (keeps the
+/// winding): a key that compares meshes independently of vertex numbering.
+type TriKey = [[u32; 3]; 3];
+fn tri_keys(mesh: &impl TriangleSource) -> Vec<TriKey> {
+    let mut keys: Vec<TriKey> = (0..mesh.triangle_count())
+        .map(|i| {
+            let t = mesh.triangle(i).map(|p| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()]);
+            let first = (0..3).min_by_key(|&k| t[k]).unwrap();
+            [t[first], t[(first + 1) % 3], t[(first + 2) % 3]]
+        })
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// Directed edge uses balance: every edge a→b is matched by as many b→a. Holds for every closed
+/// surface, manifold or not (checkerboard faces give four triangles on one edge).
+fn assert_closed(mesh: &RenderMesh) {
+    let mut uses: HashMap<(u32, u32), i32> = HashMap::new();
+    for t in &mesh.indices {
+        for k in 0..3 {
+            let (a, b) = (t[k], t[(k + 1) % 3]);
+            *uses.entry((a.min(b), a.max(b))).or_default() += if a < b { 1 } else { -1 };
+        }
+    }
+    let open: Vec<_> = uses.iter().filter(|(_, n)| **n != 0).take(5).collect();
+    assert!(open.is_empty(), "unbalanced edges (holes or flipped triangles): {open:?}");
+}
+
+/// Every edge in exactly two triangles, once each way: a closed, oriented 2-manifold.
+fn assert_manifold(mesh: &RenderMesh) {
+    let mut uses: HashMap<(u32, u32), u32> = HashMap::new();
+    for t in &mesh.indices {
+        for k in 0..3 {
+            *uses.entry((t[k], t[(k + 1) % 3])).or_default() += 1;
+        }
+    }
+    for (&(a, b), &n) in &uses {
+        assert_eq!(n, 1, "directed edge {a}->{b} used {n} times");
+        assert_eq!(uses.get(&(b, a)), Some(&1), "edge {a}->{b} has no twin");
+    }
+}
+
+fn signed_volume(mesh: &impl TriangleSource) -> f64 {
+    (0..mesh.triangle_count())
+        .map(|i| {
+            let [a, b, c] = mesh.triangle(i).map(|p| p.coords.cast::<f64>());
+            a.dot(&b.cross(&c)) / 6.0
+        })
+        .sum()
+}
+
+fn mesh_render(mesher: &Mesher, src: &(impl VoxelRead + ?Sized), r: &Region) -> RenderMesh {
+    let mut out = RenderMesh::default();
+    mesher.mesh(src, r, &mut MeshWorkspace::new(), &mut out).unwrap();
+    out
+}
+
+fn sphere(center: [f32; 3], radius: f32, material: Material, size: u32) -> (DenseVoxels, Region) {
+    let r = region([0, 0, 0], [size; 3]);
+    let mut d = DenseVoxels::new(r, 1 << 22).unwrap();
+    for p in r.iter() {
+        let q = Vector3::new(p.x as f32 + 0.5, p.y as f32 + 0.5, p.z as f32 + 0.5) - Vector3::from(center);
+        d.set(p, Voxel::with_occupancy(material, radius - q.norm() + 0.5));
+    }
+    (d, r)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// Chunked meshing gives exactly the whole mesh's triangles, for chunk sizes that do and do not
+    /// divide the box, in every shape mode; the whole mesh is closed and has positive volume.
+    #[test]
+    fn chunks_equal_whole_and_surfaces_close(seed in any::<u64>(), chunk in 3u32..17, mode in 0u8..3,
+                                             offset in proptest::array::uniform3(-40i32..40)) {
+        let table = MaterialTable::default();
+        let mode = [ShapeMode::ByMaterial, ShapeMode::Smooth, ShapeMode::Sharp][mode as usize];
+        let mesher = Mesher::new(&table).with_shape_mode(&table, mode);
+        let whole = region(offset, [30, 26, 34]);
+        let inner = Region::new(whole.min() + Vector3::new(1, 1, 1), whole.max() - Vector3::new(1, 1, 1)).unwrap();
+        let d = blobs(whole.expanded(1), inner, seed);
+        let mesh = mesh_render(&mesher, &d, &whole);
+        assert_closed(&mesh);
+        prop_assert!(mesh.indices.is_empty() || signed_volume(&mesh) > 0.0);
+        // Every vertex inside the cells the padded box spans.
+        for p in &mesh.positions {
+            for a in 0..3 {
+                prop_assert!(p[a] >= whole.min()[a] as f32 - 0.5 && p[a] <= whole.max()[a] as f32 + 0.5);
+            }
+        }
+        let mut pieces = Vec::new();
+        let (lo, hi) = (whole.min(), whole.max());
+        let mut ws = MeshWorkspace::new();
+        let mut out = RenderMesh::default();
+        for y in (lo.y..hi.y).step_by(chunk as usize) {
+            for z in (lo.z..hi.z).step_by(chunk as usize) {
+                for x in (lo.x..hi.x).step_by(chunk as usize) {
+                    let c = Region::new(Point3::new(x, y, z),
+                        Point3::new((x + chunk as i32).min(hi.x), (y + chunk as i32).min(hi.y), (z + chunk as i32).min(hi.z))).unwrap();
+                    mesher.mesh(&d, &c, &mut ws, &mut out).unwrap();
+                    pieces.extend(tri_keys(&out));
+                }
+            }
+        }
+        pieces.sort_unstable();
+        prop_assert!(pieces == tri_keys(&mesh), "chunked triangles differ from whole ({} vs {})", pieces.len(), mesh.indices.len());
+    }
+
+    /// The same voxels through the store (its own rows, its uniform fast path) mesh identically.
+    #[test]
+    fn store_and_dense_agree(seed in any::<u64>()) {
+        let table = MaterialTable::default();
+        let mesher = Mesher::new(&table);
+        let whole = region([-20, -3, 5], [40, 20, 40]);
+        let d = blobs(whole.expanded(1), whole, seed);
+        let mut store = VoxelStore::new();
+        let mut all = vec![Voxel::AIR; whole.expanded(1).len().unwrap()];
+        d.read_box(&whole.expanded(1), &mut all).unwrap();
+        store.write_box(&whole.expanded(1), &all).unwrap();
+        let (a, b) = (mesh_render(&mesher, &d, &whole), mesh_render(&mesher, &store, &whole));
+        prop_assert!(a == b);
+    }
+}
+
+#[test]
+fn sphere_is_a_manifold_facing_out_with_the_right_volume() {
+    let table = MaterialTable::default();
+    for (mode, material) in
+        [(ShapeMode::ByMaterial, materials::ROCK), (ShapeMode::ByMaterial, materials::BRICK)]
+    {
+        let mesher = Mesher::new(&table).with_shape_mode(&table, mode);
+        let c = [12.3, 11.8, 12.1];
+        let (d, r) = sphere(c, 8.0, material, 24);
+        let mesh = mesh_render(&mesher, &d, &r);
+        assert_manifold(&mesh);
+        let volume = signed_volume(&mesh);
+        let exact = 4.0 / 3.0 * std::f64::consts::PI * 512.0;
+        assert!((volume / exact - 1.0).abs() < 0.03, "volume {volume} vs {exact}");
+        let center = Point3::from(c);
+        for (i, t) in mesh.indices.iter().enumerate() {
+            let [a, b, cc] = t.map(|v| mesh.positions[v as usize]);
+            let n = (b - a).cross(&(cc - a));
+            let mid = Point3::from((a.coords + b.coords + cc.coords) / 3.0);
+            assert!(n.dot(&(mid - center)) > 0.0, "triangle {i} faces inward");
+        }
+        for (p, n) in mesh.positions.iter().zip(&mesh.normals) {
+            assert!((n.norm() - 1.0).abs() < 1e-4);
+            assert!(n.dot(&(p - center).normalize()) > 0.9, "normal {n:?} at {p:?}");
+            assert!(((p - center).norm() - 8.0).abs() < 0.6, "vertex {p:?} off the sphere");
+        }
+    }
+}
+
+#[test]
+fn meshing_is_deterministic_and_workspaces_are_reusable() {
+    let table = MaterialTable::default();
+    let mesher = Mesher::new(&table);
+    let whole = region([0, 0, 0], [30, 30, 30]);
+    let d = blobs(whole.expanded(1), whole, 7);
+    let first = mesh_render(&mesher, &d, &whole);
+    let mut ws = MeshWorkspace::new();
+    let mut out = RenderMesh::default();
+    // A different, larger box first, so the workspace holds stale data of another shape.
+    let big = blobs(region([-5, -5, -5], [70, 40, 70]), region([-4, -4, -4], [68, 38, 68]), 3);
+    mesher.mesh(&big, &region([-4, -4, -4], [68, 38, 68]), &mut ws, &mut out).unwrap();
+    assert!(!out.indices.is_empty());
+    mesher.mesh(&d, &whole, &mut ws, &mut out).unwrap();
+    assert_eq!(first, out);
+    // Rows wider than 64 voxels (several bit words) agree with narrow chunks.
+    let wide = region([-5, -5, -5], [70, 40, 70]);
+    let whole_wide = mesh_render(&mesher, &big, &wide);
+    assert_closed(&whole_wide);
+    let mut pieces = Vec::new();
+    for x in [-5, 59] {
+        let r = Region::new(Point3::new(x, -5, -5), Point3::new((x + 64).min(65), 35, 65)).unwrap();
+        pieces.extend(tri_keys(&mesh_render(&mesher, &big, &r)));
+    }
+    pieces.sort_unstable();
+    assert!(pieces == tri_keys(&whole_wide));
+}
+
+#[test]
+fn uniform_boxes_and_the_padding() {
+    let table = MaterialTable::default();
+    let mesher = Mesher::new(&table);
+    let r = region([0, 0, 0], [8, 8, 8]);
+    let mut d = DenseVoxels::new(r.expanded(1), 1 << 20).unwrap();
+    assert_eq!(mesh_render(&mesher, &d, &r).indices.len(), 0, "all air");
+    d.fill(&r.expanded(1), Voxel::full(materials::ROCK)).unwrap();
+    assert_eq!(mesh_render(&mesher, &d, &r).indices.len(), 0, "all solid");
+    d.fill(&r.expanded(1), Voxel::full(materials::WATER)).unwrap();
+    assert_eq!(mesh_render(&mesher, &d, &r).indices.len(), 0, "all water");
+
+    // One voxel in the low padding: its edges belong to the lower neighbour chunks.
+    d.fill(&r.expanded(1), Voxel::AIR).unwrap();
+    d.set(Point3::new(-1, 3, 3), Voxel::full(materials::ROCK));
+    assert_eq!(mesh_render(&mesher, &d, &r).indices.len(), 0, "low padding voxel");
+    // One voxel in the high padding: the one edge from inside the region to it is ours.
+    d.set(Point3::new(-1, 3, 3), Voxel::AIR);
+    d.set(Point3::new(8, 3, 3), Voxel::full(materials::ROCK));
+    let m = mesh_render(&mesher, &d, &r);
+    assert_eq!(m.indices.len(), 2, "high padding voxel: one quad");
+    let n = (m.positions[m.indices[0][1] as usize] - m.positions[m.indices[0][0] as usize])
+        .cross(&(m.positions[m.indices[0][2] as usize] - m.positions[m.indices[0][0] as usize]));
+    assert!(n.x < 0.0, "the quad faces the air at -x");
+
+    // The store reports uniform chunks without a voxel read.
+    let mut store = VoxelStore::new();
+    store.fill(&region([0, 0, 0], [96, 32, 96]), Voxel::full(materials::ROCK)).unwrap();
+    let mut out = PhysicsMesh::default();
+    let mut ws = MeshWorkspace::new();
+    let s = mesher.mesh(&store, &region([32, 8, 32], [32, 16, 32]), &mut ws, &mut out).unwrap();
+    assert!(s.uniform && s.triangles == 0);
+    let s = mesher.mesh(&store, &region([32, 300, 32], [32, 32, 32]), &mut ws, &mut out).unwrap();
+    assert!(s.uniform && s.triangles == 0, "missing chunks are air");
+    let s = mesher.mesh(&store, &region([32, 16, 32], [32, 32, 32]), &mut ws, &mut out).unwrap();
+    assert!(!s.uniform && s.triangles == 2 * 32 * 32, "the top face");
+}
+
+#[test]
+fn surfaces_select_their_matter() {
+    let table = MaterialTable::default();
+    let r = region([0, 0, 0], [10, 10, 10]);
+    let mut d = DenseVoxels::new(r.expanded(1), 1 << 20).unwrap();
+    d.fill(&region([1, 1, 1], [8, 3, 8]), Voxel::full(materials::ROCK)).unwrap();
+    d.fill(&region([1, 4, 1], [8, 2, 8]), Voxel::full(materials::WATER)).unwrap();
+    let solid = mesh_render(&Mesher::new(&table), &d, &r);
+    let water = mesh_render(&Mesher::new(&table).with_surface(&table, Surface::Liquid), &d, &r);
+    assert_manifold(&solid);
+    assert_manifold(&water);
+    assert!(solid.materials.iter().all(|&m| m == materials::ROCK));
+    assert!(water.materials.iter().all(|&m| m == materials::WATER));
+    assert!((signed_volume(&solid) - signed_volume(&water) * 1.5).abs() < 8.0);
+}
+
+#[test]
+fn physics_mesh_matches_render_mesh_and_feeds_the_kd_tree() {
+    let table = MaterialTable::default();
+    let mesher = Mesher::new(&table);
+    let whole = region([0, 0, 0], [8, 8, 8]);
+    let d = blobs(whole.expanded(1), whole, 11);
+    let render = mesh_render(&mesher, &d, &whole);
+    let mut physics = PhysicsMesh::default();
+    mesher.mesh(&d, &whole, &mut MeshWorkspace::new(), &mut physics).unwrap();
+    assert_eq!(physics.positions(), &render.positions[..]);
+    assert_eq!(physics.materials(), &render.materials[..]);
+    assert!(physics.triangles().iter().zip(&render.indices).all(|(a, b)| a.map(u32::from) == *b));
+    assert_eq!(physics.data_bytes(), 13 * physics.positions().len() + 6 * physics.triangles().len());
+    let tree = voxterra_kdtree::KdTree::build(&physics).unwrap();
+    tree.validate(&physics).unwrap();
+}
+
+#[test]
+fn errors_are_typed() {
+    let table = MaterialTable::default();
+    let mesher = Mesher::new(&table);
+    let d = DenseVoxels::new(region([0, 0, 0], [1, 1, 1]), 8).unwrap();
+    let mut ws = MeshWorkspace::new();
+    let mut out = RenderMesh::default();
+    let edge = Region::new(Point3::new(0, 0, i32::MAX - 4), Point3::new(4, 4, i32::MAX)).unwrap();
+    assert!(matches!(mesher.mesh(&d, &edge, &mut ws, &mut out), Err(MeshError::OutOfRange(_))));
+    let small = mesher.clone().with_max_voxels(1000);
+    assert!(matches!(
+        small.mesh(&d, &region([0, 0, 0], [10, 10, 10]), &mut ws, &mut out),
+        Err(MeshError::TooLarge { voxels: 1728, limit: 1000 })
+    ));
+    // A speckled box needs more vertices than u16 indices address.
+    let r = region([0, 0, 0], [44, 44, 44]);
+    let mut speckle = DenseVoxels::new(r.expanded(1), 1 << 20).unwrap();
+    let mut seed = 5;
+    for p in r.iter() {
+        if splitmix(&mut seed) % 2 == 0 {
+            speckle.set(p, Voxel::full(materials::ROCK));
+        }
+    }
+    let mut physics = PhysicsMesh::default();
+    assert!(matches!(
+        mesher.mesh(&speckle, &r, &mut ws, &mut physics),
+        Err(MeshError::TooManyVertices { limit: 65536, .. })
+    ));
+    assert!(mesher.mesh(&speckle, &r, &mut ws, &mut out).is_ok());
+}
+
+/// Small cases, pinned: positions to 1/1000, materials, triangles.
+fn snapshot(mesh: &RenderMesh) -> String {
+    let mut s = String::new();
+    for ((p, n), m) in mesh.positions.iter().zip(&mesh.normals).zip(&mesh.materials) {
+        s += &format!(
+            "v {:.3} {:.3} {:.3}  n {:.3} {:.3} {:.3}  m {}\n",
+            p.x,
+            p.y,
+            p.z,
+            n.x,
+            n.y,
+            n.z,
+            m.id()
+        );
+    }
+    for t in &mesh.indices {
+        s += &format!("f {} {} {}\n", t[0], t[1], t[2]);
+    }
+    s
+}
+
+#[test]
+fn snapshots() {
+    let table = MaterialTable::default();
+    let mesher = Mesher::new(&table);
+    let r = region([0, 0, 0], [4, 4, 4]);
+    let mut d = DenseVoxels::new(r.expanded(1), 1 << 20).unwrap();
+
+    d.set(Point3::new(1, 1, 1), Voxel::full(materials::ROCK));
+    insta::assert_snapshot!("one_voxel", snapshot(&mesh_render(&mesher, &d, &r)));
+
+    d.fill(&r.expanded(1), Voxel::AIR).unwrap();
+    d.fill(&region([-1, -1, -1], [6, 2, 6]), Voxel::full(materials::GRASS)).unwrap();
+    d.fill(&region([-1, 1, -1], [6, 1, 6]), Voxel::new(materials::GRASS, 100)).unwrap();
+    insta::assert_snapshot!("plane", snapshot(&mesh_render(&mesher, &d, &region([0, 0, 0], [2, 3, 2]))));
+
+    d.fill(&r.expanded(1), Voxel::AIR).unwrap();
+    d.fill(&region([1, 1, 1], [2, 2, 2]), Voxel::full(materials::BRICK)).unwrap();
+    insta::assert_snapshot!("sharp_cube", snapshot(&mesh_render(&mesher, &d, &r)));
+
+    d.fill(&r.expanded(1), Voxel::AIR).unwrap();
+    d.fill(&region([0, 0, 1], [2, 2, 2]), Voxel::full(materials::ROCK)).unwrap();
+    d.fill(&region([2, 0, 1], [2, 2, 2]), Voxel::full(materials::SAND)).unwrap();
+    insta::assert_snapshot!("two_materials", snapshot(&mesh_render(&mesher, &d, &r)));
+
+    let (s, sr) = sphere([3.0, 3.0, 3.0], 2.2, materials::ROCK, 6);
+    insta::assert_snapshot!("sphere", snapshot(&mesh_render(&mesher, &s, &sr)));
+}
