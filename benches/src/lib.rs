@@ -11,7 +11,8 @@
 //! Suites: `store` (the voxel store against a dense 2-byte-per-voxel array), `codec` (RLE and
 //! RLE+LZ4 against LZ4 alone on raw voxels; whole save and load), `bit-broadphase` (mask queries
 //! against a brute-force scan; candidate reduction; memory; rebuild scaling), `kdtree` (against
-//! parry3d 0.25.3's `TriMesh`; `--features parry-simd` for its simd-stable build).
+//! parry3d 0.25.3's `TriMesh`; `--features parry-simd` for its simd-stable build), `mesher`
+//! (against fast-surface-nets 0.2 on the same padded 32³ chunks; uniform chunks; physics mesh size).
 //! Every case checks that both sides compute the same answer before it is timed.
 
 #![forbid(unsafe_code)]
@@ -20,6 +21,7 @@ pub mod bit_broadphase_suite;
 pub mod codec_suite;
 pub mod harness;
 pub mod kdtree_suite;
+pub mod mesher_suite;
 pub mod parry_adapter;
 pub mod store_suite;
 pub mod world;

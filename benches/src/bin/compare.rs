@@ -1,15 +1,15 @@
 //! `compare SUITE [--quick] [--json]`: voxterra and its peer, side by side in one process.
 
 use clap::Parser;
-use voxterra_benches::{bit_broadphase_suite, codec_suite, kdtree_suite, store_suite};
+use voxterra_benches::{bit_broadphase_suite, codec_suite, kdtree_suite, mesher_suite, store_suite};
 
-const SUITES: &[&str] = &["store", "codec", "bit-broadphase", "kdtree"];
+const SUITES: &[&str] = &["store", "codec", "bit-broadphase", "kdtree", "mesher"];
 
 /// Runs a benchmark suite for voxterra and its named peer, interleaved, and prints medians and ratios.
 #[derive(Parser, Debug)]
 #[command(name = "compare")]
 struct Args {
-    /// The suite to run: store, codec, bit-broadphase, kdtree.
+    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher.
     suite: String,
     /// Smaller world and fewer repetitions: a smoke run.
     #[arg(long)]
@@ -29,6 +29,7 @@ fn main() -> anyhow::Result<()> {
         "codec" => codec_suite::run(args.quick),
         "bit-broadphase" => bit_broadphase_suite::run(args.quick),
         "kdtree" => kdtree_suite::run(args.quick),
+        "mesher" => mesher_suite::run(args.quick),
         other => anyhow::bail!("unknown suite {other:?}; suites: {}", SUITES.join(", ")),
     };
     if args.json {

@@ -40,6 +40,10 @@ pub(crate) struct Corners {
     pub(crate) density: [f32; 8],
     pub(crate) material: [u8; 8],
     pub(crate) inside: u8,
+    /// Bit `i`: corner `i`'s material is matter.
+    pub(crate) matter: u8,
+    /// Byte `i` is 0xff when corner `i`'s material is matter.
+    pub(crate) matter_bytes: u64,
 }
 
 /// A placed vertex in cell-local coordinates (`[0, 1]³` from the low corner's centre).
@@ -78,32 +82,72 @@ fn corner_pos(i: u8) -> [f32; 3] {
     [(i & 1) as f32, (i >> 1 & 1) as f32, (i >> 2 & 1) as f32]
 }
 
+/// For each crossing pattern (12 bits are too many for a table; the pattern of inside corners is
+/// 8): the sum of the crossings' low-corner coordinates off their own axis, which are 0 or 1. The
+/// crossing's coordinate on its own axis is its `t`, added at run time.
+const BASE_SUMS: [[f32; 3]; 256] = {
+    let mut table = [[0.0f32; 3]; 256];
+    let mut pattern = 0;
+    while pattern < 256 {
+        let edges = CROSSINGS[pattern];
+        let mut k = 0;
+        while k < 12 {
+            if edges >> k & 1 != 0 {
+                let a = EDGES[k].0;
+                table[pattern][0] += (a & 1) as f32;
+                table[pattern][1] += (a >> 1 & 1) as f32;
+                table[pattern][2] += (a >> 2 & 1) as f32;
+            }
+            k += 1;
+        }
+        pattern += 1;
+    }
+    table
+};
+
+/// `1 / n` for the crossing counts an active cell can have (3 to 12).
+const RECIPROCALS: [f32; 13] = {
+    let mut r = [0.0f32; 13];
+    let mut n = 1;
+    while n < 13 {
+        r[n] = 1.0 / n as f32;
+        n += 1;
+    }
+    r
+};
+
+/// `t` of the crossing on edge `k`: where the density reaches one half.
+#[inline(always)]
+fn crossing_t(d: &[f32; 8], k: usize) -> f32 {
+    let (a, b) = EDGES[k];
+    let (da, db) = (d[a as usize], d[b as usize]);
+    // The ends straddle one half, so db != da and t is in [0, 1].
+    ((0.5 - da) / (db - da)).clamp(0.0, 1.0)
+}
+
 /// Places the vertex of an active cell (`inside` neither 0 nor 255).
 #[inline]
 pub(crate) fn place(c: &Corners, sharp: bool, want_normal: bool) -> Placed {
     let edges = CROSSINGS[c.inside as usize];
     debug_assert!(edges != 0, "place() is only called for active cells");
-    let mut points = [[0.0f32; 3]; 12];
-    let mut n = 0;
-    let mut sum = [0.0f32; 3];
-    let mut bits = edges;
-    while bits != 0 {
-        let k = bits.trailing_zeros() as usize;
-        bits &= bits - 1;
-        let (a, b) = EDGES[k];
-        let (da, db) = (c.density[a as usize], c.density[b as usize]);
-        // The ends straddle one half, so db != da and t is in [0, 1].
-        let t = ((0.5 - da) / (db - da)).clamp(0.0, 1.0);
-        let mut p = corner_pos(a);
-        let axis = k >> 2;
-        p[axis] = t;
-        sum = [sum[0] + p[0], sum[1] + p[1], sum[2] + p[2]];
-        points[n] = p;
-        n += 1;
+    // All 12 edges at once, four per axis in lock-step (vectorises), then masked to the crossing
+    // ones: no data-dependent branch, which a per-crossing loop mispredicts.
+    let d = &c.density;
+    let ends: [([usize; 4], [usize; 4]); 3] =
+        [([0, 2, 4, 6], [1, 3, 5, 7]), ([0, 1, 4, 5], [2, 3, 6, 7]), ([0, 1, 2, 3], [4, 5, 6, 7])];
+    let mut sum = BASE_SUMS[c.inside as usize];
+    for (axis, (lo, hi)) in ends.iter().enumerate() {
+        let mut acc = 0.0f32;
+        for j in 0..4 {
+            let (da, db) = (d[lo[j]], d[hi[j]]);
+            let t = ((0.5 - da) / (db - da)).clamp(0.0, 1.0);
+            acc += if edges >> (4 * axis + j) & 1 != 0 { t } else { 0.0 };
+        }
+        sum[axis] += acc;
     }
-    let inv = 1.0 / n as f32;
+    let inv = RECIPROCALS[edges.count_ones() as usize];
     let mass = [sum[0] * inv, sum[1] * inv, sum[2] * inv];
-    let local = if sharp { qef(&c.density, &points[..n], mass) } else { mass };
+    let local = if sharp { qef(c, edges, mass) } else { mass };
     let normal = if want_normal { vertex_normal(c, local) } else { [0.0; 3] };
     Placed { local, normal }
 }
@@ -111,10 +155,16 @@ pub(crate) fn place(c: &Corners, sharp: bool, want_normal: bool) -> Placed {
 /// The unit normal at the vertex; falls back to the cell-centre gradient, then to the corner pattern
 /// (inside corners minus outside ones), which is never zero for an active cell... except for
 /// symmetric patterns, where up is as good as any.
+#[inline(always)]
 fn vertex_normal(c: &Corners, local: [f32; 3]) -> [f32; 3] {
-    if let Some(n) = outward(gradient(&c.density, local)) {
-        return n;
+    match outward(gradient(&c.density, local)) {
+        Some(n) => n,
+        None => normal_fallback(c),
     }
+}
+
+#[cold]
+fn normal_fallback(c: &Corners) -> [f32; 3] {
     if let Some(n) = outward(gradient(&c.density, [0.5; 3])) {
         return n;
     }
@@ -130,13 +180,25 @@ fn vertex_normal(c: &Corners, local: [f32; 3]) -> [f32; 3] {
 }
 
 /// The dual-contouring vertex: minimises the squared distances to the planes through each crossing
-/// with the gradient normal there, regularised toward the mass point, clamped to the cell.
-fn qef(density: &[f32; 8], points: &[[f32; 3]], mass: [f32; 3]) -> [f32; 3] {
+/// with the gradient normal there (weighted by the gradient's squared length), regularised toward
+/// the mass point, clamped to the cell.
+fn qef(c: &Corners, edges: u16, mass: [f32; 3]) -> [f32; 3] {
     // Normal equations relative to the mass point: (AᵀA + λI) δ = Aᵀ(b - A m).
     let mut ata = [0.0f32; 6]; // xx, xy, xz, yy, yz, zz
     let mut atb = [0.0f32; 3];
-    for p in points {
-        let Some(nrm) = outward(gradient(density, *p)) else { continue };
+    let mut bits = edges;
+    while bits != 0 {
+        let k = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let (t, a) = (crossing_t(&c.density, k), EDGES[k].0);
+        let p = match k >> 2 {
+            0 => [t, (a >> 1 & 1) as f32, (a >> 2 & 1) as f32],
+            1 => [(a & 1) as f32, t, (a >> 2 & 1) as f32],
+            _ => [(a & 1) as f32, (a >> 1 & 1) as f32, t],
+        };
+        // The raw gradient, not normalised: the same plane, weighted by its squared steepness
+        // (crisp crossings count more than shallow ones), and no square root per crossing.
+        let nrm = gradient(&c.density, p);
         let r = nrm[0] * (p[0] - mass[0]) + nrm[1] * (p[1] - mass[1]) + nrm[2] * (p[2] - mass[2]);
         ata[0] += nrm[0] * nrm[0];
         ata[1] += nrm[0] * nrm[1];
@@ -172,30 +234,38 @@ fn qef(density: &[f32; 8], points: &[[f32; 3]], mass: [f32; 3]) -> [f32; 3] {
 /// The dominant matter material of the corners (the article's rule): the most frequent; ties go to
 /// the larger summed density, then to the lower id. `matter` marks matter material ids.
 #[inline]
-pub(crate) fn dominant(c: &Corners, matter: u64) -> u8 {
-    let mut best = (0u32, 0.0f32, 0u8);
-    let mut found = false;
-    for i in 0..8 {
-        let m = c.material[i];
-        if matter >> m & 1 == 0 {
-            continue;
+pub(crate) fn dominant(c: &Corners) -> u8 {
+    // Most cells have one matter material: compare all 8 bytes with the first matter one at once.
+    let first = c.material[(c.matter | 0x80).trailing_zeros() as usize & 7];
+    let differ = u64::from_le_bytes(c.material) ^ (first as u64 * 0x0101_0101_0101_0101);
+    if differ & c.matter_bytes == 0 {
+        return first;
+    }
+    dominant_mixed(c)
+}
+
+/// The general case, over the distinct matter materials only (usually two: grass over dirt).
+fn dominant_mixed(c: &Corners) -> u8 {
+    let mut remaining = c.matter;
+    let (mut best, mut best_count, mut best_mass) = (0u8, 0u32, 0.0f32);
+    while remaining != 0 {
+        let m = c.material[remaining.trailing_zeros() as usize];
+        let (mut same, mut mass) = (0u8, 0.0f32);
+        for i in 0..8 {
+            let eq = c.material[i] == m;
+            same |= (eq as u8) << i;
+            mass += if eq { c.density[i] } else { 0.0 };
         }
-        let (mut count, mut mass) = (0u32, 0.0f32);
-        for j in 0..8 {
-            if c.material[j] == m {
-                count += 1;
-                mass += c.density[j];
-            }
-        }
-        let better = !found
-            || count > best.0
-            || (count == best.0 && (mass > best.1 || (mass == best.1 && m < best.2)));
-        if better {
-            best = (count, mass, m);
-            found = true;
+        remaining &= !same;
+        let count = same.count_ones();
+        // Candidates come in corner order, not id order, so the id tie-break is explicit.
+        if count > best_count
+            || (count == best_count && (mass > best_mass || (mass == best_mass && m < best)))
+        {
+            (best, best_count, best_mass) = (m, count, mass);
         }
     }
-    best.2
+    best
 }
 
 #[cfg(test)]
@@ -204,7 +274,7 @@ mod tests {
 
     fn corners(density: [f32; 8]) -> Corners {
         let inside = (0..8).fold(0u8, |acc, i| acc | ((density[i] > 0.5) as u8) << i);
-        Corners { density, material: [3; 8], inside }
+        Corners { density, material: [3; 8], inside, matter: 0xff, matter_bytes: u64::MAX }
     }
 
     #[test]
@@ -231,12 +301,19 @@ mod tests {
     fn dominant_counts_then_mass_then_id() {
         let mut c = corners([1.0; 8]);
         c.material = [3, 3, 5, 5, 5, 0, 3, 7];
-        assert_eq!(dominant(&c, !1), 3); // 3 and 5 tie on count and mass: lower id
+        c.matter = 0b1101_1111; // corner 5 is air
+        c.matter_bytes = 0xffff_00ff_ffff_ffff;
+        assert_eq!(dominant(&c), 3); // 3 and 5 tie on count and mass: lower id
         c.density[2] = 0.9;
-        assert_eq!(dominant(&c, !1), 3);
+        assert_eq!(dominant(&c), 3);
         c.density[0] = 0.5;
-        assert_eq!(dominant(&c, !1), 5);
+        assert_eq!(dominant(&c), 5);
         c.material[7] = 5;
-        assert_eq!(dominant(&c, !1 & !(1 << 5)), 3); // 5 is not matter
+        c.matter = 0b0100_0011; // only the 3s are matter
+        c.matter_bytes = 0x00ff_0000_0000_ffff;
+        assert_eq!(dominant(&c), 3);
+        c.matter = 0b0000_0100; // one matter corner
+        c.matter_bytes = 0x0000_0000_00ff_0000;
+        assert_eq!(dominant(&c), 5);
     }
 }

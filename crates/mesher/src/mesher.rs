@@ -201,17 +201,25 @@ impl Mesher {
                         let cx = w * 64 + bits.trailing_zeros() as usize;
                         bits &= bits - 1;
                         let at = cx + dz * cz + dy * cy;
-                        let mut c = Corners { density: [0.0; 8], material: [0; 8], inside: 0 };
+                        let mut c = Corners {
+                            density: [0.0; 8],
+                            material: [0; 8],
+                            inside: 0,
+                            matter: 0,
+                            matter_bytes: 0,
+                        };
+                        let corner = &ws.voxels[at..=at + 1 + dy + dz];
                         for i in 0..8 {
-                            let v = ws.voxels[at + (i & 1) + dy * (i >> 1 & 1) + dz * (i >> 2 & 1)];
+                            let v = corner[(i & 1) + dy * (i >> 1 & 1) + dz * (i >> 2 & 1)];
                             let (m, occ) = (v.material().id(), v.occupancy_byte());
                             let is_matter = (self.matter >> m & 1) as u8;
                             c.material[i] = m;
-                            c.density[i] =
-                                if is_matter != 0 { (occ as f32 + 1.0) * (1.0 / 256.0) } else { 0.0 };
+                            c.density[i] = (occ as f32 + 1.0) * (1.0 / 256.0) * is_matter as f32;
                             c.inside |= (is_matter & occ >> 7) << i;
+                            c.matter |= is_matter << i;
+                            c.matter_bytes |= (is_matter as u64 * 0xff) << (8 * i);
                         }
-                        let material = dominant(&c, self.matter);
+                        let material = dominant(&c);
                         let p = place(&c, self.sharp >> material & 1 != 0, M::NORMALS);
                         let base = [
                             origin.x as i64 + cx as i64,
@@ -301,6 +309,8 @@ impl MeshWorkspace {
         self.inside.resize(rows, 0);
         let (min, sx) = (padded.min(), g.size[0]);
         let (voxels, inside) = (&mut self.voxels, &mut self.inside);
+        // 0x80 for matter materials: ANDed with the occupancy byte, bit 7 says "inside".
+        let lut: [u8; 64] = std::array::from_fn(|m| if matter >> m & 1 != 0 { 0x80 } else { 0 });
         let mut count = 0usize;
         src.visit_rows(padded, &mut |p, row| {
             let (x, y, z) = ((p.x - min.x) as usize, (p.y - min.y) as usize, (p.z - min.z) as usize);
@@ -309,12 +319,22 @@ impl MeshWorkspace {
             let bits = &mut inside[g.row(y, z)..][..g.words];
             let mut off = x;
             for piece in row.chunks(64) {
-                let mut m = 0u64;
-                for (i, v) in piece.iter().enumerate() {
-                    let b = v.to_bits();
-                    // Matter material (low byte) and occupancy byte >= 128 (bit 15): density > 1/2.
-                    m |= ((matter >> (b & 63)) & (b >> 15) as u64) << i;
-                }
+                let first = piece[0].to_bits();
+                // A fold, not `all`: no early exit, so it vectorises.
+                let differ = piece.iter().fold(0u16, |acc, v| acc | (v.to_bits() ^ first));
+                let m = if differ == 0 {
+                    // Uniform pieces (most rows above and below the surface): one test.
+                    let all = if piece.len() == 64 { u64::MAX } else { (1u64 << piece.len()) - 1 };
+                    all * ((lut[(first & 63) as usize] & (first >> 8) as u8) >> 7) as u64
+                } else {
+                    let mut m = 0u64;
+                    for (i, v) in piece.iter().enumerate() {
+                        let b = v.to_bits();
+                        // Matter material (low byte) and occupancy byte >= 128: density > 1/2.
+                        m |= (((lut[(b & 63) as usize] & (b >> 8) as u8) >> 7) as u64) << i;
+                    }
+                    m
+                };
                 count += m.count_ones() as usize;
                 let (w, s) = (off / 64, off % 64);
                 bits[w] |= m << s;
@@ -392,7 +412,11 @@ impl MeshWorkspace {
                                 _ => [at - 1 - dy, at - dy, at, at - 1],
                             }
                             .map(v);
-                            let quad = if low_inside { quad } else { [quad[3], quad[2], quad[1], quad[0]] };
+                            // Reversed when the inside is at the high end; by index, not branch
+                            // (the facing is a coin toss along X and Z on terrain).
+                            // (3 - i == i ^ 3 for i in 0..4.)
+                            let flip = 3 * (!low_inside as usize);
+                            let quad = [0, 1, 2, 3].map(|i| quad[i ^ flip]);
                             emit_quad(out, quad);
                         }
                     }
@@ -409,11 +433,9 @@ fn emit_quad<M: MeshOutput>(out: &mut M, q: [u32; 4]) {
     let p = q.map(|i| out.position(i));
     let d02 = (p[2] - p[0]).norm_squared();
     let d13 = (p[3] - p[1]).norm_squared();
-    if d02 <= d13 {
-        out.push_triangle([q[0], q[1], q[2]]);
-        out.push_triangle([q[0], q[2], q[3]]);
-    } else {
-        out.push_triangle([q[0], q[1], q[3]]);
-        out.push_triangle([q[1], q[2], q[3]]);
-    }
+    // Branch-free: the split is a coin toss on rough terrain.
+    const SPLITS: [[[usize; 3]; 2]; 2] = [[[0, 1, 2], [0, 2, 3]], [[0, 1, 3], [1, 2, 3]]];
+    let [a, b] = SPLITS[(d02 > d13) as usize];
+    out.push_triangle(a.map(|k| q[k]));
+    out.push_triangle(b.map(|k| q[k]));
 }
