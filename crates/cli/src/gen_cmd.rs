@@ -54,7 +54,7 @@ struct Saved {
     bytes_per_non_empty_voxel: f64,
 }
 
-fn parse_size(s: &str) -> Result<[u32; 3], String> {
+pub(crate) fn parse_size(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(['x', 'X', ',']).collect();
     let nums: Result<Vec<u32>, _> = parts.iter().map(|p| p.trim().parse::<u32>()).collect();
     match nums {
@@ -64,7 +64,7 @@ fn parse_size(s: &str) -> Result<[u32; 3], String> {
 }
 
 /// A progress bar on stderr, hidden when the output is JSON.
-fn progress_bar(len: u64, what: &str, unit: &str, hidden: bool) -> anyhow::Result<ProgressBar> {
+pub(crate) fn progress_bar(len: u64, what: &str, unit: &str, hidden: bool) -> anyhow::Result<ProgressBar> {
     let bar = ProgressBar::new(len);
     if hidden {
         bar.set_draw_target(ProgressDrawTarget::hidden());

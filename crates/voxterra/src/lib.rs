@@ -10,9 +10,10 @@
 //! | [`codec`] | voxterra-codec | the RLE voxel format, LZ4, atomic world files, undo snapshots |
 //! | [`broadphase`] | voxterra-bit-broadphase | dilated 8³ solid/water masks, bit-parallel box queries, contacts |
 //! | [`kdtree`] | voxterra-kdtree | the 12-byte loose kD tree over triangles: AABB and ray queries |
+//! | [`mesher`] | voxterra-mesher | dual surface extraction: smooth or sharp vertices, seamless chunks, render and physics meshes |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
 //!
-//! The mesher, narrowphase and dynamic AABB tree join as they land; the facade's `Terrain` (store +
+//! The narrowphase and dynamic AABB tree join as they land; the facade's `Terrain` (store +
 //! broadphase masks + lazy collision cache) and `World` (bodies) come after them.
 //!
 //! ```
@@ -44,6 +45,7 @@ pub use voxterra_bit_broadphase as broadphase;
 pub use voxterra_codec as codec;
 pub use voxterra_core as core;
 pub use voxterra_kdtree as kdtree;
+pub use voxterra_mesher as mesher;
 pub use voxterra_voxel_store as store;
 pub use voxterra_worldgen as worldgen;
 
