@@ -53,7 +53,9 @@ fn blobs(domain: Region, inner: Region, mut seed: u64) -> DenseVoxels {
         let noise = splitmix(&mut seed);
         let v = match best {
             Some((occ, m)) => Voxel::with_occupancy(m, occ),
-            None if noise % 23 == 0 => Voxel::new(palette[(noise >> 8) as usize % 4], (noise >> 16) as u8),
+            None if noise.is_multiple_of(23) => {
+                Voxel::new(palette[(noise >> 8) as usize % 4], (noise >> 16) as u8)
+            }
             None => Voxel::AIR,
         };
         d.set(p, v);
@@ -333,7 +335,7 @@ fn errors_are_typed() {
     let mut speckle = DenseVoxels::new(r.expanded(1), 1 << 20).unwrap();
     let mut seed = 5;
     for p in r.iter() {
-        if splitmix(&mut seed) % 2 == 0 {
+        if splitmix(&mut seed).is_multiple_of(2) {
             speckle.set(p, Voxel::full(materials::ROCK));
         }
     }
