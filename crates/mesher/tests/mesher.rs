@@ -232,6 +232,12 @@ fn meshing_is_deterministic_and_workspaces_are_reusable() {
     assert!(!out.indices.is_empty());
     mesher.mesh(&d, &whole, &mut ws, &mut out).unwrap();
     assert_eq!(first, out);
+    // Steady state: meshing again grows no buffer.
+    let (ws_bytes, caps) = (ws.heap_bytes(), (out.positions.capacity(), out.indices.capacity()));
+    for _ in 0..3 {
+        mesher.mesh(&d, &whole, &mut ws, &mut out).unwrap();
+    }
+    assert_eq!((ws.heap_bytes(), (out.positions.capacity(), out.indices.capacity())), (ws_bytes, caps));
     // Rows wider than 64 voxels (several bit words) agree with narrow chunks.
     let wide = region([-5, -5, -5], [70, 40, 70]);
     let whole_wide = mesh_render(&mesher, &big, &wide);
