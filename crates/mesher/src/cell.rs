@@ -297,6 +297,25 @@ mod tests {
         assert!(sharp.iter().all(|&v| v > smooth[0] + 0.05 && v <= 1.0), "{sharp:?}");
     }
 
+    proptest::proptest! {
+        /// Every vertex stays in its cell, sharp or smooth, whatever the corner densities; normals
+        /// are unit length.
+        #[test]
+        fn vertices_stay_in_their_cell(bytes in proptest::array::uniform8(0u8..=255), air in 0u8..=255) {
+            let density = std::array::from_fn(|i| {
+                if air >> i & 1 != 0 { 0.0 } else { (bytes[i] as f32 + 1.0) / 256.0 }
+            });
+            let c = corners(density);
+            proptest::prop_assume!(c.inside != 0 && c.inside != 255);
+            for sharp in [false, true] {
+                let p = place(&c, sharp, true);
+                proptest::prop_assert!(p.local.iter().all(|v| (0.0..=1.0).contains(v)), "{:?}", p.local);
+                let len = p.normal.iter().map(|v| v * v).sum::<f32>().sqrt();
+                proptest::prop_assert!((len - 1.0).abs() < 1e-4);
+            }
+        }
+    }
+
     #[test]
     fn dominant_counts_then_mass_then_id() {
         let mut c = corners([1.0; 8]);
