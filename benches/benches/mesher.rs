@@ -17,8 +17,8 @@ fn mesher(c: &mut Criterion) {
     generate(&params, &mut store, |_, _| {}).unwrap();
     let table = MaterialTable::default();
     // The chunk column's surface chunk: the one with the most triangles.
-    let smooth = Mesher::new(&table).with_shape_mode(&table, ShapeMode::Smooth);
-    let sharp = Mesher::new(&table).with_shape_mode(&table, ShapeMode::Sharp);
+    let smooth = Mesher::new(&table).with_shape_mode(ShapeMode::Smooth);
+    let sharp = Mesher::new(&table).with_shape_mode(ShapeMode::Sharp);
     let (mut ws, mut out) = (MeshWorkspace::new(), RenderMesh::default());
     let chunk = (0..4)
         .map(|y| Region::chunk(Point3::new(0, y, 0), 5).unwrap())

@@ -16,7 +16,7 @@ fn main() {
     generate(&params, &mut store, |_, _| {}).unwrap();
     let table = MaterialTable::default();
     let mode = if sharp { ShapeMode::Sharp } else { ShapeMode::Smooth };
-    let mesher = Mesher::new(&table).with_shape_mode(&table, mode);
+    let mesher = Mesher::new(&table).with_shape_mode(mode);
     let mut chunks = Vec::new();
     for y in 0..4 {
         for z in 0..8 {

@@ -117,8 +117,8 @@ pub fn run(quick: bool) -> Report {
     };
 
     // Check both sides against their brute-force edge counts, untimed.
-    let smooth = Mesher::new(&table).with_shape_mode(&table, ShapeMode::Smooth);
-    let sharp = Mesher::new(&table).with_shape_mode(&table, ShapeMode::Sharp);
+    let smooth = Mesher::new(&table).with_shape_mode(ShapeMode::Smooth);
+    let sharp = Mesher::new(&table).with_shape_mode(ShapeMode::Sharp);
     let (mut ws, mut out, mut buf) =
         (MeshWorkspace::new(), RenderMesh::default(), SurfaceNetsBuffer::default());
     let (mut ours_total, mut peer_total) = (0usize, 0usize);

@@ -107,7 +107,7 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
         Shape::Sharp => ShapeMode::Sharp,
     };
     let surface = if args.water { Surface::Liquid } else { Surface::Solid };
-    let mesher = Mesher::new(&table).with_surface(&table, surface).with_shape_mode(&table, mode);
+    let mesher = Mesher::new(&table).with_surface(surface).with_shape_mode(mode);
     let keys = chunks_to_mesh(&store);
     let bar = progress_bar(keys.len() as u64, "meshing   ", "chunks", args.json)?;
     let start = Instant::now();

@@ -86,6 +86,10 @@ pub struct Mesher {
     matter: u64,
     /// Bit `m` set: material `m` places sharp vertices.
     sharp: u64,
+    /// The table's solid, liquid and sharp-surface masks, so the builders need no table.
+    solid: u64,
+    liquid: u64,
+    sharp_by_material: u64,
     max_voxels: usize,
 }
 
@@ -101,22 +105,29 @@ impl Mesher {
                 sharp |= 1 << m.id();
             }
         }
-        Mesher { matter: table.solid_mask(), sharp, max_voxels: DEFAULT_MAX_VOXELS }
+        Mesher {
+            matter: table.solid_mask(),
+            sharp,
+            solid: table.solid_mask(),
+            liquid: table.liquid_mask(),
+            sharp_by_material: sharp,
+            max_voxels: DEFAULT_MAX_VOXELS,
+        }
     }
 
-    /// The same table, another surface: [`Surface::Liquid`] meshes water for rendering.
-    pub fn with_surface(mut self, table: &MaterialTable, surface: Surface) -> Self {
+    /// Another surface of the same table: [`Surface::Liquid`] meshes water for rendering.
+    pub fn with_surface(mut self, surface: Surface) -> Self {
         self.matter = match surface {
-            Surface::Solid => table.solid_mask(),
-            Surface::Liquid => table.liquid_mask(),
+            Surface::Solid => self.solid,
+            Surface::Liquid => self.liquid,
         };
         self
     }
 
-    /// Overrides vertex placement for every material.
-    pub fn with_shape_mode(mut self, table: &MaterialTable, mode: ShapeMode) -> Self {
+    /// Overrides vertex placement for every material ([`ShapeMode::ByMaterial`] restores it).
+    pub fn with_shape_mode(mut self, mode: ShapeMode) -> Self {
         self.sharp = match mode {
-            ShapeMode::ByMaterial => Mesher::new(table).sharp,
+            ShapeMode::ByMaterial => self.sharp_by_material,
             ShapeMode::Smooth => 0,
             ShapeMode::Sharp => u64::MAX,
         };
@@ -269,6 +280,16 @@ impl Grid {
     }
 }
 
+/// The owned edges leaving voxel row `(y, z)` in word `w`, along X, Y and Z: bit `x` set when voxel
+/// `x` and its +axis neighbour differ and `x` is an owned lower end.
+#[inline]
+fn edge_words(g: &Grid, inside: &[u64], y: usize, z: usize, w: usize) -> [u64; 3] {
+    let r = &inside[g.row(y, z)..][..g.words];
+    let (up, fwd) = (inside[g.row(y + 1, z) + w], inside[g.row(y, z + 1) + w]);
+    let own = g.owned_x(w);
+    [(r[w] ^ shr1(r, w)) & own, (r[w] ^ up) & own, (r[w] ^ fwd) & own]
+}
+
 /// Bits `x` of row `r` shifted down by one (bit `x` gets bit `x + 1`), across words.
 #[inline]
 fn shr1(r: &[u64], w: usize) -> u64 {
@@ -283,6 +304,7 @@ pub struct MeshWorkspace {
     inside: Vec<u64>,
     cells: Vec<u64>,
     cell_vertex: Vec<u32>,
+    row_x: Vec<u64>,
     row_y: Vec<u64>,
     row_z: Vec<u64>,
 }
@@ -357,22 +379,18 @@ impl MeshWorkspace {
             // Never cleared: only marked cells are written, and only they are read.
             self.cell_vertex.resize(voxels, 0);
         }
+        self.row_x.resize(words, 0);
         self.row_y.resize(words, 0);
         self.row_z.resize(words, 0);
         for y in 1..sy - 1 {
             for z in 1..sz - 1 {
-                let r = &self.inside[g.row(y, z)..][..words];
-                let up = &self.inside[g.row(y + 1, z)..][..words];
-                let fwd = &self.inside[g.row(y, z + 1)..][..words];
                 for w in 0..words {
-                    let own = g.owned_x(w);
-                    self.row_y[w] = (r[w] ^ up[w]) & own;
-                    self.row_z[w] = (r[w] ^ fwd[w]) & own;
+                    [self.row_x[w], self.row_y[w], self.row_z[w]] = edge_words(g, &self.inside, y, z, w);
                 }
                 for w in 0..words {
                     // An X edge at x touches cells x in rows (y-1|y, z-1|z); a Y or Z edge at x
                     // touches cells x-1 and x.
-                    let ex = (r[w] ^ shr1(r, w)) & g.owned_x(w);
+                    let ex = self.row_x[w];
                     let ey = self.row_y[w] | shr1(&self.row_y, w);
                     let ez = self.row_z[w] | shr1(&self.row_z, w);
                     self.cells[g.row(y - 1, z - 1) + w] |= ex;
@@ -392,18 +410,15 @@ impl MeshWorkspace {
         let v = |at: usize| self.cell_vertex[at];
         for y in 1..sy - 1 {
             for z in 1..sz - 1 {
-                let r = &self.inside[g.row(y, z)..][..words];
-                let up = &self.inside[g.row(y + 1, z)..][..words];
-                let fwd = &self.inside[g.row(y, z + 1)..][..words];
-                for w in 0..words {
-                    let own = g.owned_x(w);
-                    let edges = [(r[w] ^ shr1(r, w)) & own, (r[w] ^ up[w]) & own, (r[w] ^ fwd[w]) & own];
+                let row = &self.inside[g.row(y, z)..][..words];
+                for (w, &r) in row.iter().enumerate() {
+                    let edges = edge_words(g, &self.inside, y, z, w);
                     for (axis, mut bits) in edges.into_iter().enumerate() {
                         while bits != 0 {
                             let x = w * 64 + bits.trailing_zeros() as usize;
                             bits &= bits - 1;
                             let at = x + dz * z + dy * y;
-                            let low_inside = r[w] >> (x % 64) & 1 != 0;
+                            let low_inside = r >> (x % 64) & 1 != 0;
                             // The 4 cells around the edge, counter-clockwise seen from the edge's
                             // positive direction (the two other axes in cyclic order).
                             let quad = match axis {

@@ -98,7 +98,9 @@ impl TriangleSource for RenderMesh {
 }
 
 /// The compact mesh of a physics chunk: 12-byte positions, a material byte per vertex and u16
-/// triangles — about 12.5 bytes per triangle, the article's raw-mesh figure. The kD tree reads it
+/// triangles: 13 bytes per vertex and 6 per triangle, so 12.5 per triangle on a whole mesh (the
+/// article's raw-mesh figure) and about 14.3 on an 8³ chunk, which repeats its border cells'
+/// vertices. The kD tree reads it
 /// directly as a [`TriangleSource`]. At most 65536 vertices: mesh physics chunks (8³), not worlds.
 #[derive(Clone, Default, Debug, PartialEq)]
 pub struct PhysicsMesh {

@@ -141,7 +141,7 @@ proptest! {
                                              offset in proptest::array::uniform3(-40i32..40)) {
         let table = MaterialTable::default();
         let mode = [ShapeMode::ByMaterial, ShapeMode::Smooth, ShapeMode::Sharp][mode as usize];
-        let mesher = Mesher::new(&table).with_shape_mode(&table, mode);
+        let mesher = Mesher::new(&table).with_shape_mode(mode);
         let whole = region(offset, [30, 26, 34]);
         let inner = Region::new(whole.min() + Vector3::new(1, 1, 1), whole.max() - Vector3::new(1, 1, 1)).unwrap();
         let d = blobs(whole.expanded(1), inner, seed);
@@ -194,7 +194,7 @@ fn sphere_is_a_manifold_facing_out_with_the_right_volume() {
     for (mode, material) in
         [(ShapeMode::ByMaterial, materials::ROCK), (ShapeMode::ByMaterial, materials::BRICK)]
     {
-        let mesher = Mesher::new(&table).with_shape_mode(&table, mode);
+        let mesher = Mesher::new(&table).with_shape_mode(mode);
         let c = [12.3, 11.8, 12.1];
         let (d, r) = sphere(c, 8.0, material, 24);
         let mesh = mesh_render(&mesher, &d, &r);
@@ -297,7 +297,7 @@ fn surfaces_select_their_matter() {
     d.fill(&region([1, 1, 1], [8, 3, 8]), Voxel::full(materials::ROCK)).unwrap();
     d.fill(&region([1, 4, 1], [8, 2, 8]), Voxel::full(materials::WATER)).unwrap();
     let solid = mesh_render(&Mesher::new(&table), &d, &r);
-    let water = mesh_render(&Mesher::new(&table).with_surface(&table, Surface::Liquid), &d, &r);
+    let water = mesh_render(&Mesher::new(&table).with_surface(Surface::Liquid), &d, &r);
     assert_manifold(&solid);
     assert_manifold(&water);
     assert!(solid.materials.iter().all(|&m| m == materials::ROCK));
