@@ -1,0 +1,496 @@
+//! [`DynamicAabbTree`]: proxies with fat boxes in two trees (moving and static), incremental pairs,
+//! queries, and core's [`Broadphase`] trait.
+
+use crate::tree::{MOVED, NULL, Node, Tree};
+use rayon::prelude::*;
+use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::{Aabb, Broadphase, CoreError, ProxyId, Ray};
+
+/// The largest coordinate magnitude a proxy box may have. Far beyond any game world; it keeps
+/// every surface area (the SAH's currency) finite in f32.
+pub const MAX_COORD: f32 = 1.0e9;
+
+/// How proxies' fat boxes are made.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TreeConfig {
+    /// Added on every side of a proxy's box when its fat box is (re)made, in world units.
+    /// Default 0.1. Negative or non-finite values are clamped to 0.
+    pub margin: f32,
+    /// The fat box also reaches `displacement_factor × displacement` ahead along the motion
+    /// hint given to [`Broadphase::move_proxy`], so fast movers leave it less often. Default 2.
+    /// Negative or non-finite values are clamped to 0.
+    pub displacement_factor: f32,
+}
+
+impl Default for TreeConfig {
+    fn default() -> Self {
+        TreeConfig { margin: 0.1, displacement_factor: 2.0 }
+    }
+}
+
+/// Whether a proxy lives in the moving tree or the static one. Static–static pairs are never
+/// visited: the static tree is only ever traversed against the moving one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProxyKind {
+    /// A body that moves (the default of [`Broadphase::create_proxy`]).
+    Dynamic,
+    /// A body that rarely or never moves. It may still be moved; it then pairs with moving
+    /// proxies as usual.
+    Static,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    user_data: u64,
+    /// The leaf node, or `NULL` for a free slot (then `user_data` holds the next free slot).
+    leaf: u32,
+    kind: ProxyKind,
+}
+
+/// Statistics of one of the two trees.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TreeStats {
+    /// Leaves (proxies).
+    pub leaves: u32,
+    /// Nodes in use.
+    pub nodes: usize,
+    /// Height of the root (0 for a single leaf or an empty tree).
+    pub height: u32,
+    /// Sum of internal node surface areas over the root's: the SAH cost up to constants.
+    pub sah_cost: f64,
+    /// Bytes held by the node array.
+    pub bytes: usize,
+}
+
+/// Statistics of the whole broadphase.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    /// Live proxies.
+    pub proxies: u32,
+    /// The moving tree.
+    pub dynamic: TreeStats,
+    /// The static tree.
+    pub statics: TreeStats,
+}
+
+/// The dynamic AABB tree broadphase. See the crate docs.
+#[derive(Clone, Debug)]
+pub struct DynamicAabbTree {
+    config: TreeConfig,
+    dynamic: Tree,
+    statics: Tree,
+    slots: Vec<Slot>,
+    /// Tight boxes by proxy id: pairs are tested on these; fat boxes only prune.
+    tight: Vec<Aabb>,
+    free_slot: u32,
+    live: u32,
+    /// Scratch for pair updates.
+    stack: Vec<(u32, u32)>,
+    pairs: Vec<u64>,
+}
+
+impl Default for DynamicAabbTree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn check_box(aabb: Aabb) -> Result<Aabb, CoreError> {
+    let b = Aabb::try_new(aabb.mins, aabb.maxs)?;
+    if b.mins.iter().chain(b.maxs.iter()).any(|v| v.abs() > MAX_COORD) {
+        return Err(CoreError::InvalidAabb(format!(
+            "{:?}..{:?} reaches beyond ±{MAX_COORD:e}",
+            aabb.mins, aabb.maxs
+        )));
+    }
+    Ok(b)
+}
+
+#[inline]
+fn pair_key(a: u32, b: u32) -> u64 {
+    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+    (u64::from(lo) << 32) | u64::from(hi)
+}
+
+impl DynamicAabbTree {
+    /// An empty broadphase with the default [`TreeConfig`].
+    pub fn new() -> Self {
+        Self::with_config(TreeConfig::default())
+    }
+
+    /// An empty broadphase; see [`TreeConfig`] for the clamps applied.
+    pub fn with_config(config: TreeConfig) -> Self {
+        let clamp = |v: f32| if v.is_finite() && v > 0.0 { v } else { 0.0 };
+        let config =
+            TreeConfig { margin: clamp(config.margin), displacement_factor: clamp(config.displacement_factor) };
+        DynamicAabbTree {
+            config,
+            dynamic: Tree::default(),
+            statics: Tree::default(),
+            slots: Vec::new(),
+            tight: Vec::new(),
+            free_slot: NULL,
+            live: 0,
+            stack: Vec::new(),
+            pairs: Vec::new(),
+        }
+    }
+
+    /// The configuration in use (after clamping).
+    pub fn config(&self) -> TreeConfig {
+        self.config
+    }
+
+    /// Live proxies.
+    pub fn len(&self) -> usize {
+        self.live as usize
+    }
+
+    /// No live proxy.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    fn tree(&self, kind: ProxyKind) -> &Tree {
+        match kind {
+            ProxyKind::Dynamic => &self.dynamic,
+            ProxyKind::Static => &self.statics,
+        }
+    }
+
+    fn tree_mut(&mut self, kind: ProxyKind) -> &mut Tree {
+        match kind {
+            ProxyKind::Dynamic => &mut self.dynamic,
+            ProxyKind::Static => &mut self.statics,
+        }
+    }
+
+    fn slot(&self, id: ProxyId) -> Result<Slot, CoreError> {
+        match self.slots.get(id.0 as usize) {
+            Some(s) if s.leaf != NULL => Ok(*s),
+            _ => Err(CoreError::UnknownProxy(id.0)),
+        }
+    }
+
+    fn fatten(&self, aabb: &Aabb, displacement: &Vector3<f32>) -> Aabb {
+        let mut fat = aabb.loosened(self.config.margin);
+        for k in 0..3 {
+            let d = displacement[k] * self.config.displacement_factor;
+            let d = if d.is_finite() { d.clamp(-MAX_COORD, MAX_COORD) } else { 0.0 };
+            if d < 0.0 {
+                fat.mins[k] += d;
+            } else {
+                fat.maxs[k] += d;
+            }
+        }
+        fat
+    }
+
+    /// Adds a proxy of the given kind; [`CoreError::InvalidAabb`] for NaN, infinite, inverted or
+    /// absurdly large boxes (beyond [`MAX_COORD`]).
+    pub fn create(&mut self, aabb: Aabb, user_data: u64, kind: ProxyKind) -> Result<ProxyId, CoreError> {
+        let aabb = check_box(aabb)?;
+        let id = if self.free_slot != NULL {
+            let id = self.free_slot;
+            self.free_slot = self.slots[id as usize].user_data as u32;
+            id
+        } else {
+            if self.slots.len() >= NULL as usize {
+                return Err(CoreError::InvalidAabb("too many proxies (2^32 - 1)".into()));
+            }
+            self.slots.push(Slot { user_data: 0, leaf: NULL, kind });
+            self.tight.push(aabb);
+            self.slots.len() as u32 - 1
+        };
+        let fat = self.fatten(&aabb, &Vector3::zeros());
+        let leaf = self.tree_mut(kind).insert(fat, id);
+        self.slots[id as usize] = Slot { user_data, leaf, kind };
+        self.tight[id as usize] = aabb;
+        self.live += 1;
+        Ok(id_of(id))
+    }
+
+    /// Adds a static proxy: see [`ProxyKind::Static`].
+    pub fn create_static_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, CoreError> {
+        self.create(aabb, user_data, ProxyKind::Static)
+    }
+
+    /// The proxy's kind.
+    pub fn kind(&self, id: ProxyId) -> Option<ProxyKind> {
+        self.slot(id).ok().map(|s| s.kind)
+    }
+
+    /// The proxy's tight box, as last given.
+    pub fn aabb(&self, id: ProxyId) -> Option<Aabb> {
+        self.slot(id).ok().map(|_| self.tight[id.0 as usize])
+    }
+
+    /// The proxy's fat box: the leaf box the tree holds.
+    pub fn fat_aabb(&self, id: ProxyId) -> Option<Aabb> {
+        let s = self.slot(id).ok()?;
+        Some(self.tree(s.kind).nodes[s.leaf as usize].aabb)
+    }
+
+    /// Calls `visit` for every proxy whose box contains `p`; false stops.
+    pub fn query_point(&self, p: &Point3<f32>, visit: &mut dyn FnMut(ProxyId) -> bool) {
+        let probe = Aabb::new(*p, *p);
+        self.query_aabb(&probe, visit);
+    }
+
+    /// Collects every pair of overlapping proxies of which at least one moved, as sorted keys.
+    fn collect_pairs(&mut self, parallel: bool) {
+        self.dynamic.rebuild_pending();
+        self.statics.rebuild_pending();
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.clear();
+        let mut tasks: Vec<Task> = Vec::new();
+        if self.dynamic.root != NULL {
+            tasks.push(Task { a: self.dynamic.root, b: self.dynamic.root, cross: false });
+            if self.statics.root != NULL {
+                tasks.push(Task { a: self.dynamic.root, b: self.statics.root, cross: true });
+            }
+        }
+        let (dn, sn, tight) = (&self.dynamic.nodes[..], &self.statics.nodes[..], &self.tight[..]);
+        if parallel && rayon::current_num_threads() > 1 {
+            // Split the top of the traversal into independent tasks, breadth first.
+            let target = 16 * rayon::current_num_threads();
+            let mut next = Vec::new();
+            for _ in 0..12 {
+                if tasks.len() >= target || tasks.is_empty() {
+                    break;
+                }
+                next.clear();
+                for t in &tasks {
+                    step(*t, dn, sn, tight, &mut next, &mut pairs);
+                }
+                std::mem::swap(&mut tasks, &mut next);
+            }
+            let parts: Vec<Vec<u64>> = tasks
+                .par_iter()
+                .map(|&t| {
+                    let (mut stack, mut out) = (Vec::new(), Vec::new());
+                    run(t, dn, sn, tight, &mut stack, &mut out);
+                    out
+                })
+                .collect();
+            for p in parts {
+                pairs.extend_from_slice(&p);
+            }
+            pairs.par_sort_unstable();
+        } else {
+            let mut stack = std::mem::take(&mut self.stack);
+            for &t in &tasks {
+                run(t, dn, sn, tight, &mut stack, &mut pairs);
+            }
+            self.stack = stack;
+            pairs.sort_unstable();
+        }
+        self.pairs = pairs;
+        self.dynamic.clear_moved();
+        self.statics.clear_moved();
+    }
+
+    /// [`Broadphase::update_pairs`] on rayon's pool: the traversal's top is split into tasks run
+    /// in parallel. The pairs and their order are identical to the sequential call's.
+    pub fn update_pairs_parallel(&mut self, report: &mut dyn FnMut(ProxyId, ProxyId)) {
+        self.collect_pairs(true);
+        for &k in &self.pairs {
+            report(id_of((k >> 32) as u32), id_of(k as u32));
+        }
+    }
+
+    /// Rebuilds both trees from scratch by binned SAH (proxy ids and fat boxes are kept).
+    pub fn rebuild(&mut self) {
+        self.dynamic.rebuild_full();
+        self.statics.rebuild_full();
+    }
+
+    /// Settles pending in-place growth now (partial rebuilds). Pair updates do this themselves;
+    /// call it to measure or validate the tree between them.
+    pub fn flush(&mut self) {
+        self.dynamic.rebuild_pending();
+        self.statics.rebuild_pending();
+    }
+
+    /// Tree statistics.
+    pub fn stats(&self) -> Stats {
+        let t = |tree: &Tree| TreeStats {
+            leaves: tree.leaf_count(),
+            nodes: tree.node_count(),
+            height: tree.height(),
+            sah_cost: tree.sah_cost(),
+            bytes: tree.bytes(),
+        };
+        Stats { proxies: self.live, dynamic: t(&self.dynamic), statics: t(&self.statics) }
+    }
+
+    /// The moving tree's SAH cost over that of a fresh full binned-SAH rebuild of the same fat
+    /// boxes: 1 is as good as a rebuild; the tree may also beat it (ratios below 1).
+    pub fn area_ratio(&self) -> f64 {
+        let mut fresh = self.dynamic.clone();
+        fresh.rebuild_full();
+        let (now, best) = (self.dynamic.sah_cost(), fresh.sah_cost());
+        if best > 0.0 { now / best } else { 1.0 }
+    }
+
+    /// Checks every invariant: parent links, boxes containing their children, heights, moved
+    /// flags, the free lists, and each leaf against its proxy (id, kind, fat box holding the tight
+    /// box). For tests; O(n).
+    pub fn validate(&self) -> Result<(), String> {
+        for (kind, tree) in [(ProxyKind::Dynamic, &self.dynamic), (ProxyKind::Static, &self.statics)] {
+            tree.validate(&mut |item, leaf| {
+                let s = self.slots.get(item as usize).ok_or(format!("leaf {leaf}: proxy {item} out of range"))?;
+                if s.leaf != leaf || s.kind != kind {
+                    return Err(format!("leaf {leaf}: proxy {item} points at leaf {} in {:?}", s.leaf, s.kind));
+                }
+                if !tree.nodes[leaf as usize].aabb.contains(&self.tight[item as usize]) {
+                    return Err(format!("proxy {item}: fat box does not contain the tight box"));
+                }
+                Ok(())
+            })?;
+        }
+        let live = self.slots.iter().filter(|s| s.leaf != NULL).count();
+        if live != self.live as usize
+            || live != (self.dynamic.leaf_count() + self.statics.leaf_count()) as usize
+        {
+            return Err(format!("{live} live slots, {} counted", self.live));
+        }
+        Ok(())
+    }
+}
+
+#[inline]
+fn id_of(i: u32) -> ProxyId {
+    ProxyId(i)
+}
+
+/// One unit of pair traversal: a subtree against itself (`a == b`, same tree) or two subtrees
+/// (`cross`: `a` in the moving tree, `b` in the static one).
+#[derive(Clone, Copy, Debug)]
+struct Task {
+    a: u32,
+    b: u32,
+    cross: bool,
+}
+
+/// Expands one task: leaf pairs go to `out`, subtasks to `next`.
+#[inline]
+fn step(t: Task, dn: &[Node], sn: &[Node], tight: &[Aabb], next: &mut Vec<Task>, out: &mut Vec<u64>) {
+    let bn = if t.cross { sn } else { dn };
+    if !t.cross && t.a == t.b {
+        let n = &dn[t.a as usize];
+        if n.is_leaf() || n.flags & MOVED == 0 {
+            return;
+        }
+        next.push(Task { a: n.child1, b: n.child1, cross: false });
+        next.push(Task { a: n.child2, b: n.child2, cross: false });
+        next.push(Task { a: n.child1, b: n.child2, cross: false });
+        return;
+    }
+    let (na, nb) = (&dn[t.a as usize], &bn[t.b as usize]);
+    if (na.flags | nb.flags) & MOVED == 0 || !na.aabb.intersects(&nb.aabb) {
+        return;
+    }
+    match (na.is_leaf(), nb.is_leaf()) {
+        (true, true) => {
+            let (p, q) = (na.child1, nb.child1);
+            if tight[p as usize].intersects(&tight[q as usize]) {
+                out.push(pair_key(p, q));
+            }
+        }
+        (false, true) => {
+            next.push(Task { a: na.child1, ..t });
+            next.push(Task { a: na.child2, ..t });
+        }
+        (true, false) => {
+            next.push(Task { b: nb.child1, ..t });
+            next.push(Task { b: nb.child2, ..t });
+        }
+        (false, false) => {
+            // Descend the bigger box: it is the one likelier to be cut down.
+            if na.aabb.surface_area() >= nb.aabb.surface_area() {
+                next.push(Task { a: na.child1, ..t });
+                next.push(Task { a: na.child2, ..t });
+            } else {
+                next.push(Task { b: nb.child1, ..t });
+                next.push(Task { b: nb.child2, ..t });
+            }
+        }
+    }
+}
+
+fn run(t: Task, dn: &[Node], sn: &[Node], tight: &[Aabb], stack: &mut Vec<(u32, u32)>, out: &mut Vec<u64>) {
+    let mut next: Vec<Task> = Vec::with_capacity(4);
+    let cross = t.cross;
+    stack.clear();
+    stack.push((t.a, t.b));
+    while let Some((a, b)) = stack.pop() {
+        next.clear();
+        step(Task { a, b, cross }, dn, sn, tight, &mut next, out);
+        stack.extend(next.iter().map(|t| (t.a, t.b)));
+    }
+}
+
+impl Broadphase for DynamicAabbTree {
+    fn create_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, CoreError> {
+        self.create(aabb, user_data, ProxyKind::Dynamic)
+    }
+
+    fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), CoreError> {
+        let s = self.slot(id)?;
+        self.tree_mut(s.kind).remove(s.leaf);
+        self.slots[id.0 as usize] = Slot { user_data: u64::from(self.free_slot), leaf: NULL, kind: s.kind };
+        self.free_slot = id.0;
+        self.live -= 1;
+        Ok(())
+    }
+
+    fn move_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vector3<f32>) -> Result<(), CoreError> {
+        let aabb = check_box(aabb)?;
+        let s = self.slot(id)?;
+        self.tight[id.0 as usize] = aabb;
+        let fat = self.tree(s.kind).nodes[s.leaf as usize].aabb;
+        let new_fat = self.fatten(&aabb, &displacement);
+        // Re-fatten when the box left its fat box, or when the fat box is far too big for it
+        // (a fast mover that slowed down); otherwise the tree is not touched.
+        let too_big = !new_fat.loosened(4.0 * self.config.margin).contains(&fat);
+        let tree = self.tree_mut(s.kind);
+        if !fat.contains(&aabb) || too_big {
+            tree.set_leaf_box(s.leaf, new_fat);
+        }
+        tree.mark_moved(s.leaf);
+        Ok(())
+    }
+
+    fn user_data(&self, id: ProxyId) -> Option<u64> {
+        self.slot(id).ok().map(|s| s.user_data)
+    }
+
+    fn update_pairs(&mut self, report: &mut dyn FnMut(ProxyId, ProxyId)) {
+        self.collect_pairs(false);
+        for &k in &self.pairs {
+            report(id_of((k >> 32) as u32), id_of(k as u32));
+        }
+    }
+
+    fn query_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(ProxyId) -> bool) {
+        let tight = &self.tight;
+        let mut f = |item: u32| !tight[item as usize].intersects(aabb) || visit(id_of(item));
+        if self.dynamic.query(aabb, &mut f) {
+            self.statics.query(aabb, &mut f);
+        }
+    }
+
+    fn cast_ray(&self, ray: &Ray, max_t: f32, visit: &mut dyn FnMut(ProxyId, &Ray, f32) -> f32) {
+        let inv = ray.dir.map(|d| 1.0 / d);
+        let tight = &self.tight;
+        let mut f = |item: u32, limit: f32| match tight[item as usize].clip_ray_inv(&ray.origin, &inv, limit) {
+            Some(_) => visit(id_of(item), ray, limit),
+            None => limit,
+        };
+        let limit = self.dynamic.cast_ray(&ray.origin, &inv, max_t, &mut f);
+        if limit > 0.0 {
+            self.statics.cast_ray(&ray.origin, &inv, limit, &mut f);
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! # voxterra-dynamic-aabb-tree
+//!
+//! The broadphase between moving bodies: every step of a simulation asks it which bodies' boxes
+//! overlap. It starts from the dynamic AABB tree of Ming-Lun Chou's article (fat boxes, leaves in
+//! a binary tree of unions) and goes where Box2D v3 and bepu went since:
+//!
+//! - **Proxies** ([`DynamicAabbTree::create`], [`Broadphase::move_proxy`], destroy) carry user
+//!   data and a *fat* box: the tight box grown by a margin and stretched along the motion hint.
+//!   A move that stays inside its fat box touches no node.
+//! - **The tree**: 40-byte nodes in an index arena with a free list. Insertion picks the sibling
+//!   by the surface-area heuristic with a branch-and-bound descent, then rotates nodes on the way
+//!   up. A box that leaves its fat box grows its ancestors in place; before the next pair update
+//!   each maximal grown subtree is rebuilt by binned SAH (a partial rebuild), keeping the
+//!   untouched subtrees below it. [`DynamicAabbTree::rebuild`] rebuilds everything.
+//! - **Pairs** ([`Broadphase::update_pairs`]): one self-traversal of the moving tree and one
+//!   traversal against the static tree, both pruned to subtrees that hold a moved proxy; so only
+//!   movers are queried and static–static pairs are never visited. Pairs are tested on the tight
+//!   boxes (fat boxes only prune) and reported once each in ascending `(low, high)` id order.
+//!   [`DynamicAabbTree::update_pairs_parallel`] splits the traversal over rayon and gives the
+//!   identical sequence.
+//! - **Queries**: AABB, point, and ray casts whose callback returns the new clip distance (closest
+//!   hit with early termination, or all hits). No heap allocation per query.
+//! - [`DynamicAabbTree::validate`], [`DynamicAabbTree::stats`] and
+//!   [`DynamicAabbTree::area_ratio`] (SAH cost against a fresh rebuild).
+//!
+//! ```
+//! use voxterra_core::{Aabb, Broadphase, Ray};
+//! use voxterra_core::nalgebra::{Point3, Vector3};
+//! use voxterra_dynamic_aabb_tree::DynamicAabbTree;
+//!
+//! let cube = |x: f32| Aabb::new(Point3::new(x, 0.0, 0.0), Point3::new(x + 1.0, 1.0, 1.0));
+//! let mut tree = DynamicAabbTree::new();
+//! let a = tree.create_proxy(cube(0.0), 10).unwrap();
+//! let b = tree.create_proxy(cube(3.0), 11).unwrap();
+//! let ground = tree.create_static_proxy(Aabb::new(Point3::new(-9.0, -1.0, -9.0), Point3::new(9.0, 0.0, 9.0)), 0).unwrap();
+//!
+//! let mut pairs = Vec::new();
+//! tree.update_pairs(&mut |p, q| pairs.push((p, q)));
+//! assert_eq!(pairs, [(a, ground), (b, ground)]);
+//!
+//! // b slides onto a: only pairs with a mover are reported.
+//! tree.move_proxy(b, cube(0.5), Vector3::new(-2.5, 0.0, 0.0)).unwrap();
+//! pairs.clear();
+//! tree.update_pairs(&mut |p, q| pairs.push((p, q)));
+//! assert_eq!(pairs, [(a, b), (b, ground)]);
+//!
+//! // The closest box along a ray: the callback clips the ray to each hit.
+//! let mut first = None;
+//! tree.cast_ray(&Ray::new(Point3::new(-5.0, 0.5, 0.5), Vector3::x()), 100.0, &mut |id, ray, limit| {
+//!     let t = tree.aabb(id).unwrap().clip_ray(ray, limit).unwrap().0;
+//!     first = Some(id);
+//!     t
+//! });
+//! assert!(first == Some(a) || first == Some(b));
+//! tree.validate().unwrap();
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod broadphase;
+mod tree;
+
+pub use broadphase::{DynamicAabbTree, MAX_COORD, ProxyKind, Stats, TreeConfig, TreeStats};
+pub use voxterra_core::{Broadphase, ProxyId};

@@ -1,0 +1,340 @@
+//! The dynamic AABB tree against core's O(n²) brute-force broadphase: random create / move /
+//! destroy sequences with identical pairs at every step, queries, determinism across thread
+//! counts, and rejected input.
+
+// Tests unwrap: a failure should stop the test where it happened.
+#![allow(clippy::unwrap_used)]
+
+use proptest::prelude::*;
+use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::{Aabb, Broadphase, BruteForceBroadphase, CoreError, ProxyId, Ray};
+use voxterra_dynamic_aabb_tree::{DynamicAabbTree, ProxyKind, TreeConfig};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Create { b: Aabb, kind: ProxyKind },
+    Move { pick: usize, b: Aabb, d: [f32; 3] },
+    Destroy { pick: usize },
+    Pairs,
+    Query { b: Aabb },
+    Ray { origin: [f32; 3], dir: [f32; 3] },
+}
+
+fn aabb() -> impl Strategy<Value = Aabb> {
+    // A small world so boxes overlap often; sizes include zero (points and planes).
+    ([0.0f32..24.0, 0.0f32..24.0, 0.0f32..24.0], [0.0f32..5.0, 0.0f32..5.0, 0.0f32..5.0], 0u8..8).prop_map(
+        |(m, e, snap)| {
+            // Snap some boxes to the integer grid so faces touch exactly.
+            let m = if snap == 0 { m.map(f32::floor) } else { m };
+            let e = if snap <= 1 { e.map(f32::floor) } else { e };
+            Aabb::new(Point3::from(m), Point3::new(m[0] + e[0], m[1] + e[1], m[2] + e[2]))
+        },
+    )
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (aabb(), prop_oneof![3 => Just(ProxyKind::Dynamic), 1 => Just(ProxyKind::Static)])
+            .prop_map(|(b, kind)| Op::Create { b, kind }),
+        6 => (any::<usize>(), aabb(), [-3.0f32..3.0, -3.0f32..3.0, -3.0f32..3.0])
+            .prop_map(|(pick, b, d)| Op::Move { pick, b, d }),
+        1 => any::<usize>().prop_map(|pick| Op::Destroy { pick }),
+        3 => Just(Op::Pairs),
+        1 => aabb().prop_map(|b| Op::Query { b }),
+        1 => ([-5.0f32..30.0, -5.0f32..30.0, -5.0f32..30.0], [-1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0])
+            .prop_map(|(origin, dir)| Op::Ray { origin, dir }),
+    ]
+}
+
+/// A small move: a box near its old position (as bodies move), so fat boxes matter.
+fn nudge(old: Aabb, d: [f32; 3]) -> Aabb {
+    let d = Vector3::from(d) * 0.1;
+    Aabb::new(old.mins + d, old.maxs + d)
+}
+
+struct Pair {
+    tree: DynamicAabbTree,
+    brute: BruteForceBroadphase,
+    live: Vec<(ProxyId, ProxyKind)>,
+}
+
+impl Pair {
+    fn new(config: TreeConfig) -> Self {
+        Pair { tree: DynamicAabbTree::with_config(config), brute: BruteForceBroadphase::new(), live: vec![] }
+    }
+
+    fn kind(&self, id: ProxyId) -> ProxyKind {
+        self.live.iter().find(|l| l.0 == id).unwrap().1
+    }
+
+    fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Create { b, kind } => {
+                let ud = self.live.len() as u64 * 7 + 1;
+                let id = self.tree.create(*b, ud, *kind).unwrap();
+                assert_eq!(self.brute.create_proxy(*b, ud).unwrap(), id, "ids are handed out alike");
+                self.live.push((id, *kind));
+                assert_eq!(self.tree.user_data(id), Some(ud));
+                assert_eq!(self.tree.kind(id), Some(*kind));
+            }
+            Op::Move { pick, b, d } => {
+                if self.live.is_empty() {
+                    return;
+                }
+                let id = self.live[pick % self.live.len()].0;
+                // Half the moves are nudges, half jumps anywhere.
+                let to = if pick % 2 == 0 { nudge(self.tree.aabb(id).unwrap(), *d) } else { *b };
+                let disp = Vector3::from(*d);
+                self.tree.move_proxy(id, to, disp).unwrap();
+                self.brute.move_proxy(id, to, disp).unwrap();
+                assert!(self.tree.fat_aabb(id).unwrap().contains(&to));
+            }
+            Op::Destroy { pick } => {
+                if self.live.is_empty() {
+                    return;
+                }
+                let (id, _) = self.live.swap_remove(pick % self.live.len());
+                self.tree.destroy_proxy(id).unwrap();
+                self.brute.destroy_proxy(id).unwrap();
+                assert_eq!(self.tree.destroy_proxy(id), Err(CoreError::UnknownProxy(id.0)));
+                assert_eq!(self.tree.user_data(id), None);
+            }
+            Op::Pairs => {
+                let mut ours = vec![];
+                self.tree.update_pairs(&mut |a, b| ours.push((a, b)));
+                let mut want = vec![];
+                self.brute.update_pairs(&mut |a, b| want.push((a, b)));
+                // Static–static pairs are never reported by design.
+                want.retain(|&(a, b)| self.kind(a) == ProxyKind::Dynamic || self.kind(b) == ProxyKind::Dynamic);
+                assert_eq!(ours, want);
+            }
+            Op::Query { b } => {
+                let mut ours = vec![];
+                self.tree.query_aabb(b, &mut |id| {
+                    ours.push(id);
+                    true
+                });
+                let mut want = vec![];
+                self.brute.query_aabb(b, &mut |id| {
+                    want.push(id);
+                    true
+                });
+                ours.sort();
+                assert_eq!(ours, want);
+                let p = b.center();
+                let mut ours = vec![];
+                self.tree.query_point(&p, &mut |id| {
+                    ours.push(id);
+                    true
+                });
+                ours.sort();
+                let mut want: Vec<ProxyId> = self
+                    .live
+                    .iter()
+                    .map(|l| l.0)
+                    .filter(|&id| {
+                        let a = self.tree.aabb(id).unwrap();
+                        (0..3).all(|k| a.mins[k] <= p[k] && p[k] <= a.maxs[k])
+                    })
+                    .collect();
+                want.sort();
+                assert_eq!(ours, want);
+            }
+            Op::Ray { origin, dir } => {
+                let ray = Ray::new(Point3::from(*origin), Vector3::from(*dir));
+                // All hits: the callback keeps the limit.
+                let mut ours = vec![];
+                self.tree.cast_ray(&ray, 50.0, &mut |id, _, l| {
+                    ours.push(id);
+                    l
+                });
+                let mut want = vec![];
+                self.brute.cast_ray(&ray, 50.0, &mut |id, _, l| {
+                    want.push(id);
+                    l
+                });
+                ours.sort();
+                assert_eq!(ours, want);
+                // Closest entry: the callback clips to each box's entry distance.
+                let closest = |bp: &dyn Broadphase, boxes: &dyn Fn(ProxyId) -> Aabb| {
+                    let mut best = f32::INFINITY;
+                    bp.cast_ray(&ray, 50.0, &mut |id, r, l| {
+                        let t = boxes(id).clip_ray(r, l).unwrap().0;
+                        best = best.min(t);
+                        if t > 0.0 { t } else { 0.0 }
+                    });
+                    best
+                };
+                let tree = &self.tree;
+                let ours = closest(tree, &|id| tree.aabb(id).unwrap());
+                let want = closest(&self.brute, &|id| tree.aabb(id).unwrap());
+                assert_eq!(ours, want);
+            }
+        }
+        self.tree.validate().unwrap();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn matches_brute_force(ops in prop::collection::vec(op(), 1..160), margin in 0.0f32..0.5) {
+        let mut p = Pair::new(TreeConfig { margin, displacement_factor: 2.0 });
+        for op in &ops {
+            p.apply(op);
+        }
+        p.apply(&Op::Pairs);
+        // A full rebuild keeps every proxy and gives the same answers.
+        p.tree.rebuild();
+        p.tree.validate().unwrap();
+        p.apply(&Op::Query { b: Aabb::new(Point3::new(5.0, 5.0, 5.0), Point3::new(15.0, 15.0, 15.0)) });
+    }
+
+    #[test]
+    fn parallel_pairs_equal_sequential(ops in prop::collection::vec(op(), 1..200)) {
+        let mut seq = Pair::new(TreeConfig::default());
+        for op in ops.iter().filter(|o| !matches!(o, Op::Pairs)) {
+            seq.apply(op);
+        }
+        let mut par = seq.tree.clone();
+        let mut a = vec![];
+        seq.tree.update_pairs(&mut |x, y| a.push((x, y)));
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let mut b = vec![];
+        pool.install(|| par.update_pairs_parallel(&mut |x, y| b.push((x, y))));
+        prop_assert_eq!(a, b);
+    }
+}
+
+/// A bigger scene of bodies bouncing in a box, as the benchmark runs it: identical pair lists to
+/// brute force every frame, with 1 and 2 threads, and a tree that keeps its quality.
+#[test]
+fn bouncing_scene_matches_brute_force_and_threads() {
+    let n = 600;
+    let side = (4.0 * n as f32).cbrt();
+    let mut rng = 0x1234_5678_u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let mut bodies: Vec<(Point3<f32>, Vector3<f32>, f32)> = (0..n)
+        .map(|_| {
+            let p = Point3::new(next() * side, next() * side, next() * side);
+            let v = Vector3::new(next() - 0.5, next() - 0.5, next() - 0.5) * 6.0;
+            (p, v, 0.25 + next() * 0.5)
+        })
+        .collect();
+    let boxof = |p: &Point3<f32>, h: f32| Aabb::new(p - Vector3::repeat(h), p + Vector3::repeat(h));
+    let mut tree = DynamicAabbTree::new();
+    let mut brute = BruteForceBroadphase::new();
+    let mut ids = vec![];
+    for (i, (p, _, h)) in bodies.iter().enumerate() {
+        let kind = if i % 10 == 0 { ProxyKind::Static } else { ProxyKind::Dynamic };
+        ids.push(tree.create(boxof(p, *h), i as u64, kind).unwrap());
+        brute.create_proxy(boxof(p, *h), i as u64).unwrap();
+    }
+    let dt = 1.0 / 60.0;
+    for frame in 0..120 {
+        for (i, (p, v, h)) in bodies.iter_mut().enumerate() {
+            // A tenth stays still; of the rest, a third rests every other frame.
+            if i % 10 == 0 || (i % 3 == 0 && frame % 2 == 0) {
+                continue;
+            }
+            *p += *v * dt;
+            for k in 0..3 {
+                if p[k] < 0.0 || p[k] > side {
+                    v[k] = -v[k];
+                }
+            }
+            tree.move_proxy(ids[i], boxof(p, *h), *v * dt).unwrap();
+            brute.move_proxy(ids[i], boxof(p, *h), *v * dt).unwrap();
+        }
+        let mut want = vec![];
+        brute.update_pairs(&mut |a, b| {
+            if a.0 % 10 != 0 || b.0 % 10 != 0 {
+                want.push((a, b));
+            }
+        });
+        let mut other = tree.clone();
+        let mut ours = vec![];
+        tree.update_pairs(&mut |a, b| ours.push((a, b)));
+        assert_eq!(ours, want, "frame {frame}");
+        for threads in [1, 2] {
+            let mut t = other.clone();
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let mut par = vec![];
+            pool.install(|| t.update_pairs_parallel(&mut |a, b| par.push((a, b))));
+            assert_eq!(par, want, "frame {frame}, {threads} threads");
+        }
+        other.flush();
+        other.validate().unwrap();
+    }
+    tree.validate().unwrap();
+    let ratio = tree.area_ratio();
+    assert!(ratio < 1.2, "SAH cost {ratio} times a fresh rebuild's");
+}
+
+#[test]
+fn bad_boxes_are_rejected() {
+    let mut tree = DynamicAabbTree::new();
+    let nan = Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0));
+    let inverted = Aabb::new(Point3::new(2.0, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0));
+    let huge = Aabb::new(Point3::new(-1e10, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0));
+    let inf = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(f32::INFINITY, 1.0, 1.0));
+    for b in [nan, inverted, huge, inf] {
+        assert!(matches!(tree.create_proxy(b, 0), Err(CoreError::InvalidAabb(_))), "{b:?}");
+    }
+    let ok = Aabb::new(Point3::origin(), Point3::new(1.0, 1.0, 1.0));
+    let id = tree.create_proxy(ok, 0).unwrap();
+    for b in [nan, inverted, huge, inf] {
+        assert!(matches!(tree.move_proxy(id, b, Vector3::zeros()), Err(CoreError::InvalidAabb(_))));
+    }
+    // A non-finite motion hint is ignored (documented clamp), not an error.
+    tree.move_proxy(id, ok, Vector3::new(f32::NAN, f32::INFINITY, 0.0)).unwrap();
+    assert_eq!(tree.move_proxy(ProxyId(9), ok, Vector3::zeros()), Err(CoreError::UnknownProxy(9)));
+    // Rays with NaN or zero directions find nothing and do not panic.
+    for dir in [Vector3::zeros(), Vector3::new(f32::NAN, 0.0, 0.0)] {
+        tree.cast_ray(&Ray::new(Point3::new(0.5, 0.5, -1.0), dir), 10.0, &mut |_, _, l| l);
+    }
+    tree.validate().unwrap();
+    let clamped = DynamicAabbTree::with_config(TreeConfig { margin: f32::NAN, displacement_factor: -1.0 });
+    assert_eq!(clamped.config(), TreeConfig { margin: 0.0, displacement_factor: 0.0 });
+}
+
+#[test]
+fn moves_inside_the_fat_box_touch_no_node() {
+    let mut tree = DynamicAabbTree::with_config(TreeConfig { margin: 0.5, displacement_factor: 0.0 });
+    let cube = |x: f32| Aabb::new(Point3::new(x, 0.0, 0.0), Point3::new(x + 1.0, 1.0, 1.0));
+    let ids: Vec<_> = (0..50).map(|i| tree.create_proxy(cube(i as f32 * 3.0), i).unwrap()).collect();
+    tree.update_pairs(&mut |_, _| {});
+    let fat = tree.fat_aabb(ids[7]).unwrap();
+    tree.move_proxy(ids[7], cube(21.3), Vector3::zeros()).unwrap();
+    assert_eq!(tree.fat_aabb(ids[7]).unwrap(), fat, "still inside: the fat box is kept");
+    tree.move_proxy(ids[7], cube(22.0), Vector3::new(1.0, 0.0, 0.0)).unwrap();
+    let moved = tree.fat_aabb(ids[7]).unwrap();
+    assert!(moved.maxs.x >= 23.0 + 0.5 + 0.0 && moved.contains(&cube(22.0)));
+    let mut pairs = vec![];
+    tree.update_pairs(&mut |a, b| pairs.push((a, b)));
+    assert!(pairs.is_empty());
+    tree.validate().unwrap();
+}
+
+#[test]
+fn empty_and_single() {
+    let mut tree = DynamicAabbTree::new();
+    tree.update_pairs(&mut |_, _| panic!("no pairs"));
+    tree.update_pairs_parallel(&mut |_, _| panic!("no pairs"));
+    tree.query_aabb(&Aabb::new(Point3::origin(), Point3::new(1.0, 1.0, 1.0)), &mut |_| panic!("none"));
+    tree.rebuild();
+    assert_eq!(tree.area_ratio(), 1.0);
+    let a = tree.create_static_proxy(Aabb::new(Point3::origin(), Point3::new(1.0, 1.0, 1.0)), 3).unwrap();
+    tree.update_pairs(&mut |_, _| panic!("no pairs"));
+    let s = tree.stats();
+    assert_eq!((s.proxies, s.statics.leaves, s.dynamic.leaves), (1, 1, 0));
+    tree.destroy_proxy(a).unwrap();
+    assert!(tree.is_empty());
+    tree.validate().unwrap();
+}
