@@ -12,13 +12,16 @@
 //! RLE+LZ4 against LZ4 alone on raw voxels; whole save and load), `bit-broadphase` (mask queries
 //! against a brute-force scan; candidate reduction; memory; rebuild scaling), `kdtree` (against
 //! parry3d 0.25.3's `TriMesh`; `--features parry-simd` for its simd-stable build), `mesher`
-//! (against fast-surface-nets 0.2 on the same padded 32³ chunks; uniform chunks; physics mesh size).
+//! (against fast-surface-nets 0.2 on the same padded 32³ chunks; uniform chunks; physics mesh size),
+//! `dynamic-aabb-tree` (against parry3d's `Bvh` driven as rapier drives it and obvhs's `Bvh2`:
+//! bouncing boxes, update + pairs per frame; AABB, point and ray queries).
 //! Every case checks that both sides compute the same answer before it is timed.
 
 #![forbid(unsafe_code)]
 
 pub mod bit_broadphase_suite;
 pub mod codec_suite;
+pub mod dynamic_tree_suite;
 pub mod harness;
 pub mod kdtree_suite;
 pub mod mesher_suite;

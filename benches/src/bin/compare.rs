@@ -1,15 +1,17 @@
 //! `compare SUITE [--quick] [--json]`: voxterra and its peer, side by side in one process.
 
 use clap::Parser;
-use voxterra_benches::{bit_broadphase_suite, codec_suite, kdtree_suite, mesher_suite, store_suite};
+use voxterra_benches::{
+    bit_broadphase_suite, codec_suite, dynamic_tree_suite, kdtree_suite, mesher_suite, store_suite,
+};
 
-const SUITES: &[&str] = &["store", "codec", "bit-broadphase", "kdtree", "mesher"];
+const SUITES: &[&str] = &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree"];
 
 /// Runs a benchmark suite for voxterra and its named peer, interleaved, and prints medians and ratios.
 #[derive(Parser, Debug)]
 #[command(name = "compare")]
 struct Args {
-    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher.
+    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree.
     suite: String,
     /// Smaller world and fewer repetitions: a smoke run.
     #[arg(long)]
@@ -30,6 +32,7 @@ fn main() -> anyhow::Result<()> {
         "bit-broadphase" => bit_broadphase_suite::run(args.quick),
         "kdtree" => kdtree_suite::run(args.quick),
         "mesher" => mesher_suite::run(args.quick),
+        "dynamic-aabb-tree" => dynamic_tree_suite::run(args.quick),
         other => anyhow::bail!("unknown suite {other:?}; suites: {}", SUITES.join(", ")),
     };
     if args.json {

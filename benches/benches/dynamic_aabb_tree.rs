@@ -1,0 +1,41 @@
+//! Criterion benches of the dynamic AABB tree: one frame of the bouncing-boxes scene (moves and
+//! pairs), and an AABB query.
+
+#![allow(clippy::unwrap_used)] // bench setup: a failed unwrap is a broken bench
+#![allow(missing_docs)] // criterion_main! generates an undocumented main
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use voxterra_benches::dynamic_tree_suite::{Ours, Scene};
+use voxterra_core::nalgebra::Point3;
+use voxterra_core::{Aabb, Broadphase};
+
+fn dynamic_tree(c: &mut Criterion) {
+    let mut g = c.benchmark_group("dynamic_aabb_tree");
+    for share in [1.0, 0.1] {
+        let mut scene = Scene::new(10_000, share, 3);
+        let mut ours = Ours::new(&scene);
+        g.bench_function(format!("frame_10k_{}pct", (share * 100.0) as u32), |b| {
+            b.iter(|| {
+                scene.step();
+                ours.frame(&scene, false)
+            })
+        });
+    }
+    let scene = Scene::new(10_000, 1.0, 4);
+    let ours = Ours::new(&scene);
+    let probe = Aabb::new(Point3::new(10.0, 10.0, 10.0), Point3::new(12.0, 12.0, 12.0));
+    g.bench_function("aabb_query_10k", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            ours.tree.query_aabb(&probe, &mut |_| {
+                n += 1;
+                true
+            });
+            n
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, dynamic_tree);
+criterion_main!(benches);
