@@ -417,8 +417,26 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
         s
     };
     let k = boxes.len() as u64;
-    report.cases.push(crate::harness::compare(budget, "AABB query", "query", k, "parry Bvh", "≥ 1.5×", ours_aabb, parry_aabb));
-    report.cases.push(crate::harness::compare(budget, "AABB query", "query", k, "obvhs Bvh2", "≥ 1.5×", ours_aabb, obvhs_aabb));
+    report.cases.push(crate::harness::compare(
+        budget,
+        "AABB query",
+        "query",
+        k,
+        "parry Bvh",
+        "≥ 1.5×",
+        ours_aabb,
+        parry_aabb,
+    ));
+    report.cases.push(crate::harness::compare(
+        budget,
+        "AABB query",
+        "query",
+        k,
+        "obvhs Bvh2",
+        "≥ 1.5×",
+        ours_aabb,
+        obvhs_aabb,
+    ));
     let contains = |b: &Aabb, p: &Point3<f32>| (0..3).all(|i| b.mins[i] <= p[i] && p[i] <= b.maxs[i]);
     let ours_point = || {
         let mut s = 0u64;
@@ -454,8 +472,26 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
         }
         s
     };
-    report.cases.push(crate::harness::compare(budget, "point query", "query", k, "parry Bvh", "≥ 1.5×", ours_point, parry_point));
-    report.cases.push(crate::harness::compare(budget, "point query", "query", k, "obvhs Bvh2", "≥ 1.5×", ours_point, obvhs_point));
+    report.cases.push(crate::harness::compare(
+        budget,
+        "point query",
+        "query",
+        k,
+        "parry Bvh",
+        "≥ 1.5×",
+        ours_point,
+        parry_point,
+    ));
+    report.cases.push(crate::harness::compare(
+        budget,
+        "point query",
+        "query",
+        k,
+        "obvhs Bvh2",
+        "≥ 1.5×",
+        ours_point,
+        obvhs_point,
+    ));
     // Closest box entry along each ray, within 20 m; checksum: hits and the sum of entry
     // distances in millimetres (the three ray-box routines may differ in the last bits).
     let max_t = 20.0f32;
@@ -463,7 +499,10 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
         let (mut hits, mut mm) = (0u64, 0u64);
         for r in &rays {
             let mut best = f32::INFINITY;
-            ours.tree.cast_ray(r, max_t, &mut |id, ray, limit| match tight.aabb(id.0 as usize).clip_ray(ray, limit) {
+            ours.tree.cast_ray(r, max_t, &mut |id, ray, limit| match tight
+                .aabb(id.0 as usize)
+                .clip_ray(ray, limit)
+            {
                 Some((t, _)) => {
                     best = best.min(t);
                     t
@@ -515,8 +554,26 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
     let agree = |a: (u64, u64), b: (u64, u64)| a.0 == b.0 && a.1.abs_diff(b.1) <= a.0;
     let (o, p, ob) = (ours_ray(), parry_ray(), obvhs_ray());
     assert!(agree(o, p) && agree(o, ob), "closest-hit rays disagree: ours {o:?}, parry {p:?}, obvhs {ob:?}");
-    report.cases.push(compare_prechecked(budget, "closest ray", "ray", k, "parry Bvh", "≥ 1.5×", ours_ray, parry_ray));
-    report.cases.push(compare_prechecked(budget, "closest ray", "ray", k, "obvhs Bvh2", "≥ 1.5×", ours_ray, obvhs_ray));
+    report.cases.push(compare_prechecked(
+        budget,
+        "closest ray",
+        "ray",
+        k,
+        "parry Bvh",
+        "≥ 1.5×",
+        ours_ray,
+        parry_ray,
+    ));
+    report.cases.push(compare_prechecked(
+        budget,
+        "closest ray",
+        "ray",
+        k,
+        "obvhs Bvh2",
+        "≥ 1.5×",
+        ours_ray,
+        obvhs_ray,
+    ));
     black_box(&scene);
 }
 

@@ -55,6 +55,10 @@ struct Item {
 
 const BINS: usize = 12;
 
+/// When more than 1/FULL_REBUILD_SHARE of the leaves grew out of their fat boxes, one full
+/// rebuild is cheaper than the partial ones and gives a better tree.
+const FULL_REBUILD_SHARE: usize = 8;
+
 /// The tree. `pub(crate)`: users reach it through [`crate::DynamicAabbTree`].
 #[derive(Clone, Debug)]
 pub(crate) struct Tree {
@@ -68,6 +72,10 @@ pub(crate) struct Tree {
     items: Vec<Item>,
     tops: Vec<u32>,
     stack: Vec<u32>,
+    /// Nodes rebuilt since the last compaction: the node array drifts out of traversal order.
+    churn: usize,
+    /// Scratch for compaction.
+    spare: Vec<Node>,
 }
 
 impl Default for Tree {
@@ -81,6 +89,8 @@ impl Default for Tree {
             items: Vec::new(),
             tops: Vec::new(),
             stack: Vec::new(),
+            churn: 0,
+            spare: Vec::new(),
         }
     }
 }
@@ -141,6 +151,7 @@ impl Tree {
         self.nodes[leaf as usize] =
             Node { aabb, parent: NULL, child1: item, child2: NULL, height: 0, flags: ALLOCATED | MOVED };
         self.leaves += 1;
+        self.churn += 1;
         self.insert_leaf(leaf);
         leaf
     }
@@ -429,6 +440,17 @@ impl Tree {
         if self.enlarged.is_empty() {
             return;
         }
+        if self.enlarged.len() * FULL_REBUILD_SHARE > self.leaves as usize && self.root != NULL {
+            for k in 0..self.enlarged.len() {
+                let leaf = self.enlarged[k];
+                self.nodes[leaf as usize].flags &= !ENLARGED;
+            }
+            self.enlarged.clear();
+            if !self.nodes[self.root as usize].is_leaf() {
+                self.rebuild_subtree(self.root, true);
+            }
+            return;
+        }
         let mut tops = std::mem::take(&mut self.tops);
         tops.clear();
         for k in 0..self.enlarged.len() {
@@ -464,6 +486,55 @@ impl Tree {
         self.tops = tops;
     }
 
+    /// Whether enough of the tree was rebuilt since the last [`Tree::compact`] that its nodes are
+    /// scattered through memory.
+    pub(crate) fn wants_compaction(&self) -> bool {
+        self.churn > self.leaves as usize / 2 && self.enlarged.is_empty()
+    }
+
+    /// Rewrites the node array in depth-first order (a node's first child right after it), so
+    /// traversals walk memory forwards; drops the free list. Leaves move too: `moved_leaf(item,
+    /// new index)` is called for each. Requires no pending growth.
+    pub(crate) fn compact(&mut self, moved_leaf: &mut dyn FnMut(u32, u32)) {
+        debug_assert!(self.enlarged.is_empty());
+        self.churn = 0;
+        let mut out = std::mem::take(&mut self.spare);
+        out.clear();
+        self.free = NULL;
+        if self.root == NULL {
+            self.nodes.clear();
+            self.spare = out;
+            return;
+        }
+        // Stack of (old index, new parent); a node's new index is its position in `out`.
+        let mut stack: Vec<(u32, u32)> = Vec::with_capacity(64);
+        stack.push((self.root, NULL));
+        while let Some((old, parent)) = stack.pop() {
+            let new = out.len() as u32;
+            let mut n = self.nodes[old as usize];
+            n.parent = parent;
+            if parent != NULL {
+                // The parent's children are fixed up when they are placed.
+                let p = &mut out[parent as usize];
+                if p.child1 == old {
+                    p.child1 = new;
+                } else {
+                    p.child2 = new;
+                }
+            }
+            if n.is_leaf() {
+                moved_leaf(n.child1, new);
+            } else {
+                stack.push((n.child2, new));
+                stack.push((n.child1, new));
+            }
+            out.push(n);
+        }
+        self.root = 0;
+        std::mem::swap(&mut self.nodes, &mut out);
+        self.spare = out;
+    }
+
     /// Rebuilds the whole tree by binned SAH over its leaves.
     pub(crate) fn rebuild_full(&mut self) {
         self.rebuild_pending();
@@ -496,6 +567,7 @@ impl Tree {
             }
         }
         let parent = self.nodes[top as usize].parent;
+        self.churn += items.len();
         self.build_into(top, parent, &mut items);
         self.items = items;
         self.stack = stack;
@@ -559,7 +631,10 @@ impl Tree {
 
     /// Checks every structural invariant; `leaf_ok(item, leaf box)` checks a leaf against its
     /// owner's records.
-    pub(crate) fn validate(&self, leaf_ok: &mut dyn FnMut(u32, u32) -> Result<(), String>) -> Result<(), String> {
+    pub(crate) fn validate(
+        &self,
+        leaf_ok: &mut dyn FnMut(u32, u32) -> Result<(), String>,
+    ) -> Result<(), String> {
         let mut reached = 0usize;
         let mut leaves = 0u32;
         if self.root != NULL {
@@ -789,7 +864,8 @@ struct Stack {
 impl Stack {
     #[inline]
     fn new(height: u32) -> Self {
-        let spill = if height as usize + 2 > 128 { Vec::with_capacity(height as usize + 2) } else { Vec::new() };
+        let spill =
+            if height as usize + 2 > 128 { Vec::with_capacity(height as usize + 2) } else { Vec::new() };
         Stack { inline: [(0, 0.0); 128], len: 0, spill }
     }
 

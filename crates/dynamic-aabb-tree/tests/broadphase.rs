@@ -105,7 +105,9 @@ impl Pair {
                 let mut want = vec![];
                 self.brute.update_pairs(&mut |a, b| want.push((a, b)));
                 // Static–static pairs are never reported by design.
-                want.retain(|&(a, b)| self.kind(a) == ProxyKind::Dynamic || self.kind(b) == ProxyKind::Dynamic);
+                want.retain(|&(a, b)| {
+                    self.kind(a) == ProxyKind::Dynamic || self.kind(b) == ProxyKind::Dynamic
+                });
                 assert_eq!(ours, want);
             }
             Op::Query { b } => {
