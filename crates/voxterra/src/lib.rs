@@ -44,6 +44,7 @@
 pub use voxterra_bit_broadphase as broadphase;
 pub use voxterra_codec as codec;
 pub use voxterra_core as core;
+pub use voxterra_dynamic_aabb_tree as dynamic_aabb_tree;
 pub use voxterra_kdtree as kdtree;
 pub use voxterra_mesher as mesher;
 pub use voxterra_voxel_store as store;
