@@ -209,7 +209,7 @@ impl DynamicAabbTree {
         self.slots[id as usize] = Slot { user_data, leaf, kind };
         self.tight[id as usize] = aabb;
         self.live += 1;
-        Ok(id_of(id))
+        Ok(ProxyId(id))
     }
 
     /// Adds a static proxy: see [`ProxyKind::Static`].
@@ -244,14 +244,24 @@ impl DynamicAabbTree {
         self.flush();
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
+        let (dn, sn, tight) = (&self.dynamic.nodes[..], &self.statics.nodes[..], &self.tight[..]);
         let mut tasks: Vec<Task> = Vec::new();
         if self.dynamic.root != NULL {
-            tasks.push(Task { a: self.dynamic.root, b: self.dynamic.root, cross: false });
+            let root = self.dynamic.root;
+            tasks.push(Task { a: root, b: root, cross: false });
             if self.statics.root != NULL {
-                tasks.push(Task { a: self.dynamic.root, b: self.statics.root, cross: true });
+                let t = Task { a: root, b: self.statics.root, cross: true };
+                let (na, nb) = (&dn[t.a as usize], &sn[t.b as usize]);
+                // Pairs on the stack are checked before they are pushed; check the first too.
+                if (na.flags | nb.flags) & MOVED != 0 && overlap(&na.aabb, &nb.aabb) {
+                    if na.is_leaf() && nb.is_leaf() {
+                        emit(na, nb, tight, &mut pairs);
+                    } else {
+                        tasks.push(t);
+                    }
+                }
             }
         }
-        let (dn, sn, tight) = (&self.dynamic.nodes[..], &self.statics.nodes[..], &self.tight[..]);
         if parallel && rayon::current_num_threads() > 1 {
             // Split the top of the traversal into independent tasks, breadth first.
             let target = 16 * rayon::current_num_threads();
@@ -262,7 +272,17 @@ impl DynamicAabbTree {
                 }
                 next.clear();
                 for t in &tasks {
-                    step(*t, dn, sn, tight, &mut next, &mut pairs);
+                    let bn = if t.cross { sn } else { dn };
+                    visit(
+                        t.a,
+                        t.b,
+                        t.cross,
+                        dn,
+                        bn,
+                        tight,
+                        &mut |a, b| next.push(Task { a, b, ..*t }),
+                        &mut pairs,
+                    );
                 }
                 std::mem::swap(&mut tasks, &mut next);
             }
@@ -296,7 +316,7 @@ impl DynamicAabbTree {
     pub fn update_pairs_parallel(&mut self, report: &mut dyn FnMut(ProxyId, ProxyId)) {
         self.collect_pairs(true);
         for &k in &self.pairs {
-            report(id_of((k >> 32) as u32), id_of(k as u32));
+            report(ProxyId((k >> 32) as u32), ProxyId(k as u32));
         }
     }
 
@@ -374,11 +394,6 @@ impl DynamicAabbTree {
     }
 }
 
-#[inline]
-fn id_of(i: u32) -> ProxyId {
-    ProxyId(i)
-}
-
 /// One unit of pair traversal: a subtree against itself (`a == b`, same tree) or two subtrees
 /// (`cross`: `a` in the moving tree, `b` in the static one).
 #[derive(Clone, Copy, Debug)]
@@ -386,47 +401,6 @@ struct Task {
     a: u32,
     b: u32,
     cross: bool,
-}
-
-/// Expands one task: leaf pairs go to `out`, subtasks to `next`.
-#[inline]
-fn step(t: Task, dn: &[Node], sn: &[Node], tight: &[Aabb], next: &mut Vec<Task>, out: &mut Vec<u64>) {
-    let bn = if t.cross { sn } else { dn };
-    if !t.cross && t.a == t.b {
-        let n = &dn[t.a as usize];
-        if n.is_leaf() || n.flags & MOVED == 0 {
-            return;
-        }
-        next.push(Task { a: n.child1, b: n.child1, cross: false });
-        next.push(Task { a: n.child2, b: n.child2, cross: false });
-        next.push(Task { a: n.child1, b: n.child2, cross: false });
-        return;
-    }
-    let (na, nb) = (&dn[t.a as usize], &bn[t.b as usize]);
-    if (na.flags | nb.flags) & MOVED == 0 || !overlap(&na.aabb, &nb.aabb) {
-        return;
-    }
-    match (na.is_leaf(), nb.is_leaf()) {
-        (true, true) => emit(na, nb, tight, out),
-        (false, true) => {
-            next.push(Task { a: na.child1, ..t });
-            next.push(Task { a: na.child2, ..t });
-        }
-        (true, false) => {
-            next.push(Task { b: nb.child1, ..t });
-            next.push(Task { b: nb.child2, ..t });
-        }
-        (false, false) => {
-            // Descend the bigger box: it is the one likelier to be cut down.
-            if size(na) >= size(nb) {
-                next.push(Task { a: na.child1, ..t });
-                next.push(Task { a: na.child2, ..t });
-            } else {
-                next.push(Task { b: nb.child1, ..t });
-                next.push(Task { b: nb.child2, ..t });
-            }
-        }
-    }
 }
 
 /// Branch-free box overlap (the pair traversal's inner test).
@@ -448,69 +422,74 @@ fn size(n: &Node) -> f32 {
     e.x + e.y + e.z
 }
 
-/// Runs a task to the end. Children are tested (moved flag, overlap) before they are pushed, and
-/// leaf–leaf pairs are tested on the spot, so the stack only holds pairs worth a visit. Gives the
-/// same pairs as expanding with [`step`].
+/// Runs a task to the end (its pair already checked, as every pair on the stack is).
 fn run(t: Task, dn: &[Node], sn: &[Node], tight: &[Aabb], stack: &mut Vec<(u32, u32)>, out: &mut Vec<u64>) {
     let bn = if t.cross { sn } else { dn };
     stack.clear();
-    {
-        let (na, nb) = (&dn[t.a as usize], &bn[t.b as usize]);
-        if !t.cross && t.a == t.b {
-            stack.push((t.a, t.b));
-        } else if (na.flags | nb.flags) & MOVED != 0 && overlap(&na.aabb, &nb.aabb) {
-            if na.is_leaf() && nb.is_leaf() {
-                emit(na, nb, tight, out);
-                return;
-            }
-            stack.push((t.a, t.b));
-        }
-    }
+    stack.push((t.a, t.b));
     while let Some((a, b)) = stack.pop() {
-        let (na, nb) = (&dn[a as usize], &bn[b as usize]);
-        if !t.cross && a == b {
-            if na.is_leaf() || na.flags & MOVED == 0 {
-                continue;
-            }
-            let (c1, c2) = (na.child1, na.child2);
-            let (n1, n2) = (&dn[c1 as usize], &dn[c2 as usize]);
-            // Only moved inner children can hold pairs within themselves.
-            if !n1.is_leaf() && n1.flags & MOVED != 0 {
-                stack.push((c1, c1));
-            }
-            if !n2.is_leaf() && n2.flags & MOVED != 0 {
-                stack.push((c2, c2));
-            }
-            if (n1.flags | n2.flags) & MOVED != 0 && overlap(&n1.aabb, &n2.aabb) {
-                if n1.is_leaf() && n2.is_leaf() {
-                    emit(n1, n2, tight, out);
-                } else {
-                    stack.push((c1, c2));
-                }
-            }
-            continue;
+        visit(a, b, t.cross, dn, bn, tight, &mut |x, y| stack.push((x, y)), out);
+    }
+}
+
+/// Visits one pair: a subtree against itself (`a == b`, not `cross`), or two subtrees whose boxes
+/// overlap and one of which moved. Children are tested (moved flag, overlap) before they are
+/// `push`ed, and leaf–leaf pairs are tested on the spot, so only pairs worth a visit are pushed.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn visit(
+    a: u32,
+    b: u32,
+    cross: bool,
+    dn: &[Node],
+    bn: &[Node],
+    tight: &[Aabb],
+    push: &mut impl FnMut(u32, u32),
+    out: &mut Vec<u64>,
+) {
+    let (na, nb) = (&dn[a as usize], &bn[b as usize]);
+    if !cross && a == b {
+        if na.is_leaf() || na.flags & MOVED == 0 {
+            return;
         }
-        // Both overlap and at least one moved (checked before the push); descend the bigger.
-        if !na.is_leaf() && (nb.is_leaf() || size(na) >= size(nb)) {
-            for c in [na.child1, na.child2] {
-                let nc = &dn[c as usize];
-                if (nc.flags | nb.flags) & MOVED != 0 && overlap(&nc.aabb, &nb.aabb) {
-                    if nc.is_leaf() && nb.is_leaf() {
-                        emit(nc, nb, tight, out);
-                    } else {
-                        stack.push((c, b));
-                    }
+        let (c1, c2) = (na.child1, na.child2);
+        let (n1, n2) = (&dn[c1 as usize], &dn[c2 as usize]);
+        // Only moved inner children can hold pairs within themselves.
+        if !n1.is_leaf() && n1.flags & MOVED != 0 {
+            push(c1, c1);
+        }
+        if !n2.is_leaf() && n2.flags & MOVED != 0 {
+            push(c2, c2);
+        }
+        if (n1.flags | n2.flags) & MOVED != 0 && overlap(&n1.aabb, &n2.aabb) {
+            if n1.is_leaf() && n2.is_leaf() {
+                emit(n1, n2, tight, out);
+            } else {
+                push(c1, c2);
+            }
+        }
+        return;
+    }
+    // Descend the bigger box: it is the one likelier to be cut down.
+    if !na.is_leaf() && (nb.is_leaf() || size(na) >= size(nb)) {
+        for c in [na.child1, na.child2] {
+            let nc = &dn[c as usize];
+            if (nc.flags | nb.flags) & MOVED != 0 && overlap(&nc.aabb, &nb.aabb) {
+                if nc.is_leaf() && nb.is_leaf() {
+                    emit(nc, nb, tight, out);
+                } else {
+                    push(c, b);
                 }
             }
-        } else {
-            for c in [nb.child1, nb.child2] {
-                let nc = &bn[c as usize];
-                if (na.flags | nc.flags) & MOVED != 0 && overlap(&na.aabb, &nc.aabb) {
-                    if na.is_leaf() && nc.is_leaf() {
-                        emit(na, nc, tight, out);
-                    } else {
-                        stack.push((a, c));
-                    }
+        }
+    } else {
+        for c in [nb.child1, nb.child2] {
+            let nc = &bn[c as usize];
+            if (na.flags | nc.flags) & MOVED != 0 && overlap(&na.aabb, &nc.aabb) {
+                if na.is_leaf() && nc.is_leaf() {
+                    emit(na, nc, tight, out);
+                } else {
+                    push(a, c);
                 }
             }
         }
@@ -564,13 +543,13 @@ impl Broadphase for DynamicAabbTree {
     fn update_pairs(&mut self, report: &mut dyn FnMut(ProxyId, ProxyId)) {
         self.collect_pairs(false);
         for &k in &self.pairs {
-            report(id_of((k >> 32) as u32), id_of(k as u32));
+            report(ProxyId((k >> 32) as u32), ProxyId(k as u32));
         }
     }
 
     fn query_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(ProxyId) -> bool) {
         let tight = &self.tight;
-        let mut f = |item: u32| !tight[item as usize].intersects(aabb) || visit(id_of(item));
+        let mut f = |item: u32| !tight[item as usize].intersects(aabb) || visit(ProxyId(item));
         if self.dynamic.query(aabb, &mut f) {
             self.statics.query(aabb, &mut f);
         }
@@ -581,7 +560,7 @@ impl Broadphase for DynamicAabbTree {
         let tight = &self.tight;
         let mut f = |item: u32, limit: f32| match tight[item as usize].clip_ray_inv(&ray.origin, &inv, limit)
         {
-            Some(_) => visit(id_of(item), ray, limit),
+            Some(_) => visit(ProxyId(item), ray, limit),
             None => limit,
         };
         let limit = self.dynamic.cast_ray(&ray.origin, &inv, max_t, &mut f);

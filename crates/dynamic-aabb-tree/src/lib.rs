@@ -11,7 +11,9 @@
 //!   by the surface-area heuristic with a branch-and-bound descent, then rotates nodes on the way
 //!   up. A box that leaves its fat box grows its ancestors in place; before the next pair update
 //!   each maximal grown subtree is rebuilt by binned SAH (a partial rebuild), keeping the
-//!   untouched subtrees below it. [`DynamicAabbTree::rebuild`] rebuilds everything.
+//!   untouched subtrees below it; when over 1/8 of the leaves grew, the whole tree is rebuilt
+//!   instead. After rebuilds the node array is laid out again depth first.
+//!   [`DynamicAabbTree::rebuild`] rebuilds everything on demand.
 //! - **Pairs** ([`Broadphase::update_pairs`]): one self-traversal of the moving tree and one
 //!   traversal against the static tree, both pruned to subtrees that hold a moved proxy; so only
 //!   movers are queried and static–static pairs are never visited. Pairs are tested on the tight

@@ -133,6 +133,20 @@ impl Tree {
         i
     }
 
+    /// Points `parent`'s link from child `old` to `new` (the root link when `parent` is NULL).
+    fn replace_child(&mut self, parent: u32, old: u32, new: u32) {
+        if parent == NULL {
+            self.root = new;
+            return;
+        }
+        let p = &mut self.nodes[parent as usize];
+        if p.child1 == old {
+            p.child1 = new;
+        } else {
+            p.child2 = new;
+        }
+    }
+
     fn release(&mut self, i: u32) {
         let n = &mut self.nodes[i as usize];
         n.flags = 0;
@@ -178,16 +192,7 @@ impl Tree {
         };
         self.nodes[sibling as usize].parent = parent;
         self.nodes[leaf as usize].parent = parent;
-        if old_parent == NULL {
-            self.root = parent;
-        } else {
-            let op = &mut self.nodes[old_parent as usize];
-            if op.child1 == sibling {
-                op.child1 = parent;
-            } else {
-                op.child2 = parent;
-            }
-        }
+        self.replace_child(old_parent, sibling, parent);
         self.refit_up(old_parent, true);
     }
 
@@ -306,29 +311,12 @@ impl Tree {
             return;
         }
         // `up` takes `down`'s place under `a`; `down` takes `up`'s place under `keep`.
-        {
-            let na = &mut self.nodes[a as usize];
-            if na.child1 == down {
-                na.child1 = up;
-            } else {
-                na.child2 = up;
-            }
-        }
-        {
-            let nk = &mut self.nodes[keep as usize];
-            if nk.child1 == up {
-                nk.child1 = down;
-            } else {
-                nk.child2 = down;
-            }
-        }
+        self.replace_child(a, down, up);
+        self.replace_child(keep, up, down);
         self.nodes[up as usize].parent = a;
         self.nodes[down as usize].parent = keep;
-        self.refit_node(keep);
-        // Moved flags of `keep` may now be stale-high (the moved grandchild left): recompute exactly.
-        let nk = self.nodes[keep as usize];
-        let exact = (self.nodes[nk.child1 as usize].flags | self.nodes[nk.child2 as usize].flags) & MOVED;
-        self.nodes[keep as usize].flags = (nk.flags & !MOVED) | exact;
+        // `keep` may have lost its only moved grandchild: its flag is recomputed, not OR-ed.
+        self.refit_node_exact(keep);
     }
 
     /// Removes a leaf; its node index is freed.
@@ -350,16 +338,7 @@ impl Tree {
         let sibling = if p.child1 == leaf { p.child2 } else { p.child1 };
         let grand = p.parent;
         self.nodes[sibling as usize].parent = grand;
-        if grand == NULL {
-            self.root = sibling;
-        } else {
-            let g = &mut self.nodes[grand as usize];
-            if g.child1 == parent {
-                g.child1 = sibling;
-            } else {
-                g.child2 = sibling;
-            }
-        }
+        self.replace_child(grand, parent, sibling);
         // An enlarged parent disappears: its sibling subtree keeps its own flags.
         self.release(parent);
         let mut i = grand;
@@ -440,15 +419,8 @@ impl Tree {
         if self.enlarged.is_empty() {
             return;
         }
-        if self.enlarged.len() * FULL_REBUILD_SHARE > self.leaves as usize && self.root != NULL {
-            for k in 0..self.enlarged.len() {
-                let leaf = self.enlarged[k];
-                self.nodes[leaf as usize].flags &= !ENLARGED;
-            }
-            self.enlarged.clear();
-            if !self.nodes[self.root as usize].is_leaf() {
-                self.rebuild_subtree(self.root, true);
-            }
+        if self.enlarged.len() * FULL_REBUILD_SHARE > self.leaves as usize {
+            self.rebuild_full();
             return;
         }
         let mut tops = std::mem::take(&mut self.tops);
@@ -537,7 +509,12 @@ impl Tree {
 
     /// Rebuilds the whole tree by binned SAH over its leaves.
     pub(crate) fn rebuild_full(&mut self) {
-        self.rebuild_pending();
+        // Pending growth is subsumed: only the leaves' flags need clearing.
+        for k in 0..self.enlarged.len() {
+            let leaf = self.enlarged[k];
+            self.nodes[leaf as usize].flags &= !ENLARGED;
+        }
+        self.enlarged.clear();
         if self.root != NULL && !self.nodes[self.root as usize].is_leaf() {
             self.rebuild_subtree(self.root, true);
         }
