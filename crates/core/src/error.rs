@@ -46,4 +46,7 @@ pub enum CoreError {
     /// A material table that breaks the table's rules.
     #[error("invalid material table: {0}")]
     InvalidMaterialTable(String),
+    /// A structure would grow past its documented size limit (e.g. a broadphase's proxy count).
+    #[error("capacity exceeded: {0}")]
+    CapacityExceeded(String),
 }

@@ -1,7 +1,7 @@
 //! [`DynamicAabbTree`]: proxies with fat boxes in two trees (moving and static), incremental pairs,
 //! queries, and core's [`Broadphase`] trait.
 
-use crate::tree::{MOVED, NULL, Node, Tree};
+use crate::tree::{ITEM_MASK, LEAF_MOVED, MAX_ITEMS, MOVED_ANY, NULL, Node, Tree, is_node};
 use rayon::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Aabb, Broadphase, CoreError, ProxyId, Ray};
@@ -41,9 +41,9 @@ pub enum ProxyKind {
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
+    /// The user's data, or for a free slot the next free slot.
     user_data: u64,
-    /// The leaf node, or `NULL` for a free slot (then `user_data` holds the next free slot).
-    leaf: u32,
+    live: bool,
     kind: ProxyKind,
 }
 
@@ -52,13 +52,13 @@ struct Slot {
 pub struct TreeStats {
     /// Leaves (proxies).
     pub leaves: u32,
-    /// Nodes in use.
+    /// Internal nodes in use (leaves live in their parents' child slots).
     pub nodes: usize,
     /// Height of the root (0 for a single leaf or an empty tree).
     pub height: u32,
     /// Sum of internal node surface areas over the root's: the SAH cost up to constants.
     pub sah_cost: f64,
-    /// Bytes held by the node array.
+    /// Bytes held by the node array and the leaf locations.
     pub bytes: usize,
 }
 
@@ -169,7 +169,7 @@ impl DynamicAabbTree {
 
     fn slot(&self, id: ProxyId) -> Result<Slot, CoreError> {
         match self.slots.get(id.0 as usize) {
-            Some(s) if s.leaf != NULL => Ok(*s),
+            Some(s) if s.live => Ok(*s),
             _ => Err(CoreError::UnknownProxy(id.0)),
         }
     }
@@ -197,16 +197,16 @@ impl DynamicAabbTree {
             self.free_slot = self.slots[id as usize].user_data as u32;
             id
         } else {
-            if self.slots.len() >= NULL as usize {
-                return Err(CoreError::InvalidAabb("too many proxies (2^32 - 1)".into()));
+            if self.slots.len() >= MAX_ITEMS as usize {
+                return Err(CoreError::CapacityExceeded(format!("at most {MAX_ITEMS} proxies")));
             }
-            self.slots.push(Slot { user_data: 0, leaf: NULL, kind });
+            self.slots.push(Slot { user_data: 0, live: false, kind });
             self.tight.push(aabb);
             self.slots.len() as u32 - 1
         };
         let fat = self.fatten(&aabb, &Vector3::zeros());
-        let leaf = self.tree_mut(kind).insert(fat, id);
-        self.slots[id as usize] = Slot { user_data, leaf, kind };
+        self.tree_mut(kind).insert(fat, id);
+        self.slots[id as usize] = Slot { user_data, live: true, kind };
         self.tight[id as usize] = aabb;
         self.live += 1;
         Ok(ProxyId(id))
@@ -230,7 +230,7 @@ impl DynamicAabbTree {
     /// The proxy's fat box: the leaf box the tree holds.
     pub fn fat_aabb(&self, id: ProxyId) -> Option<Aabb> {
         let s = self.slot(id).ok()?;
-        Some(self.tree(s.kind).nodes[s.leaf as usize].aabb)
+        Some(self.tree(s.kind).leaf_box(id.0))
     }
 
     /// Calls `visit` for every proxy whose box contains `p`; false stops.
@@ -246,20 +246,12 @@ impl DynamicAabbTree {
         pairs.clear();
         let (dn, sn, tight) = (&self.dynamic.nodes[..], &self.statics.nodes[..], &self.tight[..]);
         let mut tasks: Vec<Task> = Vec::new();
+        // Roots are always internal nodes (a root may hold a single leaf): start there.
         if self.dynamic.root != NULL {
             let root = self.dynamic.root;
             tasks.push(Task { a: root, b: root, cross: false });
             if self.statics.root != NULL {
-                let t = Task { a: root, b: self.statics.root, cross: true };
-                let (na, nb) = (&dn[t.a as usize], &sn[t.b as usize]);
-                // Pairs on the stack are checked before they are pushed; check the first too.
-                if (na.flags | nb.flags) & MOVED != 0 && overlap(&na.aabb, &nb.aabb) {
-                    if na.is_leaf() && nb.is_leaf() {
-                        emit(na, nb, tight, &mut pairs);
-                    } else {
-                        tasks.push(t);
-                    }
-                }
+                tasks.push(Task { a: root, b: self.statics.root, cross: true });
             }
         }
         if parallel && rayon::current_num_threads() > 1 {
@@ -322,10 +314,9 @@ impl DynamicAabbTree {
 
     /// Rebuilds both trees from scratch by binned SAH (proxy ids and fat boxes are kept).
     pub fn rebuild(&mut self) {
-        let slots = &mut self.slots;
         for tree in [&mut self.dynamic, &mut self.statics] {
             tree.rebuild_full();
-            tree.compact(&mut |item, leaf| slots[item as usize].leaf = leaf);
+            tree.compact();
         }
     }
 
@@ -335,10 +326,9 @@ impl DynamicAabbTree {
         self.dynamic.rebuild_pending();
         self.statics.rebuild_pending();
         // Once rebuilds have scattered a tree's nodes, lay it out again in traversal order.
-        let slots = &mut self.slots;
         for tree in [&mut self.dynamic, &mut self.statics] {
             if tree.wants_compaction() {
-                tree.compact(&mut |item, leaf| slots[item as usize].leaf = leaf);
+                tree.compact();
             }
         }
     }
@@ -369,22 +359,18 @@ impl DynamicAabbTree {
     /// box). For tests; O(n).
     pub fn validate(&self) -> Result<(), String> {
         for (kind, tree) in [(ProxyKind::Dynamic, &self.dynamic), (ProxyKind::Static, &self.statics)] {
-            tree.validate(&mut |item, leaf| {
-                let s =
-                    self.slots.get(item as usize).ok_or(format!("leaf {leaf}: proxy {item} out of range"))?;
-                if s.leaf != leaf || s.kind != kind {
-                    return Err(format!(
-                        "leaf {leaf}: proxy {item} points at leaf {} in {:?}",
-                        s.leaf, s.kind
-                    ));
+            tree.validate(&mut |item, fat| {
+                let s = self.slots.get(item as usize).ok_or(format!("proxy {item} out of range"))?;
+                if !s.live || s.kind != kind {
+                    return Err(format!("proxy {item} (live {}, {:?}) has a leaf in the {kind:?} tree", s.live, s.kind));
                 }
-                if !tree.nodes[leaf as usize].aabb.contains(&self.tight[item as usize]) {
+                if !fat.contains(&self.tight[item as usize]) {
                     return Err(format!("proxy {item}: fat box does not contain the tight box"));
                 }
                 Ok(())
             })?;
         }
-        let live = self.slots.iter().filter(|s| s.leaf != NULL).count();
+        let live = self.slots.iter().filter(|s| s.live).count();
         if live != self.live as usize
             || live != (self.dynamic.leaf_count() + self.statics.leaf_count()) as usize
         {
@@ -394,8 +380,10 @@ impl DynamicAabbTree {
     }
 }
 
-/// One unit of pair traversal: a subtree against itself (`a == b`, same tree) or two subtrees
-/// (`cross`: `a` in the moving tree, `b` in the static one).
+/// One unit of pair traversal: a subtree against itself (`a == b`, same tree, an internal node),
+/// or two references whose boxes overlap and one of which moved (`cross`: `a` in the moving tree,
+/// `b` in the static one). A reference is an internal node, or `LEAF | item` with `LEAF_MOVED`
+/// when that leaf moved; two leaves are never a unit (they are tested on the spot).
 #[derive(Clone, Copy, Debug)]
 struct Task {
     a: u32,
@@ -414,12 +402,11 @@ fn overlap(a: &Aabb, b: &Aabb) -> bool {
         & (b.mins.z <= a.maxs.z)
 }
 
-/// Half the box's perimeter: which of two nodes to descend (cheaper than the area, same order
-/// for the near-cubic boxes of a physics scene).
+/// Slot `s` of `n` as a traversal reference (a leaf carries its moved bit).
 #[inline(always)]
-fn size(n: &Node) -> f32 {
-    let e = n.aabb.maxs - n.aabb.mins;
-    e.x + e.y + e.z
+fn child_ref(n: &Node, s: usize) -> u32 {
+    let c = n.child[s];
+    if !is_node(c) && n.moved(s) { c | LEAF_MOVED } else { c }
 }
 
 /// Runs a task to the end (its pair already checked, as every pair on the stack is).
@@ -432,9 +419,9 @@ fn run(t: Task, dn: &[Node], sn: &[Node], tight: &[Aabb], stack: &mut Vec<(u32, 
     }
 }
 
-/// Visits one pair: a subtree against itself (`a == b`, not `cross`), or two subtrees whose boxes
-/// overlap and one of which moved. Children are tested (moved flag, overlap) before they are
+/// Visits one unit (see [`Task`]). Every child pair is tested (moved bits, overlap) before it is
 /// `push`ed, and leaf–leaf pairs are tested on the spot, so only pairs worth a visit are pushed.
+/// Both children's boxes sit in their parent node, so a visit loads at most two nodes.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn visit(
@@ -447,59 +434,66 @@ fn visit(
     push: &mut impl FnMut(u32, u32),
     out: &mut Vec<u64>,
 ) {
-    let (na, nb) = (&dn[a as usize], &bn[b as usize]);
-    if !cross && a == b {
-        if na.is_leaf() || na.flags & MOVED == 0 {
-            return;
-        }
-        let (c1, c2) = (na.child1, na.child2);
-        let (n1, n2) = (&dn[c1 as usize], &dn[c2 as usize]);
-        // Only moved inner children can hold pairs within themselves.
-        if !n1.is_leaf() && n1.flags & MOVED != 0 {
-            push(c1, c1);
-        }
-        if !n2.is_leaf() && n2.flags & MOVED != 0 {
-            push(c2, c2);
-        }
-        if (n1.flags | n2.flags) & MOVED != 0 && overlap(&n1.aabb, &n2.aabb) {
-            if n1.is_leaf() && n2.is_leaf() {
-                emit(n1, n2, tight, out);
+    // A child pair that passed its test: descend later, or decide two leaves now.
+    macro_rules! pair {
+        ($x:expr, $y:expr) => {{
+            let (x, y) = ($x, $y);
+            if is_node(x) || is_node(y) {
+                push(x, y);
             } else {
-                push(c1, c2);
+                emit(x, y, tight, out);
             }
+        }};
+    }
+    if !cross && a == b {
+        let n = &dn[a as usize];
+        // Only moved inner children can hold pairs within themselves.
+        for s in 0..2 {
+            if n.moved(s) && is_node(n.child[s]) {
+                push(n.child[s], n.child[s]);
+            }
+        }
+        if n.flags & MOVED_ANY != 0 && overlap(&n.boxes[0], &n.boxes[1]) {
+            pair!(child_ref(n, 0), child_ref(n, 1));
         }
         return;
     }
-    // Descend the bigger box: it is the one likelier to be cut down.
-    if !na.is_leaf() && (nb.is_leaf() || size(na) >= size(nb)) {
-        for c in [na.child1, na.child2] {
-            let nc = &dn[c as usize];
-            if (nc.flags | nb.flags) & MOVED != 0 && overlap(&nc.aabb, &nb.aabb) {
-                if nc.is_leaf() && nb.is_leaf() {
-                    emit(nc, nb, tight, out);
-                } else {
-                    push(c, b);
+    match (is_node(a), is_node(b)) {
+        (true, true) => {
+            let (na, nb) = (&dn[a as usize], &bn[b as usize]);
+            for i in 0..2 {
+                for j in 0..2 {
+                    if (na.moved(i) | nb.moved(j)) && overlap(&na.boxes[i], &nb.boxes[j]) {
+                        pair!(child_ref(na, i), child_ref(nb, j));
+                    }
                 }
             }
         }
-    } else {
-        for c in [nb.child1, nb.child2] {
-            let nc = &bn[c as usize];
-            if (na.flags | nc.flags) & MOVED != 0 && overlap(&na.aabb, &nc.aabb) {
-                if na.is_leaf() && nc.is_leaf() {
-                    emit(na, nc, tight, out);
-                } else {
-                    push(a, c);
+        (false, true) => {
+            // A leaf prunes with its tight box: pairs are decided on tight boxes anyway.
+            let (moved, ta, nb) = (a & LEAF_MOVED != 0, &tight[(a & ITEM_MASK) as usize], &bn[b as usize]);
+            for j in 0..2 {
+                if (moved | nb.moved(j)) && overlap(ta, &nb.boxes[j]) {
+                    pair!(a, child_ref(nb, j));
                 }
             }
         }
+        (true, false) => {
+            let (moved, tb, na) = (b & LEAF_MOVED != 0, &tight[(b & ITEM_MASK) as usize], &dn[a as usize]);
+            for i in 0..2 {
+                if (moved | na.moved(i)) && overlap(&na.boxes[i], tb) {
+                    pair!(child_ref(na, i), b);
+                }
+            }
+        }
+        (false, false) => debug_assert!(false, "leaf pairs are never pushed"),
     }
 }
 
-/// Two leaves whose fat boxes overlap: report them if their tight boxes do.
+/// Two leaves (traversal references) whose boxes overlap: report them if their tight boxes do.
 #[inline(always)]
-fn emit(na: &Node, nb: &Node, tight: &[Aabb], out: &mut Vec<u64>) {
-    let (p, q) = (na.child1, nb.child1);
+fn emit(a: u32, b: u32, tight: &[Aabb], out: &mut Vec<u64>) {
+    let (p, q) = (a & ITEM_MASK, b & ITEM_MASK);
     if overlap(&tight[p as usize], &tight[q as usize]) {
         out.push(pair_key(p, q));
     }
@@ -512,8 +506,8 @@ impl Broadphase for DynamicAabbTree {
 
     fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), CoreError> {
         let s = self.slot(id)?;
-        self.tree_mut(s.kind).remove(s.leaf);
-        self.slots[id.0 as usize] = Slot { user_data: u64::from(self.free_slot), leaf: NULL, kind: s.kind };
+        self.tree_mut(s.kind).remove(id.0);
+        self.slots[id.0 as usize] = Slot { user_data: u64::from(self.free_slot), live: false, kind: s.kind };
         self.free_slot = id.0;
         self.live -= 1;
         Ok(())
@@ -523,16 +517,16 @@ impl Broadphase for DynamicAabbTree {
         let aabb = check_box(aabb)?;
         let s = self.slot(id)?;
         self.tight[id.0 as usize] = aabb;
-        let fat = self.tree(s.kind).nodes[s.leaf as usize].aabb;
+        let fat = self.tree(s.kind).leaf_box(id.0);
         let new_fat = self.fatten(&aabb, &displacement);
         // Re-fatten when the box left its fat box, or when the fat box is far too big for it
         // (a fast mover that slowed down); otherwise the tree is not touched.
         let too_big = !new_fat.loosened(4.0 * self.config.margin).contains(&fat);
         let tree = self.tree_mut(s.kind);
         if !fat.contains(&aabb) || too_big {
-            tree.set_leaf_box(s.leaf, new_fat);
+            tree.set_leaf_box(id.0, new_fat);
         }
-        tree.mark_moved(s.leaf);
+        tree.mark_moved(id.0);
         Ok(())
     }
 

@@ -1,72 +1,129 @@
-//! One binary AABB tree over leaf boxes: an index arena with a free list, SAH insertion with a
-//! branch-and-bound sibling search, rotations, removal, in-place enlargement with partial binned-SAH
-//! rebuilds, refit, and stack-based queries.
-//!
-//! Leaves keep their node index for life (the broadphase stores it per proxy); rebuilds only
-//! reallocate internal nodes.
+//! One binary AABB tree in *wide* nodes: each internal node holds its two children's boxes, so a
+//! visit tests both children from one 64-byte cache line without loading them (parry's and
+//! bepu's layout). Leaves are not nodes: a leaf is a child slot holding an item (a proxy id) and
+//! its fat box. An index arena with a free list; SAH insertion with a branch-and-bound sibling
+//! search, rotations, removal, in-place enlargement with partial binned-SAH rebuilds, refit, and
+//! stack-based queries.
 
 use voxterra_core::Aabb;
 use voxterra_core::nalgebra::{Point3, Vector3};
 
-/// "No node".
+/// "No node" (and an empty slot).
 pub(crate) const NULL: u32 = u32::MAX;
+/// A child reference with this bit is a leaf holding item `r & ITEM_MASK`; without it, the index
+/// of an internal node.
+pub(crate) const LEAF: u32 = 1 << 31;
+/// Set on a leaf reference in pair-traversal entries only: the leaf moved.
+pub(crate) const LEAF_MOVED: u32 = 1 << 30;
+/// The item bits of a leaf reference.
+pub(crate) const ITEM_MASK: u32 = LEAF_MOVED - 1;
+/// Items must stay below this (the two high bits tag references).
+pub(crate) const MAX_ITEMS: u32 = ITEM_MASK;
 
 /// The node is in use (not on the free list).
-const ALLOCATED: u16 = 1;
-/// The node or a leaf below it was created or moved since the last pair update.
-pub(crate) const MOVED: u16 = 2;
-/// The node's box grew in place since the last rebuild: a partial rebuild starts here.
-const ENLARGED: u16 = 4;
+const ALLOCATED: u32 = 1;
+/// `MOVED0 << slot`: that child is a leaf created or moved since the last pair update, or holds
+/// one.
+pub(crate) const MOVED0: u32 = 2;
+/// Either child moved.
+pub(crate) const MOVED_ANY: u32 = MOVED0 | (MOVED0 << 1);
+/// `GREW0 << slot`: that child's box grew in place since the last rebuild (an internal child: a
+/// partial rebuild starts at the highest such node), or that leaf is on the enlarged list.
+const GREW0: u32 = 8;
 
-/// A tree node: 40 bytes. Leaves have height 0 and hold their item in `child1`.
+/// An internal node: 64 bytes, one cache line. `child[s]` is an internal node, `LEAF | item`, or
+/// `NULL` (only slot 1 of a root holding a single leaf); `boxes[s]` is that child's box (a
+/// leaf's fat box, or a box holding the child node's two boxes).
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 pub(crate) struct Node {
-    pub(crate) aabb: Aabb,
+    pub(crate) boxes: [Aabb; 2],
+    /// The children; a free node keeps the next free node in `child[0]`.
+    pub(crate) child: [u32; 2],
     pub(crate) parent: u32,
-    /// First child, a leaf's item, or the next free node.
-    pub(crate) child1: u32,
-    pub(crate) child2: u32,
-    pub(crate) height: u16,
-    pub(crate) flags: u16,
+    pub(crate) flags: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<Node>() == 40);
+const _: () = assert!(std::mem::size_of::<Node>() == 64);
+
+/// An empty slot's box: inverted, so no overlap test with a finite box passes. Ray casts and
+/// user queries check for `NULL` instead (slab tests and infinite query boxes see through it).
+const EMPTY_BOX: Aabb = Aabb::new(
+    Point3::new(f32::MAX, f32::MAX, f32::MAX),
+    Point3::new(-f32::MAX, -f32::MAX, -f32::MAX),
+);
 
 impl Node {
-    #[inline]
-    pub(crate) fn is_leaf(&self) -> bool {
-        self.height == 0
+    const FREE: Node = Node { boxes: [EMPTY_BOX; 2], child: [NULL; 2], parent: NULL, flags: 0 };
+
+    /// The child in slot `s` moved or holds a mover.
+    #[inline(always)]
+    pub(crate) fn moved(&self, s: usize) -> bool {
+        self.flags & (MOVED0 << s) != 0
     }
 
+    /// The box holding both children.
     #[inline]
-    pub(crate) fn moved(&self) -> bool {
-        self.flags & MOVED != 0
+    pub(crate) fn bounds(&self) -> Aabb {
+        self.boxes[0].merged(&self.boxes[1])
     }
 }
 
-const EMPTY_BOX: Aabb = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(0.0, 0.0, 0.0));
+/// An internal node reference (not a leaf, not `NULL`).
+#[inline(always)]
+pub(crate) fn is_node(r: u32) -> bool {
+    r & LEAF == 0
+}
 
-/// A rebuild item: a node (leaf or kept subtree) and its box centre.
+/// A child slot's content, moved around by insertion, removal, rotation and rebuilds.
+#[derive(Clone, Copy, Debug)]
+struct Child {
+    r: u32,
+    aabb: Aabb,
+    moved: bool,
+    grew: bool,
+}
+
+const NO_CHILD: Child = Child { r: NULL, aabb: EMPTY_BOX, moved: false, grew: false };
+
+/// A rebuild item: a leaf or a kept subtree, with the box and moved bit its slot had.
 #[derive(Clone, Copy, Debug)]
 struct Item {
-    node: u32,
-    center: [f32; 3],
+    aabb: Aabb,
+    r: u32,
+    moved: bool,
+}
+
+impl Item {
+    /// Twice the box centre on `axis` (binning only compares, so the halving is skipped).
+    #[inline]
+    fn center2(&self, axis: usize) -> f32 {
+        self.aabb.mins[axis] + self.aabb.maxs[axis]
+    }
 }
 
 const BINS: usize = 12;
 
-/// When more than 1/FULL_REBUILD_SHARE of the leaves grew out of their fat boxes, one full
-/// rebuild is cheaper than the partial ones and gives a better tree.
-const FULL_REBUILD_SHARE: usize = 8;
+/// When more than 1/REFIT_SHARE of the leaves grew out of their fat boxes, partial rebuilds
+/// would cover most of the tree: one refit of every box is far cheaper, and a full rebuild
+/// follows only once the refitted tree has degraded (see [`REBUILD_RATIO`]).
+const REFIT_SHARE: usize = 8;
+
+/// A refitted tree whose normalised SAH cost exceeds this many times its cost after the last
+/// full rebuild is rebuilt in full.
+const REBUILD_RATIO: f64 = 1.1;
 
 /// The tree. `pub(crate)`: users reach it through [`crate::DynamicAabbTree`].
 #[derive(Clone, Debug)]
 pub(crate) struct Tree {
     pub(crate) nodes: Vec<Node>,
+    /// The root node, or `NULL` for an empty tree. A root may hold a single leaf (slot 1 empty).
     pub(crate) root: u32,
     free: u32,
     leaves: u32,
-    /// Leaves enlarged since the last rebuild.
+    /// Where each item's leaf is: `(node << 1) | slot`, or `NULL` when the item is not here.
+    loc: Vec<u32>,
+    /// Items whose fat boxes grew their ancestors since the last rebuild.
     enlarged: Vec<u32>,
     /// Scratch for rebuilds, kept to avoid allocating per frame.
     items: Vec<Item>,
@@ -74,6 +131,8 @@ pub(crate) struct Tree {
     stack: Vec<u32>,
     /// Nodes rebuilt since the last compaction: the node array drifts out of traversal order.
     churn: usize,
+    /// Normalised SAH cost right after the last full rebuild (0 before any).
+    rebuilt_cost: f64,
     /// Scratch for compaction.
     spare: Vec<Node>,
 }
@@ -85,11 +144,13 @@ impl Default for Tree {
             root: NULL,
             free: NULL,
             leaves: 0,
+            loc: Vec::new(),
             enlarged: Vec::new(),
             items: Vec::new(),
             tops: Vec::new(),
             stack: Vec::new(),
             churn: 0,
+            rebuilt_cost: 0.0,
             spare: Vec::new(),
         }
     }
@@ -105,289 +166,279 @@ fn union(a: &Aabb, b: &Aabb) -> Aabb {
     a.merged(b)
 }
 
+#[inline]
+fn split_loc(l: u32) -> (u32, usize) {
+    (l >> 1, (l & 1) as usize)
+}
+
 impl Tree {
     pub(crate) fn leaf_count(&self) -> u32 {
         self.leaves
     }
 
-    pub(crate) fn height(&self) -> u32 {
-        if self.root == NULL { 0 } else { u32::from(self.nodes[self.root as usize].height) }
-    }
-
     fn alloc(&mut self) -> u32 {
+        let fresh = Node { flags: ALLOCATED, ..Node::FREE };
         if self.free == NULL {
-            self.nodes.push(Node {
-                aabb: EMPTY_BOX,
-                parent: NULL,
-                child1: NULL,
-                child2: NULL,
-                height: 0,
-                flags: ALLOCATED,
-            });
+            self.nodes.push(fresh);
             return self.nodes.len() as u32 - 1;
         }
         let i = self.free;
-        self.free = self.nodes[i as usize].child1;
-        self.nodes[i as usize] =
-            Node { aabb: EMPTY_BOX, parent: NULL, child1: NULL, child2: NULL, height: 0, flags: ALLOCATED };
+        self.free = self.nodes[i as usize].child[0];
+        self.nodes[i as usize] = fresh;
         i
     }
 
-    /// Points `parent`'s link from child `old` to `new` (the root link when `parent` is NULL).
-    fn replace_child(&mut self, parent: u32, old: u32, new: u32) {
-        if parent == NULL {
-            self.root = new;
-            return;
-        }
-        let p = &mut self.nodes[parent as usize];
-        if p.child1 == old {
-            p.child1 = new;
-        } else {
-            p.child2 = new;
-        }
-    }
-
     fn release(&mut self, i: u32) {
-        let n = &mut self.nodes[i as usize];
-        n.flags = 0;
-        n.height = 0;
-        n.parent = NULL;
-        n.child2 = NULL;
-        n.child1 = self.free;
+        self.nodes[i as usize] = Node { child: [self.free, NULL], ..Node::FREE };
         self.free = i;
     }
 
-    /// Adds a leaf with box `aabb` holding `item`; it starts flagged as moved.
-    pub(crate) fn insert(&mut self, aabb: Aabb, item: u32) -> u32 {
-        // Rotations could hang enlarged nodes under unflagged ones: settle pending growth first.
+    #[inline]
+    fn take(&self, node: u32, s: usize) -> Child {
+        let n = &self.nodes[node as usize];
+        Child {
+            r: n.child[s],
+            aabb: n.boxes[s],
+            moved: n.flags & (MOVED0 << s) != 0,
+            grew: n.flags & (GREW0 << s) != 0,
+        }
+    }
+
+    /// Writes `c` into slot `s` of `node` and points the child back at it.
+    #[inline]
+    fn put(&mut self, node: u32, s: usize, c: Child) {
+        let n = &mut self.nodes[node as usize];
+        n.child[s] = c.r;
+        n.boxes[s] = c.aabb;
+        n.flags = (n.flags & !((MOVED0 | GREW0) << s))
+            | (u32::from(c.moved) * (MOVED0 << s))
+            | (u32::from(c.grew) * (GREW0 << s));
+        if c.r == NULL {
+        } else if is_node(c.r) {
+            self.nodes[c.r as usize].parent = node;
+        } else {
+            self.loc[(c.r & ITEM_MASK) as usize] = (node << 1) | s as u32;
+        }
+    }
+
+    /// The slot `node` occupies in `parent`.
+    #[inline]
+    fn slot_in(&self, parent: u32, node: u32) -> usize {
+        usize::from(self.nodes[parent as usize].child[1] == node)
+    }
+
+    /// A node as its parent should record it: its exact box and moved bit.
+    #[inline]
+    fn as_child(&self, node: u32) -> Child {
+        let n = &self.nodes[node as usize];
+        Child { r: node, aabb: n.bounds(), moved: n.flags & MOVED_ANY != 0, grew: false }
+    }
+
+    /// The item's fat box. The item must be in this tree.
+    pub(crate) fn leaf_box(&self, item: u32) -> Aabb {
+        let (p, s) = split_loc(self.loc[item as usize]);
+        self.nodes[p as usize].boxes[s]
+    }
+
+    /// Adds a leaf with box `aabb` holding `item` (below [`MAX_ITEMS`], not already here); it
+    /// starts flagged as moved.
+    pub(crate) fn insert(&mut self, aabb: Aabb, item: u32) {
+        // Rotations could hang grown nodes under unflagged ones: settle pending growth first.
         self.rebuild_pending();
-        let leaf = self.alloc();
-        self.nodes[leaf as usize] =
-            Node { aabb, parent: NULL, child1: item, child2: NULL, height: 0, flags: ALLOCATED | MOVED };
+        if self.loc.len() <= item as usize {
+            self.loc.resize(item as usize + 1, NULL);
+        }
         self.leaves += 1;
         self.churn += 1;
-        self.insert_leaf(leaf);
-        leaf
-    }
-
-    fn insert_leaf(&mut self, leaf: u32) {
+        let leaf = Child { r: LEAF | item, aabb, moved: true, grew: false };
         if self.root == NULL {
-            self.root = leaf;
-            self.nodes[leaf as usize].parent = NULL;
+            self.root = self.alloc();
+            self.put(self.root, 0, leaf);
             return;
         }
-        let b = self.nodes[leaf as usize].aabb;
-        let sibling = self.best_sibling(&b);
-        let old_parent = self.nodes[sibling as usize].parent;
-        let parent = self.alloc();
-        let s = self.nodes[sibling as usize];
-        let l = self.nodes[leaf as usize];
-        self.nodes[parent as usize] = Node {
-            aabb: union(&s.aabb, &b),
-            parent: old_parent,
-            child1: sibling,
-            child2: leaf,
-            height: s.height + 1,
-            flags: ALLOCATED | ((s.flags | l.flags) & MOVED),
-        };
-        self.nodes[sibling as usize].parent = parent;
-        self.nodes[leaf as usize].parent = parent;
-        self.replace_child(old_parent, sibling, parent);
-        self.refit_up(old_parent, true);
+        let root = self.root;
+        if self.nodes[root as usize].child[1] == NULL {
+            self.put(root, 1, leaf);
+            return;
+        }
+        let (parent, s) = self.best_sibling(&aabb);
+        let sibling = if parent == NULL { self.as_child(root) } else { self.take(parent, s) };
+        let n = self.alloc();
+        self.put(n, 0, sibling);
+        self.put(n, 1, leaf);
+        if parent == NULL {
+            self.root = n;
+            self.nodes[n as usize].parent = NULL;
+        } else {
+            let joined = self.as_child(n);
+            self.put(parent, s, joined);
+        }
+        self.refit_up(parent, true);
     }
 
-    /// The node whose pairing with a new box adds the least surface area to the tree: a greedy
-    /// descent that stops once the lower bound of going deeper cannot beat the best cost found.
-    fn best_sibling(&self, d: &Aabb) -> u32 {
+    /// Where to pair a new box: the child slot `(node, slot)` whose pairing adds the least surface
+    /// area to the tree, or `(NULL, 0)` for the root. A greedy descent that stops once the lower
+    /// bound of going deeper cannot beat the best cost found.
+    fn best_sibling(&self, d: &Aabb) -> (u32, usize) {
         let area_d = area(d);
+        let root_box = self.nodes[self.root as usize].bounds();
+        let mut best = (NULL, 0usize);
+        let mut best_cost = area(&union(&root_box, d));
+        // Growth of the ancestors of the slots being looked at.
+        let mut inherited = best_cost - area(&root_box);
         let mut index = self.root;
-        let node = &self.nodes[index as usize];
-        let mut area_base = area(&node.aabb);
-        let mut direct = area(&union(&node.aabb, d));
-        // Growth of the ancestors of `index` (and of `index` itself once we descend past it).
-        let mut inherited = 0.0f32;
-        let mut best = index;
-        let mut best_cost = direct;
         loop {
-            let node = &self.nodes[index as usize];
-            if node.is_leaf() {
+            let n = &self.nodes[index as usize];
+            let mut grown = [0.0f32; 2];
+            let mut low = [f32::INFINITY; 2];
+            for s in 0..2 {
+                let b = &n.boxes[s];
+                let u = area(&union(b, d));
+                if u + inherited < best_cost {
+                    best = (index, s);
+                    best_cost = u + inherited;
+                }
+                grown[s] = u - area(b);
+                // Going below a child costs at least its growth plus a new node of area >= area_d.
+                if is_node(n.child[s]) {
+                    low[s] = inherited + grown[s] + area_d;
+                }
+            }
+            if low[0].min(low[1]) >= best_cost {
                 break;
             }
-            let cost = direct + inherited;
-            if cost < best_cost {
-                best = index;
-                best_cost = cost;
-            }
-            inherited += direct - area_base;
-            let (c1, c2) = (node.child1, node.child2);
-            let (n1, n2) = (&self.nodes[c1 as usize], &self.nodes[c2 as usize]);
-            let (u1, u2) = (area(&union(&n1.aabb, d)), area(&union(&n2.aabb, d)));
-            let (a1, a2) = (area(&n1.aabb), area(&n2.aabb));
-            let (cost1, cost2) = (u1 + inherited, u2 + inherited);
-            if cost1 < best_cost {
-                best = c1;
-                best_cost = cost1;
-            }
-            if cost2 < best_cost {
-                best = c2;
-                best_cost = cost2;
-            }
-            // Going below a child costs at least its growth plus a new node of area >= area_d.
-            let low1 = if n1.is_leaf() { f32::INFINITY } else { inherited + u1 - a1 + area_d };
-            let low2 = if n2.is_leaf() { f32::INFINITY } else { inherited + u2 - a2 + area_d };
-            if low1.min(low2) >= best_cost {
-                break;
-            }
-            if low1 <= low2 {
-                index = c1;
-                area_base = a1;
-                direct = u1;
-            } else {
-                index = c2;
-                area_base = a2;
-                direct = u2;
-            }
+            let s = usize::from(low[1] < low[0]);
+            inherited += grown[s];
+            index = n.child[s];
         }
         best
     }
 
-    /// Refits boxes, heights and moved flags from `i` to the root, rotating each node on the way
-    /// when `rotate`.
+    /// Refits boxes and moved bits from node `i` to the root, rotating each node on the way when
+    /// `rotate`. Boxes become exact unions; moved bits exact.
     fn refit_up(&mut self, mut i: u32, rotate: bool) {
         while i != NULL {
             if rotate {
                 self.rotate(i);
             }
-            self.refit_node(i);
-            i = self.nodes[i as usize].parent;
+            let p = self.nodes[i as usize].parent;
+            if p != NULL {
+                let s = self.slot_in(p, i);
+                let c = self.as_child(i);
+                let pn = &mut self.nodes[p as usize];
+                pn.boxes[s] = c.aabb;
+                pn.flags = (pn.flags & !(MOVED0 << s)) | (u32::from(c.moved) * (MOVED0 << s));
+            }
+            i = p;
         }
     }
 
-    #[inline]
-    fn refit_node(&mut self, i: u32) {
-        let n = self.nodes[i as usize];
-        let (a, b) = (&self.nodes[n.child1 as usize], &self.nodes[n.child2 as usize]);
-        let aabb = union(&a.aabb, &b.aabb);
-        let height = 1 + a.height.max(b.height);
-        let moved = (a.flags | b.flags) & MOVED;
-        let n = &mut self.nodes[i as usize];
-        n.aabb = aabb;
-        n.height = height;
-        n.flags |= moved;
-    }
-
-    /// Swaps a child of `a` with a grandchild under the other child when that shrinks the
-    /// changed node's area (a tree rotation; keeps quality as proxies come and go).
+    /// Swaps a child of `a` with a grandchild under the other child when that shrinks the other
+    /// child's box (a tree rotation; keeps quality as proxies come and go).
     fn rotate(&mut self, a: u32) {
         let na = self.nodes[a as usize];
-        if na.height < 2 {
-            return;
+        // (gain, slot of the child that stays, grandchild slot moved up)
+        let mut best: Option<(f32, usize, usize)> = None;
+        for keep in 0..2 {
+            let k = na.child[keep];
+            if !is_node(k) {
+                continue;
+            }
+            let nk = &self.nodes[k as usize];
+            let base = area(&na.boxes[keep]);
+            for g in 0..2 {
+                // Grandchild g goes up; keep then holds the other child of `a` and 1 - g.
+                let gain = base - area(&union(&na.boxes[1 - keep], &nk.boxes[1 - g]));
+                if gain > best.map_or(0.0, |b| b.0) {
+                    best = Some((gain, keep, g));
+                }
+            }
         }
-        let (b, c) = (na.child1, na.child2);
-        let (nb, nc) = (self.nodes[b as usize], self.nodes[c as usize]);
-        // (gain, the child that stays, the child moved down, the grandchild moved up)
-        let mut best: (f32, u32, u32, u32) = (0.0, NULL, NULL, NULL);
-        let mut consider = |keep: u32, nk: &Node, down: u32, nd: &Node, tree: &Tree| {
-            if nk.is_leaf() {
-                return;
-            }
-            let (f, g) = (nk.child1, nk.child2);
-            let (nf, ng) = (&tree.nodes[f as usize], &tree.nodes[g as usize]);
-            let base = area(&nk.aabb);
-            // Swap `down` with f: keep's new box holds down and g.
-            let gain_f = base - area(&union(&nd.aabb, &ng.aabb));
-            let gain_g = base - area(&union(&nd.aabb, &nf.aabb));
-            if gain_f > best.0 {
-                best = (gain_f, keep, down, f);
-            }
-            if gain_g > best.0 {
-                best = (gain_g, keep, down, g);
-            }
-        };
-        consider(c, &nc, b, &nb, self);
-        consider(b, &nb, c, &nc, self);
-        let (gain, keep, down, up) = best;
-        if gain <= 0.0 || keep == NULL {
-            return;
-        }
-        // `up` takes `down`'s place under `a`; `down` takes `up`'s place under `keep`.
-        self.replace_child(a, down, up);
-        self.replace_child(keep, up, down);
-        self.nodes[up as usize].parent = a;
-        self.nodes[down as usize].parent = keep;
-        // `keep` may have lost its only moved grandchild: its flag is recomputed, not OR-ed.
-        self.refit_node_exact(keep);
+        let Some((_, keep, g)) = best else { return };
+        let k = na.child[keep];
+        let down = self.take(a, 1 - keep);
+        let up = self.take(k, g);
+        self.put(a, 1 - keep, up);
+        self.put(k, g, down);
+        let kc = Child { grew: na.flags & (GREW0 << keep) != 0, ..self.as_child(k) };
+        self.put(a, keep, kc);
     }
 
-    /// Removes a leaf; its node index is freed.
-    pub(crate) fn remove(&mut self, leaf: u32) {
-        // The pending list may name this leaf or its parent: settle it first.
+    /// Removes an item's leaf.
+    pub(crate) fn remove(&mut self, item: u32) {
+        // The pending list may name this leaf: settle it first.
         self.rebuild_pending();
-        self.detach(leaf);
-        self.release(leaf);
+        let (p, s) = split_loc(self.loc[item as usize]);
+        self.loc[item as usize] = NULL;
         self.leaves -= 1;
-    }
-
-    fn detach(&mut self, leaf: u32) {
-        if leaf == self.root {
-            self.root = NULL;
+        let other = self.take(p, 1 - s);
+        let parent = self.nodes[p as usize].parent;
+        if parent == NULL {
+            // `p` is the root.
+            if other.r == NULL {
+                self.release(p);
+                self.root = NULL;
+            } else if is_node(other.r) {
+                self.release(p);
+                self.root = other.r;
+                self.nodes[other.r as usize].parent = NULL;
+            } else {
+                self.put(p, 0, other);
+                self.put(p, 1, NO_CHILD);
+            }
             return;
         }
-        let parent = self.nodes[leaf as usize].parent;
-        let p = self.nodes[parent as usize];
-        let sibling = if p.child1 == leaf { p.child2 } else { p.child1 };
-        let grand = p.parent;
-        self.nodes[sibling as usize].parent = grand;
-        self.replace_child(grand, parent, sibling);
-        // An enlarged parent disappears: its sibling subtree keeps its own flags.
-        self.release(parent);
-        let mut i = grand;
-        while i != NULL {
-            self.refit_node_exact(i);
-            i = self.nodes[i as usize].parent;
-        }
+        let t = self.slot_in(parent, p);
+        self.put(parent, t, other);
+        self.release(p);
+        self.refit_up(parent, false);
     }
 
-    /// Like `refit_node`, but the moved flag is recomputed rather than OR-ed in.
-    fn refit_node_exact(&mut self, i: u32) {
-        self.refit_node(i);
-        let n = self.nodes[i as usize];
-        let exact = (self.nodes[n.child1 as usize].flags | self.nodes[n.child2 as usize].flags) & MOVED;
-        self.nodes[i as usize].flags = (n.flags & !MOVED) | exact;
-    }
-
-    /// Gives a leaf a new box in place: ancestors that no longer contain it grow and are marked
-    /// for the next [`Tree::rebuild_pending`]. Nothing is reinserted.
-    pub(crate) fn set_leaf_box(&mut self, leaf: u32, aabb: Aabb) {
-        self.nodes[leaf as usize].aabb = aabb;
-        let mut i = self.nodes[leaf as usize].parent;
+    /// Gives an item's leaf a new box in place: ancestors that no longer contain it grow and are
+    /// marked for the next [`Tree::rebuild_pending`]. Nothing is reinserted.
+    pub(crate) fn set_leaf_box(&mut self, item: u32, aabb: Aabb) {
+        let (p, s) = split_loc(self.loc[item as usize]);
+        self.nodes[p as usize].boxes[s] = aabb;
+        let mut node = p;
         let mut grew = false;
-        while i != NULL {
-            let n = &mut self.nodes[i as usize];
-            if n.aabb.contains(&aabb) {
+        loop {
+            let gp = self.nodes[node as usize].parent;
+            if gp == NULL {
                 break;
             }
-            n.aabb = union(&n.aabb, &aabb);
-            n.flags |= ENLARGED;
+            let t = self.slot_in(gp, node);
+            let g = &mut self.nodes[gp as usize];
+            if g.boxes[t].contains(&aabb) {
+                break;
+            }
+            g.boxes[t] = union(&g.boxes[t], &aabb);
+            g.flags |= GREW0 << t;
             grew = true;
-            i = n.parent;
+            node = gp;
         }
-        if grew && self.nodes[leaf as usize].flags & ENLARGED == 0 {
-            self.nodes[leaf as usize].flags |= ENLARGED;
-            self.enlarged.push(leaf);
+        let n = &mut self.nodes[p as usize];
+        if grew && n.flags & (GREW0 << s) == 0 {
+            n.flags |= GREW0 << s;
+            self.enlarged.push(item);
         }
     }
 
-    /// Flags a leaf and its ancestors as moved.
-    pub(crate) fn mark_moved(&mut self, leaf: u32) {
-        let mut i = leaf;
-        while i != NULL {
-            let n = &mut self.nodes[i as usize];
-            if n.flags & MOVED != 0 && i != leaf {
+    /// Flags an item's leaf and its ancestors as moved.
+    pub(crate) fn mark_moved(&mut self, item: u32) {
+        let (mut node, mut s) = split_loc(self.loc[item as usize]);
+        loop {
+            let n = &mut self.nodes[node as usize];
+            if n.flags & (MOVED0 << s) != 0 {
+                // Flagged slots have flagged ancestors.
                 break;
             }
-            n.flags |= MOVED;
-            i = n.parent;
+            n.flags |= MOVED0 << s;
+            let p = n.parent;
+            if p == NULL {
+                break;
+            }
+            s = self.slot_in(p, node);
+            node = p;
         }
     }
 
@@ -401,16 +452,22 @@ impl Tree {
         stack.push(self.root);
         while let Some(i) = stack.pop() {
             let n = &mut self.nodes[i as usize];
-            if n.flags & MOVED == 0 {
-                continue;
-            }
-            n.flags &= !MOVED;
-            if !n.is_leaf() {
-                stack.push(n.child1);
-                stack.push(n.child2);
+            let f = n.flags;
+            n.flags &= !MOVED_ANY;
+            for s in 0..2 {
+                if f & (MOVED0 << s) != 0 && is_node(n.child[s]) {
+                    stack.push(n.child[s]);
+                }
             }
         }
         self.stack = stack;
+    }
+
+    /// Whether node `i` has a box in its parent that grew in place.
+    #[inline]
+    fn grew(&self, i: u32) -> bool {
+        let p = self.nodes[i as usize].parent;
+        p != NULL && self.nodes[p as usize].flags & (GREW0 << self.slot_in(p, i)) != 0
     }
 
     /// Rebuilds, by binned SAH, each maximal subtree of nodes that grew since the last rebuild,
@@ -419,18 +476,21 @@ impl Tree {
         if self.enlarged.is_empty() {
             return;
         }
-        if self.enlarged.len() * FULL_REBUILD_SHARE > self.leaves as usize {
-            self.rebuild_full();
+        if self.enlarged.len() * REFIT_SHARE > self.leaves as usize {
+            self.enlarged.clear();
+            if self.refit_all() > self.rebuilt_cost * REBUILD_RATIO {
+                self.rebuild_full();
+            }
             return;
         }
         let mut tops = std::mem::take(&mut self.tops);
         tops.clear();
         for k in 0..self.enlarged.len() {
-            let leaf = self.enlarged[k];
-            self.nodes[leaf as usize].flags &= !ENLARGED;
+            let (p, s) = split_loc(self.loc[self.enlarged[k] as usize]);
+            self.nodes[p as usize].flags &= !(GREW0 << s);
             let mut top = NULL;
-            let mut i = self.nodes[leaf as usize].parent;
-            while i != NULL && self.nodes[i as usize].flags & ENLARGED != 0 {
+            let mut i = p;
+            while self.grew(i) {
                 top = i;
                 i = self.nodes[i as usize].parent;
             }
@@ -441,19 +501,19 @@ impl Tree {
         self.enlarged.clear();
         tops.sort_unstable();
         tops.dedup();
-        // Deeper tops first would not change the result; index order keeps it deterministic.
+        // Tops may nest (a grown node above an ungrown one above another grown one); either
+        // order gives a valid tree, and index order keeps it deterministic.
         for &top in &tops {
-            // A top may have been absorbed by an earlier rebuild (freed or cleared): skip it.
-            let n = self.nodes[top as usize];
-            if n.flags & ALLOCATED == 0 || n.flags & ENLARGED == 0 || n.is_leaf() {
+            // A top may have been absorbed by an earlier rebuild (freed, or reused in a new
+            // subtree whose slots are not grown): skip it.
+            if self.nodes[top as usize].flags & ALLOCATED == 0 || !self.grew(top) {
                 continue;
             }
             self.rebuild_subtree(top, false);
-            let mut i = self.nodes[top as usize].parent;
-            while i != NULL {
-                self.refit_node_exact(i);
-                i = self.nodes[i as usize].parent;
-            }
+            let p = self.nodes[top as usize].parent;
+            let s = self.slot_in(p, top);
+            self.nodes[p as usize].flags &= !(GREW0 << s);
+            self.refit_up(top, false);
         }
         self.tops = tops;
     }
@@ -465,9 +525,8 @@ impl Tree {
     }
 
     /// Rewrites the node array in depth-first order (a node's first child right after it), so
-    /// traversals walk memory forwards; drops the free list. Leaves move too: `moved_leaf(item,
-    /// new index)` is called for each. Requires no pending growth.
-    pub(crate) fn compact(&mut self, moved_leaf: &mut dyn FnMut(u32, u32)) {
+    /// traversals walk memory forwards; drops the free list. Requires no pending growth.
+    pub(crate) fn compact(&mut self) {
         debug_assert!(self.enlarged.is_empty());
         self.churn = 0;
         let mut out = std::mem::take(&mut self.spare);
@@ -478,27 +537,24 @@ impl Tree {
             self.spare = out;
             return;
         }
-        // Stack of (old index, new parent); a node's new index is its position in `out`.
-        let mut stack: Vec<(u32, u32)> = Vec::with_capacity(64);
-        stack.push((self.root, NULL));
-        while let Some((old, parent)) = stack.pop() {
+        // Stack of (old index, new parent, slot in it); a node's new index is its position in `out`.
+        let mut stack: Vec<(u32, u32, usize)> = Vec::with_capacity(64);
+        stack.push((self.root, NULL, 0));
+        while let Some((old, parent, slot)) = stack.pop() {
             let new = out.len() as u32;
             let mut n = self.nodes[old as usize];
             n.parent = parent;
             if parent != NULL {
-                // The parent's children are fixed up when they are placed.
-                let p = &mut out[parent as usize];
-                if p.child1 == old {
-                    p.child1 = new;
-                } else {
-                    p.child2 = new;
-                }
+                out[parent as usize].child[slot] = new;
             }
-            if n.is_leaf() {
-                moved_leaf(n.child1, new);
-            } else {
-                stack.push((n.child2, new));
-                stack.push((n.child1, new));
+            for s in (0..2).rev() {
+                let c = n.child[s];
+                if c == NULL {
+                } else if is_node(c) {
+                    stack.push((c, new, s));
+                } else {
+                    self.loc[(c & ITEM_MASK) as usize] = (new << 1) | s as u32;
+                }
             }
             out.push(n);
         }
@@ -509,19 +565,56 @@ impl Tree {
 
     /// Rebuilds the whole tree by binned SAH over its leaves.
     pub(crate) fn rebuild_full(&mut self) {
-        // Pending growth is subsumed: only the leaves' flags need clearing.
-        for k in 0..self.enlarged.len() {
-            let leaf = self.enlarged[k];
-            self.nodes[leaf as usize].flags &= !ENLARGED;
-        }
+        // Pending growth is subsumed: every slot is rewritten.
         self.enlarged.clear();
-        if self.root != NULL && !self.nodes[self.root as usize].is_leaf() {
+        if self.root != NULL && self.nodes[self.root as usize].child[1] != NULL {
             self.rebuild_subtree(self.root, true);
         }
+        self.rebuilt_cost = self.sah_cost();
     }
 
-    /// Collects the items under `top` (every leaf when `full`, else leaves and unenlarged
-    /// subtrees), frees the internal nodes above them, and builds a new subtree rooted at `top`.
+    /// Makes every internal box the exact union of its children, bottom up, and clears growth
+    /// marks (the caller clears the enlarged list). Returns the normalised SAH cost.
+    fn refit_all(&mut self) -> f64 {
+        if self.leaves < 2 {
+            return 0.0;
+        }
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(self.root);
+        let mut sum = 0.0f64;
+        // Post-order: a node is pushed again, tagged, under its children.
+        const DONE: u32 = LEAF;
+        while let Some(e) = stack.pop() {
+            let i = e & !DONE;
+            let n = self.nodes[i as usize];
+            if e & DONE == 0 {
+                stack.push(i | DONE);
+                for s in 0..2 {
+                    if is_node(n.child[s]) {
+                        stack.push(n.child[s]);
+                    }
+                }
+                continue;
+            }
+            let mut boxes = n.boxes;
+            for s in 0..2 {
+                if is_node(n.child[s]) {
+                    boxes[s] = self.nodes[n.child[s] as usize].bounds();
+                    sum += f64::from(area(&boxes[s]));
+                }
+            }
+            let m = &mut self.nodes[i as usize];
+            m.boxes = boxes;
+            m.flags &= !(GREW0 | (GREW0 << 1));
+        }
+        self.stack = stack;
+        let root_area = f64::from(area(&self.nodes[self.root as usize].bounds()));
+        (sum + root_area) / root_area.max(f64::MIN_POSITIVE)
+    }
+
+    /// Collects the items under `top` (every leaf when `full`, else leaves and ungrown
+    /// subtrees), frees the internal nodes above them, and builds a new subtree into `top`.
     fn rebuild_subtree(&mut self, top: u32, full: bool) {
         let mut items = std::mem::take(&mut self.items);
         let mut stack = std::mem::take(&mut self.stack);
@@ -530,87 +623,95 @@ impl Tree {
         stack.push(top);
         while let Some(i) = stack.pop() {
             let n = self.nodes[i as usize];
-            let descend = !n.is_leaf() && (i == top || full || n.flags & ENLARGED != 0);
-            if descend {
-                stack.push(n.child2);
-                stack.push(n.child1);
-                if i != top {
-                    self.release(i);
+            for s in 0..2 {
+                let c = n.child[s];
+                if c == NULL {
+                    continue;
                 }
-            } else {
-                self.nodes[i as usize].flags &= !ENLARGED;
-                let c = n.aabb.center();
-                items.push(Item { node: i, center: [c.x, c.y, c.z] });
+                if is_node(c) && (full || n.flags & (GREW0 << s) != 0) {
+                    stack.push(c);
+                } else {
+                    items.push(Item { aabb: n.boxes[s], r: c, moved: n.moved(s) });
+                }
+            }
+            if i != top {
+                self.release(i);
             }
         }
-        let parent = self.nodes[top as usize].parent;
         self.churn += items.len();
-        self.build_into(top, parent, &mut items);
+        self.build_into(top, &mut items);
         self.items = items;
         self.stack = stack;
     }
 
     /// Builds a subtree over `items` (at least 2) into node `dest`.
-    fn build_into(&mut self, dest: u32, parent: u32, items: &mut [Item]) {
-        let mid = split(items, &self.nodes);
+    fn build_into(&mut self, dest: u32, items: &mut [Item]) {
+        let mid = split(items);
         let (left, right) = items.split_at_mut(mid);
-        let c1 = self.build_child(dest, left);
-        let c2 = self.build_child(dest, right);
-        let (a, b) = (&self.nodes[c1 as usize], &self.nodes[c2 as usize]);
-        let node = Node {
-            aabb: union(&a.aabb, &b.aabb),
-            parent,
-            child1: c1,
-            child2: c2,
-            height: 1 + a.height.max(b.height),
-            flags: ALLOCATED | ((a.flags | b.flags) & MOVED),
-        };
-        self.nodes[dest as usize] = node;
+        for (s, side) in [(0, left), (1, right)] {
+            let c = if let [one] = side {
+                Child { r: one.r, aabb: one.aabb, moved: one.moved, grew: false }
+            } else {
+                let n = self.alloc();
+                self.build_into(n, side);
+                self.as_child(n)
+            };
+            self.put(dest, s, c);
+        }
     }
 
-    fn build_child(&mut self, parent: u32, items: &mut [Item]) -> u32 {
-        if items.len() == 1 {
-            let i = items[0].node;
-            self.nodes[i as usize].parent = parent;
-            return i;
+    /// Calls `f(node, its box)` for every internal node, depth first.
+    fn each_node(&self, f: &mut dyn FnMut(u32, &Aabb, u32)) {
+        if self.root == NULL {
+            return;
         }
-        let n = self.alloc();
-        self.build_into(n, parent, items);
-        n
+        let mut stack = vec![(self.root, self.nodes[self.root as usize].bounds(), 1u32)];
+        while let Some((i, b, depth)) = stack.pop() {
+            f(i, &b, depth);
+            let n = &self.nodes[i as usize];
+            for s in 0..2 {
+                if n.child[s] != NULL && is_node(n.child[s]) {
+                    stack.push((n.child[s], n.boxes[s], depth + 1));
+                }
+            }
+        }
+    }
+
+    /// Height: 0 for an empty or single-leaf tree, else the internal node levels.
+    pub(crate) fn height(&self) -> u32 {
+        if self.leaves < 2 {
+            return 0;
+        }
+        let mut h = 0;
+        self.each_node(&mut |_, _, depth| h = h.max(depth));
+        h
     }
 
     /// Sum of internal node areas over the root's (the SAH cost up to constants); 0 for < 2 leaves.
     pub(crate) fn sah_cost(&self) -> f64 {
-        if self.root == NULL || self.nodes[self.root as usize].is_leaf() {
+        if self.leaves < 2 {
             return 0.0;
         }
-        let root_area = f64::from(area(&self.nodes[self.root as usize].aabb)).max(f64::MIN_POSITIVE);
+        let root_area = f64::from(area(&self.nodes[self.root as usize].bounds())).max(f64::MIN_POSITIVE);
         let mut sum = 0.0f64;
-        let mut stack = vec![self.root];
-        while let Some(i) = stack.pop() {
-            let n = &self.nodes[i as usize];
-            if !n.is_leaf() {
-                sum += f64::from(area(&n.aabb));
-                stack.push(n.child1);
-                stack.push(n.child2);
-            }
-        }
+        self.each_node(&mut |_, b, _| sum += f64::from(area(b)));
         sum / root_area
     }
 
+    /// Internal nodes in use.
     pub(crate) fn node_count(&self) -> usize {
         self.nodes.iter().filter(|n| n.flags & ALLOCATED != 0).count()
     }
 
     pub(crate) fn bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node>()
+        self.nodes.capacity() * std::mem::size_of::<Node>() + self.loc.capacity() * 4
     }
 
-    /// Checks every structural invariant; `leaf_ok(item, leaf box)` checks a leaf against its
+    /// Checks every structural invariant; `leaf_ok(item, fat box)` checks a leaf against its
     /// owner's records.
     pub(crate) fn validate(
         &self,
-        leaf_ok: &mut dyn FnMut(u32, u32) -> Result<(), String>,
+        leaf_ok: &mut dyn FnMut(u32, &Aabb) -> Result<(), String>,
     ) -> Result<(), String> {
         let mut reached = 0usize;
         let mut leaves = 0u32;
@@ -625,32 +726,43 @@ impl Tree {
                 if n.flags & ALLOCATED == 0 {
                     return Err(format!("node {i} is reachable but free"));
                 }
-                if n.is_leaf() {
-                    leaves += 1;
-                    leaf_ok(n.child1, i)?;
-                    continue;
-                }
-                for c in [n.child1, n.child2] {
+                for s in 0..2 {
+                    let c = n.child[s];
+                    if c == NULL {
+                        if i != self.root || s != 1 || self.leaves != 1 {
+                            return Err(format!("node {i}: slot {s} is empty"));
+                        }
+                        continue;
+                    }
+                    if !is_node(c) {
+                        let item = c & ITEM_MASK;
+                        if c & LEAF_MOVED != 0 || self.loc.get(item as usize) != Some(&((i << 1) | s as u32)) {
+                            return Err(format!("node {i}: leaf {item} in slot {s} is not located there"));
+                        }
+                        leaves += 1;
+                        leaf_ok(item, &n.boxes[s])?;
+                        continue;
+                    }
                     let cn = self.nodes.get(c as usize).ok_or(format!("node {i}: child {c} out of range"))?;
                     if cn.parent != i {
                         return Err(format!("node {c}: parent {} but is a child of {i}", cn.parent));
                     }
-                    if !n.aabb.contains(&cn.aabb) {
-                        return Err(format!("node {i}: box does not contain child {c}"));
+                    if !n.boxes[s].contains(&cn.boxes[0]) || !n.boxes[s].contains(&cn.boxes[1]) {
+                        return Err(format!("node {i}: slot {s} box does not contain child {c}'s boxes"));
                     }
-                    if cn.moved() && !n.moved() {
-                        return Err(format!("node {i}: child {c} moved but the node is not flagged"));
+                    if n.moved(s) != (cn.flags & MOVED_ANY != 0) {
+                        return Err(format!("node {i}: slot {s} moved bit disagrees with child {c}"));
                     }
                     stack.push(c);
-                }
-                let h = 1 + self.nodes[n.child1 as usize].height.max(self.nodes[n.child2 as usize].height);
-                if n.height != h {
-                    return Err(format!("node {i}: height {} but children give {h}", n.height));
                 }
             }
         }
         if leaves != self.leaves {
             return Err(format!("{leaves} leaves reachable, {} counted", self.leaves));
+        }
+        let located = self.loc.iter().filter(|&&l| l != NULL).count();
+        if located != leaves as usize {
+            return Err(format!("{located} items located, {leaves} leaves"));
         }
         let mut free = 0usize;
         let mut f = self.free;
@@ -662,7 +774,7 @@ impl Tree {
             if self.nodes[f as usize].flags & ALLOCATED != 0 {
                 return Err(format!("node {f} is on the free list but allocated"));
             }
-            f = self.nodes[f as usize].child1;
+            f = self.nodes[f as usize].child[0];
         }
         if reached + free != self.nodes.len() {
             return Err(format!("{reached} reachable + {free} free != {} nodes", self.nodes.len()));
@@ -670,26 +782,26 @@ impl Tree {
         Ok(())
     }
 
-    /// Calls `visit(item, leaf)` for each leaf whose box overlaps `aabb`; false stops.
+    /// Calls `visit(item)` for each leaf whose box overlaps `aabb`; false stops.
     #[inline]
     pub(crate) fn query(&self, aabb: &Aabb, visit: &mut impl FnMut(u32) -> bool) -> bool {
         if self.root == NULL {
             return true;
         }
-        let mut stack = Stack::new(self.height());
+        let mut stack = Stack::new();
         stack.push(self.root);
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i as usize];
-            if !n.aabb.intersects(aabb) {
-                continue;
-            }
-            if n.is_leaf() {
-                if !visit(n.child1) {
+            for s in 0..2 {
+                let c = n.child[s];
+                if c == NULL || !n.boxes[s].intersects(aabb) {
+                    continue;
+                }
+                if is_node(c) {
+                    stack.push(c);
+                } else if !visit(c & ITEM_MASK) {
                     return false;
                 }
-            } else {
-                stack.push(n.child2);
-                stack.push(n.child1);
             }
         }
         true
@@ -707,40 +819,37 @@ impl Tree {
         if self.root == NULL || limit <= 0.0 {
             return limit;
         }
-        let mut stack = Stack::new(self.height());
-        let root = &self.nodes[self.root as usize];
-        match root.aabb.clip_ray_inv(origin, inv_dir, limit) {
-            Some((t0, _)) => stack.push_t(self.root, t0),
-            None => return limit,
-        }
-        while let Some((i, t_enter)) = stack.pop_t() {
+        let mut stack = Stack::new();
+        stack.push_t(self.root, 0.0);
+        while let Some((r, t_enter)) = stack.pop_t() {
             if t_enter > limit {
                 continue;
             }
-            let n = &self.nodes[i as usize];
-            if n.is_leaf() {
-                limit = visit(n.child1, limit);
+            if !is_node(r) {
+                limit = visit(r & ITEM_MASK, limit);
                 if limit <= 0.0 {
                     return limit;
                 }
                 continue;
             }
-            let (c1, c2) = (n.child1, n.child2);
-            let h1 = self.nodes[c1 as usize].aabb.clip_ray_inv(origin, inv_dir, limit);
-            let h2 = self.nodes[c2 as usize].aabb.clip_ray_inv(origin, inv_dir, limit);
-            match (h1, h2) {
-                (Some((t1, _)), Some((t2, _))) => {
+            let n = &self.nodes[r as usize];
+            let hit = |s: usize| match n.child[s] {
+                NULL => None,
+                _ => n.boxes[s].clip_ray_inv(origin, inv_dir, limit),
+            };
+            match (hit(0), hit(1)) {
+                (Some((t0, _)), Some((t1, _))) => {
                     // Push the far one first so the near one is visited first.
-                    if t1 <= t2 {
-                        stack.push_t(c2, t2);
-                        stack.push_t(c1, t1);
+                    if t0 <= t1 {
+                        stack.push_t(n.child[1], t1);
+                        stack.push_t(n.child[0], t0);
                     } else {
-                        stack.push_t(c1, t1);
-                        stack.push_t(c2, t2);
+                        stack.push_t(n.child[0], t0);
+                        stack.push_t(n.child[1], t1);
                     }
                 }
-                (Some((t1, _)), None) => stack.push_t(c1, t1),
-                (None, Some((t2, _))) => stack.push_t(c2, t2),
+                (Some((t0, _)), None) => stack.push_t(n.child[0], t0),
+                (None, Some((t1, _))) => stack.push_t(n.child[1], t1),
                 (None, None) => {}
             }
         }
@@ -750,7 +859,7 @@ impl Tree {
 
 /// Partitions `items` by binned SAH on the centres (longest centroid axis); returns the split
 /// point, always in `1..len`. Falls back to halving when the centres coincide or SAH finds nothing.
-fn split(items: &mut [Item], nodes: &[Node]) -> usize {
+fn split(items: &mut [Item]) -> usize {
     let n = items.len();
     if n == 2 {
         return 1;
@@ -758,8 +867,8 @@ fn split(items: &mut [Item], nodes: &[Node]) -> usize {
     let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
     for it in items.iter() {
         for k in 0..3 {
-            lo[k] = lo[k].min(it.center[k]);
-            hi[k] = hi[k].max(it.center[k]);
+            lo[k] = lo[k].min(it.center2(k));
+            hi[k] = hi[k].max(it.center2(k));
         }
     }
     let ext = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
@@ -778,12 +887,11 @@ fn split(items: &mut [Item], nodes: &[Node]) -> usize {
     let mut boxes: [Option<Aabb>; BINS] = [None; BINS];
     let mut counts = [0u32; BINS];
     for it in items.iter() {
-        let b = bin_of(it.center[axis]);
+        let b = bin_of(it.center2(axis));
         counts[b] += 1;
-        let nb = &nodes[it.node as usize].aabb;
         boxes[b] = Some(match boxes[b] {
-            Some(x) => union(&x, nb),
-            None => *nb,
+            Some(x) => union(&x, &it.aabb),
+            None => it.aabb,
         });
     }
     // Sweep from the right, then from the left, for the cost of each of the BINS-1 planes.
@@ -820,7 +928,7 @@ fn split(items: &mut [Item], nodes: &[Node]) -> usize {
     let mut i = 0;
     let mut j = n;
     while i < j {
-        if bin_of(items[i].center[axis]) <= best.1 {
+        if bin_of(items[i].center2(axis)) <= best.1 {
             i += 1;
         } else {
             j -= 1;
@@ -831,7 +939,8 @@ fn split(items: &mut [Item], nodes: &[Node]) -> usize {
 }
 
 /// A traversal stack on the call's stack frame: 128 entries cover any tree of height < 127
-/// (rotations and SAH rebuilds keep real trees far below that); a taller tree spills to the heap.
+/// (rotations and SAH rebuilds keep real trees far below that); a deeper traversal spills to the
+/// heap rather than fail.
 struct Stack {
     inline: [(u32, f32); 128],
     len: usize,
@@ -840,10 +949,8 @@ struct Stack {
 
 impl Stack {
     #[inline]
-    fn new(height: u32) -> Self {
-        let spill =
-            if height as usize + 2 > 128 { Vec::with_capacity(height as usize + 2) } else { Vec::new() };
-        Stack { inline: [(0, 0.0); 128], len: 0, spill }
+    fn new() -> Self {
+        Stack { inline: [(0, 0.0); 128], len: 0, spill: Vec::new() }
     }
 
     #[inline]
