@@ -15,14 +15,29 @@ fn main() {
     let mut ours = Ours::new(&scene);
     let t = Instant::now();
     let mut pairs = 0;
+    let mut times = Vec::with_capacity(frames);
     for _ in 0..frames {
         scene.step();
+        let f = Instant::now();
         pairs += ours.frame(&scene, false);
+        times.push(f.elapsed().as_secs_f64() * 1e3);
     }
     let el = t.elapsed();
+    let reps: usize = std::env::var("REBUILDS").map_or(1, |v| v.parse().unwrap());
+    let r = Instant::now();
+    for _ in 0..reps {
+        ours.tree.rebuild();
+    }
+    println!("a full rebuild and compaction: {:.3} ms", r.elapsed().as_secs_f64() * 1e3 / reps as f64);
+    times.sort_by(f64::total_cmp);
+    let mean = times.iter().sum::<f64>() / frames as f64;
+    let p99 = times[(frames * 99 / 100).min(frames - 1)];
     println!(
-        "{n} boxes, {share} moving: {:.3} ms/frame, {} pairs/frame, area ratio {:.3}, {:?}",
+        "{n} boxes, {share} moving: {:.3} ms/frame (frame mean {mean:.3}, median {:.3}, p99 {p99:.3} = {:.2}× mean, max {:.3}), {} pairs/frame, area ratio {:.3}, {:?}",
         el.as_secs_f64() * 1e3 / frames as f64,
+        times[frames / 2],
+        p99 / mean,
+        times[frames - 1],
         pairs / frames as u64,
         ours.tree.area_ratio(),
         ours.tree.stats()

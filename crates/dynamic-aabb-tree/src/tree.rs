@@ -105,13 +105,34 @@ impl Item {
 const BINS: usize = 12;
 
 /// When more than 1/REFIT_SHARE of the leaves grew out of their fat boxes, partial rebuilds
-/// would cover most of the tree: one refit of every box is far cheaper, and a full rebuild
-/// follows only once the refitted tree has degraded (see [`REBUILD_RATIO`]).
-const REFIT_SHARE: usize = 8;
+/// would cover most of the tree: one refit of every box is far cheaper. Quality is then kept by
+/// a full rebuild spread over the following pair updates ([`Background`]).
+const REFIT_SHARE: usize = 32;
 
 /// A refitted tree whose normalised SAH cost exceeds this many times its cost after the last
-/// full rebuild is rebuilt in full.
-const REBUILD_RATIO: f64 = 1.1;
+/// full rebuild is rebuilt in full at once (when background rebuilds keep being cancelled by
+/// insertions and removals).
+const REBUILD_RATIO: f64 = 1.15;
+
+/// A refitted tree whose normalised SAH cost exceeds this many times its cost after the last
+/// full rebuild starts a background rebuild.
+const BACKGROUND_RATIO: f64 = 1.04;
+
+/// Items split per pair update by a background rebuild, per leaf: a build splits every leaf
+/// once per tree level, so it completes in about height / 2 updates.
+const BACKGROUND_BUDGET: usize = 4;
+
+/// A full rebuild spread over several pair updates, so no frame pays for it whole. It splits
+/// the leaves into a new arena while the live tree keeps serving; leaf boxes and moved bits are
+/// taken from the live tree when it completes. Insertions and removals cancel it.
+#[derive(Clone, Debug, Default)]
+struct Background {
+    active: bool,
+    nodes: Vec<Node>,
+    items: Vec<Item>,
+    /// Ranges of `items` (at least 2 long) still to split, with the node they go into.
+    work: Vec<(u32, u32, u32)>,
+}
 
 /// The tree. `pub(crate)`: users reach it through [`crate::DynamicAabbTree`].
 #[derive(Clone, Debug)]
@@ -133,8 +154,12 @@ pub(crate) struct Tree {
     churn: usize,
     /// Normalised SAH cost right after the last full rebuild (0 before any).
     rebuilt_cost: f64,
-    /// Scratch for compaction.
+    /// Sum of the areas of the nodes built (below the build's top) since it was last reset.
+    built_area: f64,
+    /// Scratch for compaction and background rebuilds.
     spare: Vec<Node>,
+    spare_loc: Vec<u32>,
+    background: Background,
 }
 
 impl Default for Tree {
@@ -151,7 +176,10 @@ impl Default for Tree {
             stack: Vec::new(),
             churn: 0,
             rebuilt_cost: 0.0,
+            built_area: 0.0,
             spare: Vec::new(),
+            spare_loc: Vec::new(),
+            background: Background::default(),
         }
     }
 }
@@ -245,6 +273,7 @@ impl Tree {
     pub(crate) fn insert(&mut self, aabb: Aabb, item: u32) {
         // Rotations could hang grown nodes under unflagged ones: settle pending growth first.
         self.rebuild_pending();
+        self.background.active = false;
         if self.loc.len() <= item as usize {
             self.loc.resize(item as usize + 1, NULL);
         }
@@ -368,6 +397,7 @@ impl Tree {
     pub(crate) fn remove(&mut self, item: u32) {
         // The pending list may name this leaf: settle it first.
         self.rebuild_pending();
+        self.background.active = false;
         let (p, s) = split_loc(self.loc[item as usize]);
         self.loc[item as usize] = NULL;
         self.leaves -= 1;
@@ -470,19 +500,113 @@ impl Tree {
         p != NULL && self.nodes[p as usize].flags & (GREW0 << self.slot_in(p, i)) != 0
     }
 
+    /// Settles growth since the last call: few grown leaves get their grown subtrees rebuilt
+    /// ([`Tree::rebuild_grown`]); many get every box refitted and a background rebuild started.
+    /// Then advances the background rebuild, if any.
+    pub(crate) fn rebuild_pending(&mut self) {
+        if !self.enlarged.is_empty() {
+            if self.enlarged.len() * REFIT_SHARE > self.leaves as usize {
+                self.enlarged.clear();
+                let c = self.refit_all();
+                if c > self.rebuilt_cost * REBUILD_RATIO {
+                    self.rebuild_full();
+                } else if !self.background.active && c > self.rebuilt_cost * BACKGROUND_RATIO {
+                    self.start_background();
+                }
+            } else {
+                self.rebuild_grown();
+            }
+        }
+        self.step_background();
+    }
+
+    /// Starts a background rebuild over the current leaves.
+    fn start_background(&mut self) {
+        if self.leaves < 2 {
+            return;
+        }
+        let bg = &mut self.background;
+        collect_leaves(&self.nodes, &mut bg.items);
+        bg.nodes = std::mem::take(&mut self.spare);
+        bg.nodes.clear();
+        bg.nodes.push(Node { flags: ALLOCATED, ..Node::FREE });
+        bg.work.clear();
+        bg.work.push((0, 0, bg.items.len() as u32));
+        bg.active = true;
+    }
+
+    /// Splits up to the per-update budget of items; swaps the new tree in when it is complete.
+    fn step_background(&mut self) {
+        if !self.background.active {
+            return;
+        }
+        let bg = &mut self.background;
+        let mut budget = BACKGROUND_BUDGET * self.leaves as usize;
+        while budget > 0 {
+            let Some((node, a, b)) = bg.work.pop() else { break };
+            let (a, b) = (a as usize, b as usize);
+            budget = budget.saturating_sub(b - a);
+            let mid = a + split(&mut bg.items[a..b]);
+            for (s, (lo, hi)) in [(0, (a, mid)), (1, (mid, b))] {
+                if hi - lo == 1 {
+                    bg.nodes[node as usize].child[s] = bg.items[lo].r;
+                } else {
+                    // Children are allocated after their parents: the swap refits backwards.
+                    let c = bg.nodes.len() as u32;
+                    bg.nodes.push(Node { flags: ALLOCATED, parent: node, ..Node::FREE });
+                    bg.nodes[node as usize].child[s] = c;
+                    bg.work.push((c, lo as u32, hi as u32));
+                }
+            }
+        }
+        if bg.work.is_empty() {
+            self.finish_background();
+        }
+    }
+
+    /// Swaps the completed background tree in, with the live tree's current leaf boxes and
+    /// moved bits, refitted bottom up.
+    fn finish_background(&mut self) {
+        let mut nodes = std::mem::take(&mut self.background.nodes);
+        let mut loc = std::mem::take(&mut self.spare_loc);
+        loc.clear();
+        loc.resize(self.loc.len(), NULL);
+        let mut sum = 0.0f64;
+        for i in (0..nodes.len()).rev() {
+            let mut n = nodes[i];
+            n.flags = ALLOCATED;
+            for s in 0..2 {
+                let c = n.child[s];
+                if is_node(c) {
+                    let cn = &nodes[c as usize];
+                    n.boxes[s] = cn.bounds();
+                    n.flags |= u32::from(cn.flags & MOVED_ANY != 0) * (MOVED0 << s);
+                    sum += f64::from(area(&n.boxes[s]));
+                } else {
+                    let item = c & ITEM_MASK;
+                    let (p, t) = split_loc(self.loc[item as usize]);
+                    let live = &self.nodes[p as usize];
+                    n.boxes[s] = live.boxes[t];
+                    n.flags |= u32::from(live.moved(t)) * (MOVED0 << s);
+                    loc[item as usize] = ((i as u32) << 1) | s as u32;
+                }
+            }
+            nodes[i] = n;
+        }
+        self.spare = std::mem::replace(&mut self.nodes, nodes);
+        self.spare_loc = std::mem::replace(&mut self.loc, loc);
+        self.root = 0;
+        self.free = NULL;
+        self.enlarged.clear();
+        self.churn = 0;
+        self.background.active = false;
+        let root_area = f64::from(area(&self.nodes[0].bounds()));
+        self.rebuilt_cost = (sum + root_area) / root_area.max(f64::MIN_POSITIVE);
+    }
+
     /// Rebuilds, by binned SAH, each maximal subtree of nodes that grew since the last rebuild,
     /// keeping the subtrees below them; then refits the ancestors (boxes may shrink).
-    pub(crate) fn rebuild_pending(&mut self) {
-        if self.enlarged.is_empty() {
-            return;
-        }
-        if self.enlarged.len() * REFIT_SHARE > self.leaves as usize {
-            self.enlarged.clear();
-            if self.refit_all() > self.rebuilt_cost * REBUILD_RATIO {
-                self.rebuild_full();
-            }
-            return;
-        }
+    fn rebuild_grown(&mut self) {
         let mut tops = std::mem::take(&mut self.tops);
         tops.clear();
         for k in 0..self.enlarged.len() {
@@ -563,14 +687,26 @@ impl Tree {
         self.spare = out;
     }
 
-    /// Rebuilds the whole tree by binned SAH over its leaves.
+    /// Rebuilds the whole tree by binned SAH over its leaves, into a fresh arena: nodes are
+    /// allocated depth first, so the result needs no compaction.
     pub(crate) fn rebuild_full(&mut self) {
         // Pending growth is subsumed: every slot is rewritten.
         self.enlarged.clear();
-        if self.root != NULL && self.nodes[self.root as usize].child[1] != NULL {
-            self.rebuild_subtree(self.root, true);
+        self.background.active = false;
+        if self.leaves < 2 {
+            return;
         }
-        self.rebuilt_cost = self.sah_cost();
+        let mut items = std::mem::take(&mut self.items);
+        collect_leaves(&self.nodes, &mut items);
+        self.nodes.clear();
+        self.free = NULL;
+        self.root = self.alloc();
+        self.built_area = 0.0;
+        self.build_into(self.root, &mut items);
+        self.items = items;
+        self.churn = 0;
+        let root_area = f64::from(area(&self.nodes[self.root as usize].bounds()));
+        self.rebuilt_cost = (self.built_area + root_area) / root_area.max(f64::MIN_POSITIVE);
     }
 
     /// Makes every internal box the exact union of its children, bottom up, and clears growth
@@ -654,7 +790,9 @@ impl Tree {
             } else {
                 let n = self.alloc();
                 self.build_into(n, side);
-                self.as_child(n)
+                let c = self.as_child(n);
+                self.built_area += f64::from(area(&c.aabb));
+                c
             };
             self.put(dest, s, c);
         }
@@ -857,12 +995,30 @@ impl Tree {
     }
 }
 
+/// Every leaf of the arena as a rebuild item, in arena order.
+fn collect_leaves(nodes: &[Node], items: &mut Vec<Item>) {
+    items.clear();
+    for n in nodes {
+        if n.flags & ALLOCATED == 0 {
+            continue;
+        }
+        for s in 0..2 {
+            if n.child[s] != NULL && !is_node(n.child[s]) {
+                items.push(Item { aabb: n.boxes[s], r: n.child[s], moved: n.moved(s) });
+            }
+        }
+    }
+}
+
 /// Partitions `items` by binned SAH on the centres (longest centroid axis); returns the split
 /// point, always in `1..len`. Falls back to halving when the centres coincide or SAH finds nothing.
 fn split(items: &mut [Item]) -> usize {
     let n = items.len();
     if n == 2 {
         return 1;
+    }
+    if n <= SMALL {
+        return split_small(items);
     }
     let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
     for it in items.iter() {
@@ -884,39 +1040,36 @@ fn split(items: &mut [Item]) -> usize {
     }
     let scale = BINS as f32 / ext[axis];
     let bin_of = |c: f32| (((c - lo[axis]) * scale) as usize).min(BINS - 1);
-    let mut boxes: [Option<Aabb>; BINS] = [None; BINS];
+    // Empty bins keep the inverted box: unions skip it, and its area is never used (a plane
+    // is only costed with items on both sides).
+    let mut boxes = [EMPTY_BOX; BINS];
     let mut counts = [0u32; BINS];
     for it in items.iter() {
         let b = bin_of(it.center2(axis));
         counts[b] += 1;
-        boxes[b] = Some(match boxes[b] {
-            Some(x) => union(&x, &it.aabb),
-            None => it.aabb,
-        });
+        boxes[b] = union(&boxes[b], &it.aabb);
     }
     // Sweep from the right, then from the left, for the cost of each of the BINS-1 planes.
     let mut right_cost = [0.0f32; BINS];
-    let mut acc: Option<Aabb> = None;
+    let mut acc = EMPTY_BOX;
     let mut cnt = 0u32;
     for b in (1..BINS).rev() {
-        if let Some(x) = boxes[b] {
-            acc = Some(acc.map_or(x, |a| union(&a, &x)));
-        }
+        acc = union(&acc, &boxes[b]);
         cnt += counts[b];
-        right_cost[b] = acc.map_or(0.0, |a| area(&a)) * cnt as f32;
+        if cnt > 0 {
+            right_cost[b] = area(&acc) * cnt as f32;
+        }
     }
     let mut best = (f32::INFINITY, 0usize);
-    acc = None;
+    acc = EMPTY_BOX;
     cnt = 0;
     for b in 0..BINS - 1 {
-        if let Some(x) = boxes[b] {
-            acc = Some(acc.map_or(x, |a| union(&a, &x)));
-        }
+        acc = union(&acc, &boxes[b]);
         cnt += counts[b];
         if cnt == 0 || cnt as usize == n {
             continue;
         }
-        let cost = acc.map_or(0.0, |a| area(&a)) * cnt as f32 + right_cost[b + 1];
+        let cost = area(&acc) * cnt as f32 + right_cost[b + 1];
         if cost < best.0 {
             best = (cost, b);
         }
@@ -936,6 +1089,55 @@ fn split(items: &mut [Item]) -> usize {
         }
     }
     if i == 0 || i == n { n / 2 } else { i }
+}
+
+/// Up to this many items are split by exact SAH over their sorted centres: cheaper than 12 bins
+/// (about half of all nodes of a tree have this few leaves below them).
+const SMALL: usize = 8;
+
+/// Exact SAH split of a few items along their longest centroid axis; returns the split point.
+fn split_small(items: &mut [Item]) -> usize {
+    let n = items.len();
+    let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
+    for it in items.iter() {
+        for k in 0..3 {
+            lo[k] = lo[k].min(it.center2(k));
+            hi[k] = hi[k].max(it.center2(k));
+        }
+    }
+    let ext = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
+    let axis = if ext[0] >= ext[1] && ext[0] >= ext[2] {
+        0
+    } else if ext[1] >= ext[2] {
+        1
+    } else {
+        2
+    };
+    // Insertion sort: stable, deterministic, and fast at this size.
+    for i in 1..n {
+        let mut j = i;
+        while j > 0 && items[j - 1].center2(axis) > items[j].center2(axis) {
+            items.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    let mut right = [0.0f32; SMALL];
+    let mut acc = EMPTY_BOX;
+    for i in (1..n).rev() {
+        acc = union(&acc, &items[i].aabb);
+        right[i] = area(&acc) * (n - i) as f32;
+    }
+    let (mut best, mut at) = (f32::INFINITY, n / 2);
+    acc = EMPTY_BOX;
+    for i in 1..n {
+        acc = union(&acc, &items[i - 1].aabb);
+        let cost = area(&acc) * i as f32 + right[i];
+        if cost < best {
+            best = cost;
+            at = i;
+        }
+    }
+    at
 }
 
 /// A traversal stack on the call's stack frame: 128 entries cover any tree of height < 127
