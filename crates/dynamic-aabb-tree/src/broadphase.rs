@@ -1,7 +1,7 @@
 //! [`DynamicAabbTree`]: proxies with fat boxes in two trees (moving and static), incremental pairs,
 //! queries, and core's [`Broadphase`] trait.
 
-use crate::tree::{ITEM_MASK, LEAF_MOVED, MAX_ITEMS, MOVED_ANY, NULL, Node, Tree, is_node};
+use crate::tree::{ITEM_MASK, LEAF_MOVED, MAX_ITEMS, MOVED_ANY, NULL, Node, Tree, is_node, overlap};
 use rayon::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Aabb, Broadphase, CoreError, ProxyId, Ray};
@@ -95,15 +95,26 @@ impl Default for DynamicAabbTree {
     }
 }
 
+/// Every move goes through here, so the common case is one branch-free test: NaN fails every
+/// comparison, and the bounds exclude infinities.
+#[inline]
 fn check_box(aabb: Aabb) -> Result<Aabb, CoreError> {
-    let b = Aabb::try_new(aabb.mins, aabb.maxs)?;
-    if b.mins.iter().chain(b.maxs.iter()).any(|v| v.abs() > MAX_COORD) {
-        return Err(CoreError::InvalidAabb(format!(
-            "{:?}..{:?} reaches beyond ±{MAX_COORD:e}",
-            aabb.mins, aabb.maxs
-        )));
+    let (lo, hi) = (&aabb.mins, &aabb.maxs);
+    let ok = (-MAX_COORD <= lo.x)
+        & (-MAX_COORD <= lo.y)
+        & (-MAX_COORD <= lo.z)
+        & (lo.x <= hi.x)
+        & (lo.y <= hi.y)
+        & (lo.z <= hi.z)
+        & (hi.x <= MAX_COORD)
+        & (hi.y <= MAX_COORD)
+        & (hi.z <= MAX_COORD);
+    if ok {
+        return Ok(aabb);
     }
-    Ok(b)
+    // Say which rule failed.
+    Aabb::try_new(aabb.mins, aabb.maxs)?;
+    Err(CoreError::InvalidAabb(format!("{lo:?}..{hi:?} reaches beyond ±{MAX_COORD:e}")))
 }
 
 #[inline]
@@ -391,17 +402,6 @@ struct Task {
     cross: bool,
 }
 
-/// Branch-free box overlap (the pair traversal's inner test).
-#[inline(always)]
-fn overlap(a: &Aabb, b: &Aabb) -> bool {
-    (a.mins.x <= b.maxs.x)
-        & (b.mins.x <= a.maxs.x)
-        & (a.mins.y <= b.maxs.y)
-        & (b.mins.y <= a.maxs.y)
-        & (a.mins.z <= b.maxs.z)
-        & (b.mins.z <= a.maxs.z)
-}
-
 /// Slot `s` of `n` as a traversal reference (a leaf carries its moved bit).
 #[inline(always)]
 fn child_ref(n: &Node, s: usize) -> u32 {
@@ -543,7 +543,7 @@ impl Broadphase for DynamicAabbTree {
 
     fn query_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(ProxyId) -> bool) {
         let tight = &self.tight;
-        let mut f = |item: u32| !tight[item as usize].intersects(aabb) || visit(ProxyId(item));
+        let mut f = |item: u32| !overlap(&tight[item as usize], aabb) || visit(ProxyId(item));
         if self.dynamic.query(aabb, &mut f) {
             self.statics.query(aabb, &mut f);
         }

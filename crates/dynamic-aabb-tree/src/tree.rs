@@ -184,6 +184,17 @@ impl Default for Tree {
     }
 }
 
+/// Branch-free box overlap (the inner test of traversals and queries).
+#[inline(always)]
+pub(crate) fn overlap(a: &Aabb, b: &Aabb) -> bool {
+    (a.mins.x <= b.maxs.x)
+        & (b.mins.x <= a.maxs.x)
+        & (a.mins.y <= b.maxs.y)
+        & (b.mins.y <= a.maxs.y)
+        & (a.mins.z <= b.maxs.z)
+        & (b.mins.z <= a.maxs.z)
+}
+
 #[inline]
 fn area(b: &Aabb) -> f32 {
     b.surface_area()
@@ -930,11 +941,13 @@ impl Tree {
         stack.push(self.root);
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i as usize];
+            // Only a root's slot 1 can be empty (and an infinite query box overlaps its box).
+            let hits = [overlap(&n.boxes[0], aabb), overlap(&n.boxes[1], aabb) & (n.child[1] != NULL)];
             for s in 0..2 {
-                let c = n.child[s];
-                if c == NULL || !n.boxes[s].intersects(aabb) {
+                if !hits[s] {
                     continue;
                 }
+                let c = n.child[s];
                 if is_node(c) {
                     stack.push(c);
                 } else if !visit(c & ITEM_MASK) {
