@@ -373,7 +373,10 @@ impl DynamicAabbTree {
             tree.validate(&mut |item, fat| {
                 let s = self.slots.get(item as usize).ok_or(format!("proxy {item} out of range"))?;
                 if !s.live || s.kind != kind {
-                    return Err(format!("proxy {item} (live {}, {:?}) has a leaf in the {kind:?} tree", s.live, s.kind));
+                    return Err(format!(
+                        "proxy {item} (live {}, {:?}) has a leaf in the {kind:?} tree",
+                        s.live, s.kind
+                    ));
                 }
                 if !fat.contains(&self.tight[item as usize]) {
                     return Err(format!("proxy {item}: fat box does not contain the tight box"));

@@ -7,13 +7,16 @@
 //! - **Proxies** ([`DynamicAabbTree::create`], [`Broadphase::move_proxy`], destroy) carry user
 //!   data and a *fat* box: the tight box grown by a margin and stretched along the motion hint.
 //!   A move that stays inside its fat box touches no node.
-//! - **The tree**: 40-byte nodes in an index arena with a free list. Insertion picks the sibling
-//!   by the surface-area heuristic with a branch-and-bound descent, then rotates nodes on the way
-//!   up. A box that leaves its fat box grows its ancestors in place; before the next pair update
-//!   each maximal grown subtree is rebuilt by binned SAH (a partial rebuild), keeping the
-//!   untouched subtrees below it; when over 1/8 of the leaves grew, the whole tree is rebuilt
-//!   instead. After rebuilds the node array is laid out again depth first.
-//!   [`DynamicAabbTree::rebuild`] rebuilds everything on demand.
+//! - **The tree**: wide 64-byte nodes (one cache line) in an index arena with a free list; each
+//!   internal node holds both children's boxes, and leaves live in their parent's child slots, so
+//!   a visit tests both children without loading them. Insertion picks the sibling by the
+//!   surface-area heuristic with a branch-and-bound descent, then rotates nodes on the way up. A
+//!   box that leaves its fat box grows its ancestors in place. Before the next pair update, few
+//!   grown leaves get each maximal grown subtree rebuilt by binned SAH (a partial rebuild,
+//!   keeping the untouched subtrees below it); many (over 1/32) get every box refitted instead,
+//!   and once the refitted tree's SAH cost has drifted 4%, a full rebuild runs in the background,
+//!   a slice per update, and is swapped in when done. [`DynamicAabbTree::rebuild`] rebuilds
+//!   everything at once.
 //! - **Pairs** ([`Broadphase::update_pairs`]): one self-traversal of the moving tree and one
 //!   traversal against the static tree, both pruned to subtrees that hold a moved proxy; so only
 //!   movers are queried and static–static pairs are never visited. Pairs are tested on the tight

@@ -48,10 +48,8 @@ const _: () = assert!(std::mem::size_of::<Node>() == 64);
 
 /// An empty slot's box: inverted, so no overlap test with a finite box passes. Ray casts and
 /// user queries check for `NULL` instead (slab tests and infinite query boxes see through it).
-const EMPTY_BOX: Aabb = Aabb::new(
-    Point3::new(f32::MAX, f32::MAX, f32::MAX),
-    Point3::new(-f32::MAX, -f32::MAX, -f32::MAX),
-);
+const EMPTY_BOX: Aabb =
+    Aabb::new(Point3::new(f32::MAX, f32::MAX, f32::MAX), Point3::new(-f32::MAX, -f32::MAX, -f32::MAX));
 
 impl Node {
     const FREE: Node = Node { boxes: [EMPTY_BOX; 2], child: [NULL; 2], parent: NULL, flags: 0 };
@@ -745,10 +743,10 @@ impl Tree {
                 continue;
             }
             let mut boxes = n.boxes;
-            for s in 0..2 {
-                if is_node(n.child[s]) {
-                    boxes[s] = self.nodes[n.child[s] as usize].bounds();
-                    sum += f64::from(area(&boxes[s]));
+            for (b, &c) in boxes.iter_mut().zip(&n.child) {
+                if is_node(c) {
+                    *b = self.nodes[c as usize].bounds();
+                    sum += f64::from(area(b));
                 }
             }
             let m = &mut self.nodes[i as usize];
@@ -885,7 +883,8 @@ impl Tree {
                     }
                     if !is_node(c) {
                         let item = c & ITEM_MASK;
-                        if c & LEAF_MOVED != 0 || self.loc.get(item as usize) != Some(&((i << 1) | s as u32)) {
+                        if c & LEAF_MOVED != 0 || self.loc.get(item as usize) != Some(&((i << 1) | s as u32))
+                        {
                             return Err(format!("node {i}: leaf {item} in slot {s} is not located there"));
                         }
                         leaves += 1;
@@ -943,11 +942,10 @@ impl Tree {
             let n = &self.nodes[i as usize];
             // Only a root's slot 1 can be empty (and an infinite query box overlaps its box).
             let hits = [overlap(&n.boxes[0], aabb), overlap(&n.boxes[1], aabb) & (n.child[1] != NULL)];
-            for s in 0..2 {
-                if !hits[s] {
+            for (&hit, &c) in hits.iter().zip(&n.child) {
+                if !hit {
                     continue;
                 }
-                let c = n.child[s];
                 if is_node(c) {
                     stack.push(c);
                 } else if !visit(c & ITEM_MASK) {
