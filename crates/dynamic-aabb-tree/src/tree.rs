@@ -609,8 +609,7 @@ impl Tree {
         self.enlarged.clear();
         self.churn = 0;
         self.background.active = false;
-        let root_area = f64::from(area(&self.nodes[0].bounds()));
-        self.rebuilt_cost = (sum + root_area) / root_area.max(f64::MIN_POSITIVE);
+        self.rebuilt_cost = self.normalised_cost(sum);
     }
 
     /// Rebuilds, by binned SAH, each maximal subtree of nodes that grew since the last rebuild,
@@ -714,8 +713,7 @@ impl Tree {
         self.build_into(self.root, &mut items);
         self.items = items;
         self.churn = 0;
-        let root_area = f64::from(area(&self.nodes[self.root as usize].bounds()));
-        self.rebuilt_cost = (self.built_area + root_area) / root_area.max(f64::MIN_POSITIVE);
+        self.rebuilt_cost = self.normalised_cost(self.built_area);
     }
 
     /// Makes every internal box the exact union of its children, bottom up, and clears growth
@@ -754,8 +752,14 @@ impl Tree {
             m.flags &= !(GREW0 | (GREW0 << 1));
         }
         self.stack = stack;
+        self.normalised_cost(sum)
+    }
+
+    /// The SAH cost (node areas, root included, over the root's) from the sum of the areas of
+    /// the internal nodes below the root.
+    fn normalised_cost(&self, below_root: f64) -> f64 {
         let root_area = f64::from(area(&self.nodes[self.root as usize].bounds()));
-        (sum + root_area) / root_area.max(f64::MIN_POSITIVE)
+        (below_root + root_area) / root_area.max(f64::MIN_POSITIVE)
     }
 
     /// Collects the items under `top` (every leaf when `full`, else leaves and ungrown
@@ -839,10 +843,13 @@ impl Tree {
         if self.leaves < 2 {
             return 0.0;
         }
-        let root_area = f64::from(area(&self.nodes[self.root as usize].bounds())).max(f64::MIN_POSITIVE);
         let mut sum = 0.0f64;
-        self.each_node(&mut |_, b, _| sum += f64::from(area(b)));
-        sum / root_area
+        self.each_node(&mut |i, b, _| {
+            if i != self.root {
+                sum += f64::from(area(b));
+            }
+        });
+        self.normalised_cost(sum)
     }
 
     /// Internal nodes in use.
@@ -1028,29 +1035,15 @@ fn split(items: &mut [Item]) -> usize {
     if n == 2 {
         return 1;
     }
+    let (axis, lo, ext) = centroid_axis(items);
     if n <= SMALL {
-        return split_small(items);
+        return split_small(items, axis);
     }
-    let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
-    for it in items.iter() {
-        for k in 0..3 {
-            lo[k] = lo[k].min(it.center2(k));
-            hi[k] = hi[k].max(it.center2(k));
-        }
-    }
-    let ext = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
-    let axis = if ext[0] >= ext[1] && ext[0] >= ext[2] {
-        0
-    } else if ext[1] >= ext[2] {
-        1
-    } else {
-        2
-    };
-    if ext[axis] <= 0.0 || !ext[axis].is_finite() {
+    if ext <= 0.0 || !ext.is_finite() {
         return n / 2;
     }
-    let scale = BINS as f32 / ext[axis];
-    let bin_of = |c: f32| (((c - lo[axis]) * scale) as usize).min(BINS - 1);
+    let scale = BINS as f32 / ext;
+    let bin_of = |c: f32| (((c - lo) * scale) as usize).min(BINS - 1);
     // Empty bins keep the inverted box: unions skip it, and its area is never used (a plane
     // is only costed with items on both sides).
     let mut boxes = [EMPTY_BOX; BINS];
@@ -1106,9 +1099,9 @@ fn split(items: &mut [Item]) -> usize {
 /// (about half of all nodes of a tree have this few leaves below them).
 const SMALL: usize = 8;
 
-/// Exact SAH split of a few items along their longest centroid axis; returns the split point.
-fn split_small(items: &mut [Item]) -> usize {
-    let n = items.len();
+/// The axis along which the items' centres spread most, with the centres' low end and extent
+/// on it (in `center2` units).
+fn centroid_axis(items: &[Item]) -> (usize, f32, f32) {
     let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
     for it in items.iter() {
         for k in 0..3 {
@@ -1124,6 +1117,12 @@ fn split_small(items: &mut [Item]) -> usize {
     } else {
         2
     };
+    (axis, lo[axis], ext[axis])
+}
+
+/// Exact SAH split of a few items along `axis`; returns the split point.
+fn split_small(items: &mut [Item], axis: usize) -> usize {
+    let n = items.len();
     // Insertion sort: stable, deterministic, and fast at this size.
     for i in 1..n {
         let mut j = i;
