@@ -27,7 +27,7 @@ impl TriangleSource for ChunkMesh {
 }
 
 /// A heightfield grid of `n × n` quads over the default world's terrain, starting at `(x0, z0)`.
-fn terrain_grid(terrain: &Terrain, n: u32, x0: i32, z0: i32) -> (Vec<Point3<f32>>, Vec<[u32; 3]>) {
+pub fn terrain_grid(terrain: &Terrain, n: u32, x0: i32, z0: i32) -> (Vec<Point3<f32>>, Vec<[u32; 3]>) {
     let mut p = Vec::with_capacity(((n + 1) * (n + 1)) as usize);
     for z in 0..=n {
         for x in 0..=n {
@@ -47,7 +47,7 @@ fn terrain_grid(terrain: &Terrain, n: u32, x0: i32, z0: i32) -> (Vec<Point3<f32>
 }
 
 /// Rays from above aimed at random ground points: straight down, or oblique (45°).
-fn rays(rng: &mut Rng, bounds: &Aabb, n: usize, oblique: bool) -> Vec<Ray> {
+pub fn rays(rng: &mut Rng, bounds: &Aabb, n: usize, oblique: bool) -> Vec<Ray> {
     let e = bounds.extents();
     (0..n)
         .map(|_| {

@@ -3,14 +3,17 @@
 //! The loose kD tree from the Roblox terrain-physics article: the spatial index every collision and
 //! ray cast against terrain goes through. Each branch holds *two* split planes on one axis — all left
 //! children lie below one, all right children above the other — so triangles are never cut and a
-//! node is 12 bytes (two floats and a word for the axis and child index; the leaf tag lives in the
-//! axis field; children are adjacent). Leaves hold up to 2 triangles, so the tree costs about 12
-//! bytes per triangle, against ~100 for parry3d's `TriMesh` BVH.
+//! node is 12 bytes (two floats and a tag word for the axis and child index; the leaf tag lives in
+//! the axis field; children are adjacent). Leaves hold up to 2 triangles, so the tree costs about 12
+//! bytes per triangle, against ~100 for parry3d's `TriMesh` BVH. One addition to the article:
+//! **slab** nodes, which bound a subtree on an axis its ancestors leave loose (height, over terrain),
+//! so rays passing over the ground skip whole subtrees (docs/architecture.md has the figures).
 //!
 //! - [`KdTree::build`]: from any [`TriangleSource`](voxterra_core::TriangleSource) (u16 or u32
-//!   indices, so compact chunk meshes plug in without copying). Longest axis, split at the mean
-//!   midpoint, planes fitted to all 3 vertices, halves of the midpoint order when a side would get
-//!   under 25%. O(n log n), one scratch buffer.
+//!   indices, so compact chunk meshes plug in without copying). Split at the mean midpoint, planes
+//!   fitted to all 3 vertices, halves of the midpoint order when a side would get under 25%; the
+//!   axis by surface-area cost (Y needing a 25% margin), small nodes at the median so leaves come
+//!   out full. O(n log n), one scratch buffer.
 //! - [`KdTree::with`] pairs the tree with its mesh: a [`KdTreeView`] implementing
 //!   [`TriangleIndex`](voxterra_core::TriangleIndex) — triangles overlapping an AABB, the closest ray
 //!   hit by segment traversal (near child first, early exit, planes widened against float error), and

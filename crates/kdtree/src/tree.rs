@@ -1,7 +1,7 @@
 //! The tree, its queries, statistics and invariant check.
 
 use crate::build::{self, MAX_DEPTH};
-use crate::node::Node;
+use crate::node::{Kind, Node};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{
     Aabb, Culling, Ray, RayHit, TriangleIndex, TriangleIndices, TriangleSource, ray_triangle,
@@ -38,11 +38,13 @@ pub enum KdTreeError {
 pub struct KdTreeStats {
     /// Triangles indexed.
     pub triangles: usize,
-    /// Nodes (branches and leaves).
+    /// Nodes (branches, leaves and slabs).
     pub nodes: usize,
     /// Leaves.
     pub leaves: usize,
-    /// Levels, the root counting as 1.
+    /// Slab nodes (bounds on an axis the planes above leave loose; see the crate docs).
+    pub slabs: usize,
+    /// Levels, the root counting as 1 (slabs count).
     pub depth: usize,
     /// Bytes of the tree (nodes and bounds; not the mesh).
     pub bytes: usize,
@@ -79,11 +81,13 @@ impl KdTree {
 
     /// Statistics.
     pub fn stats(&self) -> KdTreeStats {
-        let leaves = self.nodes.iter().filter(|n| n.is_leaf()).count();
+        let count = |f: fn(Kind) -> bool| self.nodes.iter().filter(|n| f(n.kind())).count();
+        let leaves = count(|k| matches!(k, Kind::Leaf(_)));
         KdTreeStats {
             triangles: self.triangles as usize,
             nodes: self.nodes.len(),
             leaves,
+            slabs: count(|k| matches!(k, Kind::Slab(..))),
             depth: self.depth,
             bytes: self.nodes.len() * std::mem::size_of::<Node>() + std::mem::size_of::<Self>(),
             triangles_per_leaf: self.triangles as f32 / leaves.max(1) as f32,
@@ -98,50 +102,65 @@ impl KdTree {
         if n != self.triangles as usize {
             return Err(format!("built over {} triangles, mesh has {n}", self.triangles));
         }
-        if self.depth > MAX_DEPTH {
-            return Err(format!("depth {} exceeds the query stack bound {MAX_DEPTH}", self.depth));
+        if self.depth > 2 * MAX_DEPTH {
+            return Err(format!("depth {} exceeds the query stack bound", self.depth));
         }
         let mut seen = vec![false; n];
-        // (node, level, bounds the node's triangles must respect on each axis: [lo, hi])
-        let mut stack = vec![(0usize, 1usize, [[f32::NEG_INFINITY, f32::INFINITY]; 3])];
+        // (node, level, branches above, bounds the node's triangles must respect on each axis)
+        let mut stack = vec![(0usize, 1usize, 0usize, [[f32::NEG_INFINITY, f32::INFINITY]; 3])];
         let mut max_level = 0;
-        while let Some((i, level, limits)) = stack.pop() {
+        while let Some((i, level, branches, limits)) = stack.pop() {
             max_level = max_level.max(level);
+            if branches > MAX_DEPTH {
+                return Err(format!("node {i} has {branches} branches above it, past the query stack"));
+            }
             let node = self.nodes.get(i).ok_or(format!("node {i} out of range"))?;
-            if node.is_leaf() {
-                let (tris, count) = node.triangles();
-                if count > 2 {
-                    return Err(format!("leaf {i} holds {count} triangles"));
-                }
-                for &t in &tris[..count] {
-                    let t = t as usize;
-                    if t >= n || std::mem::replace(&mut seen[t], true) {
-                        return Err(format!("leaf {i}: triangle {t} out of range or in two leaves"));
+            match node.kind() {
+                Kind::Leaf(count) => {
+                    if count > 2 {
+                        return Err(format!("leaf {i} holds {count} triangles"));
                     }
-                    for v in mesh.triangle(t) {
-                        for a in 0..3 {
-                            if !(limits[a][0] <= v[a] && v[a] <= limits[a][1]) {
-                                return Err(format!(
-                                    "triangle {t} at leaf {i} lies outside a split plane on axis {a}"
-                                ));
-                            }
-                            if !(self.bounds.mins[a] <= v[a] && v[a] <= self.bounds.maxs[a]) {
-                                return Err(format!("triangle {t} lies outside the tree bounds"));
+                    for &t in &node.triangles()[..count] {
+                        let t = t as usize;
+                        if t >= n || std::mem::replace(&mut seen[t], true) {
+                            return Err(format!("leaf {i}: triangle {t} out of range or in two leaves"));
+                        }
+                        for v in mesh.triangle(t) {
+                            for a in 0..3 {
+                                if !(limits[a][0] <= v[a] && v[a] <= limits[a][1]) {
+                                    return Err(format!(
+                                        "triangle {t} at leaf {i} lies outside a split plane or slab on axis {a}"
+                                    ));
+                                }
+                                if !(self.bounds.mins[a] <= v[a] && v[a] <= self.bounds.maxs[a]) {
+                                    return Err(format!("triangle {t} lies outside the tree bounds"));
+                                }
                             }
                         }
                     }
                 }
-            } else {
-                let (c, a) = (node.child(), node.axis());
-                if c + 1 >= self.nodes.len() || c <= i {
-                    return Err(format!("branch {i}: children at {c} out of range"));
+                Kind::Branch(a, c) => {
+                    if c + 1 >= self.nodes.len() || c <= i {
+                        return Err(format!("branch {i}: children at {c} out of range"));
+                    }
+                    let mut left = limits;
+                    left[a][1] = left[a][1].min(node.split(0));
+                    let mut right = limits;
+                    right[a][0] = right[a][0].max(node.split(1));
+                    stack.push((c, level + 1, branches + 1, left));
+                    stack.push((c + 1, level + 1, branches + 1, right));
                 }
-                let mut left = limits;
-                left[a][1] = left[a][1].min(node.split(0));
-                let mut right = limits;
-                right[a][0] = right[a][0].max(node.split(1));
-                stack.push((c, level + 1, left));
-                stack.push((c + 1, level + 1, right));
+                Kind::Slab(a, c) => {
+                    if c >= self.nodes.len() || c <= i {
+                        return Err(format!("slab {i}: child {c} out of range"));
+                    }
+                    if matches!(self.nodes[c].kind(), Kind::Slab(..)) {
+                        return Err(format!("slab {i}: its child is a slab"));
+                    }
+                    let mut inner = limits;
+                    inner[a] = [inner[a][0].max(node.split(0)), inner[a][1].min(node.split(1))];
+                    stack.push((c, level + 1, branches, inner));
+                }
             }
         }
         if max_level != self.depth.max(1) {
@@ -192,46 +211,66 @@ struct Segment {
 const WIDEN: f32 = 4.0 * f32::EPSILON;
 
 impl<S: TriangleSource> KdTreeView<'_, S> {
-    /// Runs `$body` with `$fetch` bound to a closure for this mesh's index type, monomorphised per
-    /// type (PERF: a `&dyn Fn` fetch cost an indirect call per triangle).
+    /// Every triangle whose box overlaps `aabb`: descends the children and slabs whose planes admit
+    /// the box, depth first, left child first.
     fn aabb_query(&self, aabb: &Aabb, fetch: impl Fn(u32) -> [Point3<f32>; 3], visit: &mut dyn FnMut(u32)) {
         let tree = self.tree;
         if tree.triangles == 0 || !tree.bounds.intersects(aabb) {
             return;
         }
+        let (lo, hi) = (aabb.mins, aabb.maxs);
+        // Pending right children: at most one per branch on the current path.
         let mut stack = [0u32; MAX_DEPTH + 2];
-        let mut top = 1;
-        while top > 0 {
-            top -= 1;
-            let node = tree.nodes[stack[top] as usize];
-            if node.is_leaf() {
-                let (tris, count) = node.triangles();
-                for &t in &tris[..count] {
-                    let v = fetch(t);
-                    let overlaps = (0..3).all(|a| {
-                        let lo = v[0][a].min(v[1][a]).min(v[2][a]);
-                        let hi = v[0][a].max(v[1][a]).max(v[2][a]);
-                        lo <= aabb.maxs[a] && aabb.mins[a] <= hi
-                    });
-                    if overlaps {
-                        visit(t);
+        let mut top = 0;
+        let mut at = 0;
+        loop {
+            let node = tree.nodes[at];
+            match node.kind() {
+                Kind::Branch(a, c) => {
+                    let (l, r) = (node.split(0) >= lo[a], node.split(1) <= hi[a]);
+                    if l {
+                        if r {
+                            stack[top] = c as u32 + 1;
+                            top += 1;
+                        }
+                        at = c;
+                        continue;
+                    }
+                    if r {
+                        at = c + 1;
+                        continue;
                     }
                 }
-                continue;
+                Kind::Slab(a, c) => {
+                    if node.split(0) <= hi[a] && lo[a] <= node.split(1) {
+                        at = c;
+                        continue;
+                    }
+                }
+                Kind::Leaf(count) => {
+                    for &t in &node.triangles()[..count] {
+                        let v = fetch(t);
+                        let overlaps = (0..3).all(|a| {
+                            let tlo = v[0][a].min(v[1][a]).min(v[2][a]);
+                            let thi = v[0][a].max(v[1][a]).max(v[2][a]);
+                            tlo <= hi[a] && lo[a] <= thi
+                        });
+                        if overlaps {
+                            visit(t);
+                        }
+                    }
+                }
             }
-            let (a, c) = (node.axis(), node.child() as u32);
-            if node.split(1) <= aabb.maxs[a] {
-                stack[top] = c + 1;
-                top += 1;
+            if top == 0 {
+                return;
             }
-            if node.split(0) >= aabb.mins[a] {
-                stack[top] = c;
-                top += 1;
-            }
+            top -= 1;
+            at = stack[top] as usize;
         }
     }
 
-    /// Segment traversal, near child first. `any`: stop at the first hit.
+    /// Segment traversal, near child first: each branch clips the current `t` interval against its
+    /// two planes, each slab against its range. `any`: stop at the first hit.
     fn ray_query(
         &self,
         ray: &Ray,
@@ -253,67 +292,103 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         let inv = ray.dir.map(|d| 1.0 / d);
         let lb = tree.bounds.loosened(tree.bounds.extents().norm() * WIDEN + f32::MIN_POSITIVE);
         let (t0, t1) = lb.clip_ray_inv(&ray.origin, &inv, max_t)?;
+        let (o, d, inv) =
+            ([0, 1, 2].map(|a| ray.origin[a]), [0, 1, 2].map(|a| ray.dir[a]), [0, 1, 2].map(|a| inv[a]));
         // Per axis, a bound on the float error of a plane crossing `(split - origin) * inv` anywhere
         // in the tree, plus slack proportional to t.
-        let reach =
-            [0, 1, 2].map(|a| tree.bounds.mins[a].abs().max(tree.bounds.maxs[a].abs()) + ray.origin[a].abs());
+        let reach = [0, 1, 2].map(|a| tree.bounds.mins[a].abs().max(tree.bounds.maxs[a].abs()) + o[a].abs());
         let eps =
             [0, 1, 2].map(|a| reach[a] * WIDEN * inv[a].abs() * 2.0 + t1.abs().min(f32::MAX / 2.0) * WIDEN);
-        let mut stack = [Segment::default(); MAX_DEPTH + 2];
-        stack[0] = Segment { node: 0, tmin: t0, tmax: t1 };
-        let mut top = 1;
-        let mut best: Option<RayHit> = None;
-        while top > 0 {
-            top -= 1;
-            let seg = stack[top];
-            if best.is_some_and(|b| b.t < seg.tmin) {
-                continue; // everything in this segment is farther than the best hit
+        // Axes the ray does not cross at a usable rate: `inv` is infinite, and `0 * inf` would be NaN.
+        let flat = inv.map(|i| i.is_infinite());
+        // The span of `seg` on the side of `plane` where the axis coordinate is below (`below`) or
+        // above it, widened by `eps`; empty when `lo > hi`.
+        let side = |seg: &Segment, a: usize, plane: f32, below: bool| -> (f32, f32) {
+            if flat[a] {
+                // Constant coordinate (d = 0): all or nothing. Subnormal d: all (conservative).
+                let inside = d[a] != 0.0 || (if below { o[a] <= plane } else { o[a] >= plane });
+                return if inside { (seg.tmin, seg.tmax) } else { (f32::INFINITY, f32::NEG_INFINITY) };
             }
+            let t = (plane - o[a]) * inv[a];
+            if below == (d[a] > 0.0) {
+                (seg.tmin, seg.tmax.min(t + eps[a])) // the part before the crossing
+            } else {
+                (seg.tmin.max(t - eps[a]), seg.tmax) // the part after it
+            }
+        };
+        let mut stack = [Segment::default(); MAX_DEPTH + 2];
+        let mut top = 0;
+        let mut seg = Segment { node: 0, tmin: t0, tmax: t1 };
+        let mut best: Option<RayHit> = None;
+        // Segments starting past the best hit are skipped (not at it: ties go to the lowest index).
+        let mut best_t = f32::INFINITY;
+        'walk: loop {
             let node = tree.nodes[seg.node as usize];
-            if node.is_leaf() {
-                let (tris, count) = node.triangles();
-                for &t in &tris[..count] {
-                    let limit = best.map_or(max_t, |b| b.t);
-                    if let Some((th, u, v)) = ray_triangle(ray, &fetch(t), limit, culling) {
-                        // Ties to the lowest triangle index, as the brute force.
-                        if best.is_none_or(|b| th < b.t || (th == b.t && t < b.triangle)) {
-                            best = Some(RayHit { t: th, triangle: t, u, v });
-                            if any {
-                                return best;
+            match node.kind() {
+                Kind::Branch(a, c) => {
+                    // Left holds points with coordinate <= split 0, right those >= split 1.
+                    let (l, r) = (side(&seg, a, node.split(0), true), side(&seg, a, node.split(1), false));
+                    let (near, far) = if d[a] >= 0.0 { ((c, l), (c + 1, r)) } else { ((c + 1, r), (c, l)) };
+                    let open = |(lo, hi): (f32, f32)| lo <= hi && lo <= best_t;
+                    let at =
+                        |(node, (tmin, tmax)): (usize, (f32, f32))| Segment { node: node as u32, tmin, tmax };
+                    match (open(near.1), open(far.1)) {
+                        (true, true) => {
+                            stack[top] = at(far);
+                            top += 1;
+                            seg = at(near);
+                            continue;
+                        }
+                        (true, false) => {
+                            seg = at(near);
+                            continue;
+                        }
+                        (false, true) => {
+                            seg = at(far);
+                            continue;
+                        }
+                        (false, false) => {}
+                    }
+                }
+                Kind::Slab(a, c) => {
+                    // Above the lower bound and below the upper one.
+                    let (lo0, hi0) = side(&seg, a, node.split(0), false);
+                    let (lo1, hi1) = side(&seg, a, node.split(1), true);
+                    let (lo, hi) = (lo0.max(lo1), hi0.min(hi1));
+                    if lo <= hi && lo <= best_t {
+                        seg = Segment { node: c as u32, tmin: lo, tmax: hi };
+                        continue;
+                    }
+                }
+                Kind::Leaf(count) => {
+                    // PERF: fetch both triangles before testing either, so their cache misses overlap.
+                    let ids = node.triangles();
+                    let tris =
+                        [fetch(ids[0]), if count == 2 { fetch(ids[1]) } else { [Point3::origin(); 3] }];
+                    for (&t, tri) in ids.iter().zip(&tris).take(count) {
+                        let limit = best.map_or(max_t, |b| b.t);
+                        if let Some((th, u, v)) = ray_triangle(ray, tri, limit, culling) {
+                            // Ties to the lowest triangle index, as the brute force.
+                            if best.is_none_or(|b| th < b.t || (th == b.t && t < b.triangle)) {
+                                best = Some(RayHit { t: th, triangle: t, u, v });
+                                best_t = th;
+                                if any {
+                                    return best;
+                                }
                             }
                         }
                     }
                 }
-                continue;
             }
-            let (a, c) = (node.axis(), node.child() as u32);
-            let (o, d, inv, eps) = (ray.origin[a], ray.dir[a], inv[a], eps[a]);
-            let (s0, s1) = (node.split(0), node.split(1));
-            // Left holds points with coordinate <= s0, right those >= s1.
-            let (left, right) = if d == 0.0 {
-                let whole = Some((seg.tmin, seg.tmax));
-                (whole.filter(|_| o <= s0), whole.filter(|_| o >= s1))
-            } else {
-                // Plane crossings, widened by `eps` against float error.
-                let (tl, tr) = ((s0 - o) * inv, (s1 - o) * inv);
-                if d > 0.0 {
-                    // Moving up the axis: left is the part before tl, right the part after tr.
-                    let l = (seg.tmin <= tl + eps).then(|| (seg.tmin, seg.tmax.min(tl + eps)));
-                    let r = (tr - eps <= seg.tmax).then(|| (seg.tmin.max(tr - eps), seg.tmax));
-                    (l, r)
-                } else {
-                    let l = (tl - eps <= seg.tmax).then(|| (seg.tmin.max(tl - eps), seg.tmax));
-                    let r = (seg.tmin <= tr + eps).then(|| (seg.tmin, seg.tmax.min(tr + eps)));
-                    (l, r)
+            // Next pending segment that can still hold a hit no farther than the best.
+            loop {
+                if top == 0 {
+                    break 'walk;
                 }
-            };
-            // Push the far child first so the near one is visited first.
-            let (near, far) =
-                if d >= 0.0 { ((c, left), (c + 1, right)) } else { ((c + 1, right), (c, left)) };
-            for (node, span) in [far, near] {
-                if let Some((tmin, tmax)) = span {
-                    stack[top] = Segment { node, tmin, tmax };
-                    top += 1;
+                top -= 1;
+                seg = stack[top];
+                if seg.tmin <= best_t {
+                    break;
                 }
             }
         }
@@ -321,6 +396,8 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
     }
 }
 
+/// Runs `$body` with `$fetch` bound to a closure for this mesh's index type, monomorphised per
+/// type (PERF: a `&dyn Fn` fetch cost an indirect call per triangle).
 macro_rules! with_fetch {
     ($view:expr, $fetch:ident => $body:expr) => {{
         let p = $view.mesh.positions();

@@ -243,4 +243,32 @@ fn large_grid_is_shallow_and_small() {
     assert_eq!(s.triangles, 80_000);
     assert!(s.bytes as f32 / s.triangles as f32 <= 12.5, "{s:?}");
     assert!(s.depth <= 40, "{s:?}");
+    assert!(s.triangles_per_leaf > 1.95, "{s:?}");
+}
+
+#[test]
+fn heightfields_get_height_slabs_that_cull_rays_passing_over() {
+    // Hills: subtrees far narrower in height than the whole grid, so slabs bound them on Y.
+    let mesh = grid(64, Vector3::zeros(), |x, z| ((x as f32 * 0.3).sin() + (z as f32 * 0.2).cos()) * 8.0);
+    let tree = KdTree::build(&mesh).unwrap();
+    tree.validate(&mesh).unwrap();
+    assert!(tree.stats().slabs > 0, "{:?}", tree.stats());
+    let (view, brute) = (tree.with(&mesh), BruteForceTriangles(&mesh));
+    // Shallow rays skimming the hills, both ways along each axis, and steep ones.
+    for i in 0..400 {
+        let f = i as f32;
+        let dir = Vector3::new((f * 0.7).cos(), -0.05 - (i % 5) as f32 * 0.3, (f * 0.7).sin());
+        let ray = Ray::new(Point3::new(32.0 - dir.x * 40.0, 9.0, 32.0 - dir.z * 40.0), dir);
+        for culling in [Culling::None, Culling::BackFaces] {
+            assert_eq!(
+                view.cast_ray(&ray, f32::INFINITY, culling),
+                brute.cast_ray(&ray, f32::INFINITY, culling)
+            );
+            let up = Ray::new(Point3::new(ray.origin.x, -20.0, ray.origin.z), -dir);
+            assert_eq!(
+                view.cast_ray(&up, f32::INFINITY, culling),
+                brute.cast_ray(&up, f32::INFINITY, culling)
+            );
+        }
+    }
 }

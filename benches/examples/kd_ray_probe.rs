@@ -1,0 +1,57 @@
+//! Times closest-hit rays on the `kdtree` suite's 200k-triangle terrain (down and oblique; rays
+//! that hit and rays that miss apart), for the kD tree and parry, with the suite's rays: a probe for
+//! ray traversal work (run it under `perf`). With `BUILDS=k` it times k builds instead.
+//!
+//! `cargo run --release -p voxterra-benches --example kd_ray_probe`
+use voxterra_benches::kdtree_suite::{rays, terrain_grid};
+use voxterra_benches::parry_adapter::ParryTriangles;
+use voxterra_benches::world::Rng;
+use voxterra_core::{Culling, TriangleIndex, TriangleMesh};
+use voxterra_kdtree::KdTree;
+use voxterra_worldgen::Terrain;
+
+fn main() {
+    let terrain = Terrain::new(1, 128);
+    let (positions, triangles) = terrain_grid(&terrain, 317, 40, 40);
+    let mesh = TriangleMesh { positions, triangles };
+    let t = std::time::Instant::now();
+    let tree = KdTree::build(&mesh).unwrap_or_else(|e| panic!("{e}"));
+    println!("build {:.1} ms, {:?}", t.elapsed().as_secs_f64() * 1e3, tree.stats());
+    if let Some(k) = std::env::var("BUILDS").ok().and_then(|v| v.parse::<u32>().ok()) {
+        let t = std::time::Instant::now();
+        let nodes: usize = (0..k).map(|_| KdTree::build(&mesh).map_or(0, |t| t.stats().nodes)).sum();
+        println!("{k} builds: {:.1} ms each ({nodes} nodes)", t.elapsed().as_secs_f64() * 1e3 / k as f64);
+        let t = std::time::Instant::now();
+        let tris: usize = (0..k.div_ceil(4)).map(|_| ParryTriangles::build(&mesh).mesh.num_triangles()).sum();
+        println!("parry: {:.1} ms each ({tris})", t.elapsed().as_secs_f64() * 1e3 / k.div_ceil(4) as f64);
+        return;
+    }
+    let parry = ParryTriangles::build(&mesh);
+    let view = tree.with(&mesh);
+    let mut rng = Rng(5);
+    for (name, oblique) in [("down", false), ("oblique", true)] {
+        let all = rays(&mut rng, tree.bounds(), 100_000, oblique);
+        for want in [true, false] {
+            let set: Vec<_> = all
+                .iter()
+                .copied()
+                .filter(|r| view.cast_ray(r, f32::MAX, Culling::None).is_some() == want)
+                .collect();
+            if set.is_empty() {
+                continue;
+            }
+            println!("{name}, rays that {}: {}", if want { "hit" } else { "miss" }, set.len());
+            for (side, idx) in [("kd", &view as &dyn TriangleIndex), ("parry", &parry as &dyn TriangleIndex)]
+            {
+                let mut best = f64::MAX;
+                let mut hits = 0;
+                for _ in 0..5 {
+                    let t = std::time::Instant::now();
+                    hits = set.iter().filter(|r| idx.cast_ray(r, f32::MAX, Culling::None).is_some()).count();
+                    best = best.min(t.elapsed().as_nanos() as f64 / set.len() as f64);
+                }
+                println!("{name:8} {side:6} {best:7.0} ns/ray  {hits} hits");
+            }
+        }
+    }
+}
