@@ -225,20 +225,18 @@ fn split(prims: &mut [Prim], bounds: &Bounds) -> (usize, usize, Bounds, Bounds) 
         return median_split(prims, axis, (n / 2 + 1) & !1);
     }
     // Partition by midpoint, branch-free (the side is unpredictable): every element is swapped,
-    // and both sides' boxes grow with masks.
-    let (mut lb, mut rb) = (Bounds::EMPTY, Bounds::EMPTY);
+    // and both sides' boxes grow.
+    let mut sides = [Bounds::EMPTY; 2];
     let mut l = 0;
     for i in 0..n {
         let p = prims[i];
         let is_left = p.mid2(axis) < mean[axis];
-        let mask = side_mask(is_left);
-        lb.grow(&p.masked(mask));
-        rb.grow(&p.masked(!mask));
+        grow_sides(&mut sides, &p, is_left);
         prims.swap(i, l);
         l += is_left as usize;
     }
     if fair(l, n) {
-        return (axis, l, lb, rb);
+        return (axis, l, sides[0], sides[1]);
     }
     // Too skewed: halves of the midpoint order (the article's fallback).
     median_split(prims, axis, n / 2)
@@ -275,10 +273,9 @@ fn cheapest_axis(prims: &[Prim], step: usize, mean: &[f32; 3], bounds: &Bounds) 
     let mut sampled = 0;
     for p in prims.iter().step_by(step) {
         for a in 0..3 {
-            let mask = side_mask(p.mid2(a) < mean[a]);
-            boxes[a][0].grow(&p.masked(mask));
-            boxes[a][1].grow(&p.masked(!mask));
-            left[a] += (mask & 1) as usize;
+            let is_left = p.mid2(a) < mean[a];
+            grow_sides(&mut boxes[a], p, is_left);
+            left[a] += is_left as usize;
         }
         sampled += 1;
     }
@@ -299,8 +296,11 @@ fn fair(l: usize, n: usize) -> bool {
     l >= (n / 4).max(1) && n - l >= (n / 4).max(1)
 }
 
-/// All ones when `take`, else zero.
+/// Grows `sides[0]` by `p` when `is_left`, else `sides[1]`, branch-free: the other side grows by
+/// the empty box, chosen with a bit mask.
 #[inline]
-fn side_mask(take: bool) -> u32 {
-    0u32.wrapping_sub(take as u32)
+fn grow_sides(sides: &mut [Bounds; 2], p: &Prim, is_left: bool) {
+    let mask = 0u32.wrapping_sub(is_left as u32);
+    sides[0].grow(&p.masked(mask));
+    sides[1].grow(&p.masked(!mask));
 }
