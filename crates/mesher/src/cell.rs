@@ -34,22 +34,18 @@ const CROSSINGS: [u16; 256] = {
 /// tangent of a flat face) it keeps the vertex at the mass point, as truncated-SVD QEF solvers do.
 const QEF_REGULARISATION: f32 = 0.05;
 
-/// The 8 corners of a cell: matter densities (occupancy, 0 for non-matter), materials, and which
-/// corners are inside (density above one half).
-pub(crate) struct Corners {
-    pub(crate) density: [f32; 8],
-    pub(crate) material: [u8; 8],
-    pub(crate) inside: u8,
-    /// Bit `i`: corner `i`'s material is matter.
-    pub(crate) matter: u8,
-    /// Byte `i` is 0xff when corner `i`'s material is matter.
-    pub(crate) matter_bytes: u64,
-}
+use crate::keys::Key;
+use bytemuck::cast;
+use wide::{CmpEq, CmpGe, CmpGt, CmpLe, f32x8 as F, i32x8 as I};
 
-/// A placed vertex in cell-local coordinates (`[0, 1]³` from the low corner's centre).
-pub(crate) struct Placed {
-    pub(crate) local: [f32; 3],
-    pub(crate) normal: [f32; 3],
+/// One cell's corners, for the rare paths that work a cell at a time (mixed materials, the QEF,
+/// degenerate normals).
+struct Corners {
+    density: [f32; 8],
+    material: [u8; 8],
+    inside: u8,
+    /// Bit `i`: corner `i`'s material is matter.
+    matter: u8,
 }
 
 #[inline]
@@ -116,53 +112,211 @@ const RECIPROCALS: [f32; 13] = {
     r
 };
 
-/// `t` of the crossing on edge `k`: where the density reaches one half.
-#[inline(always)]
-fn crossing_t(d: &[f32; 8], k: usize) -> f32 {
-    let (a, b) = EDGES[k];
-    let (da, db) = (d[a as usize], d[b as usize]);
-    // The ends straddle one half, so db != da and t is in [0, 1].
-    ((0.5 - da) / (db - da)).clamp(0.0, 1.0)
+/// Cells placed together. The placement math runs lane-wise over a batch, so it vectorises across
+/// cells rather than within one (a single cell's 12 edges and 3 axes fill vector registers poorly).
+pub(crate) const LANES: usize = 8;
+
+/// Up to [`LANES`] active cells: their corner keys, by corner then lane. Lanes from `len` on hold
+/// stale keys; they are computed on and never read.
+#[derive(Clone, Copy)]
+pub(crate) struct Batch {
+    pub(crate) len: usize,
+    pub(crate) keys: [[Key; LANES]; 8],
 }
 
-/// Places the vertex of an active cell (`inside` neither 0 nor 255).
+impl Batch {
+    pub(crate) const EMPTY: Batch = Batch { len: 0, keys: [[0; LANES]; 8] };
+}
+
+/// Placed vertices of a batch by axis then lane, in cell-local coordinates (`[0, 1]³` from the low
+/// corner's centre), and each lane's dominant material.
+pub(crate) struct PlacedBatch {
+    pub(crate) local: [[f32; LANES]; 3],
+    pub(crate) normal: [[f32; LANES]; 3],
+    pub(crate) material: [u8; LANES],
+}
+
+/// The corners at the low and high ends of the 4 edges along each axis, in `EDGES` order.
+const ENDS: [([usize; 4], [usize; 4]); 3] =
+    [([0, 2, 4, 6], [1, 3, 5, 7]), ([0, 1, 4, 5], [2, 3, 6, 7]), ([0, 1, 2, 3], [4, 5, 6, 7])];
+
+/// Places the vertices of the batch's active cells (some corners inside, some not); `sharp` marks
+/// the material ids that place sharp vertices.
+///
+/// Explicit 8-lane vectors (`wide`: two SSE registers on baseline x86-64, one AVX register where
+/// enabled); auto-vectorisation of the same loops proved fragile. Each lane computes exactly what a
+/// lone cell would (the same IEEE operations in the same order), so batching never changes a bit
+/// of the output.
 #[inline]
-pub(crate) fn place(c: &Corners, sharp: bool, want_normal: bool) -> Placed {
-    let edges = CROSSINGS[c.inside as usize];
-    debug_assert!(edges != 0, "place() is only called for active cells");
-    // All 12 edges at once, four per axis in lock-step (vectorises), then masked to the crossing
-    // ones: no data-dependent branch, which a per-crossing loop mispredicts.
-    let d = &c.density;
-    let ends: [([usize; 4], [usize; 4]); 3] =
-        [([0, 2, 4, 6], [1, 3, 5, 7]), ([0, 1, 4, 5], [2, 3, 6, 7]), ([0, 1, 2, 3], [4, 5, 6, 7])];
-    let mut sum = BASE_SUMS[c.inside as usize];
-    for (axis, (lo, hi)) in ends.iter().enumerate() {
-        let mut acc = 0.0f32;
-        for j in 0..4 {
-            let (da, db) = (d[lo[j]], d[hi[j]]);
-            let t = ((0.5 - da) / (db - da)).clamp(0.0, 1.0);
-            acc += if edges >> (4 * axis + j) & 1 != 0 { t } else { 0.0 };
+pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBatch {
+    let keys: [I; 8] = std::array::from_fn(|i| I::new(b.keys[i].map(|k| k as i32)));
+    // Densities, inside and matter patterns, and the range of matter material ids.
+    let d: [F; 8] = keys.map(|k| (k & I::splat(511)).round_float() * F::splat(1.0 / 256.0));
+    let (mut inside, mut matter) = (I::ZERO, I::ZERO);
+    let (mut lowest, mut highest) = (I::splat(i32::MAX), I::ZERO);
+    for (i, &k) in keys.iter().enumerate() {
+        let is_matter = !k.cmp_eq(I::ZERO);
+        inside |= (((k & I::splat(511)) + I::splat(127)) >> 8) << i as i32; // key_inside
+        matter |= is_matter & I::splat(1 << i);
+        highest = highest.max(k >> 9);
+        lowest = lowest.min(is_matter.blend(k >> 9, I::splat(i32::MAX)));
+    }
+    // The dominant material (the article's rule, as `dominant_mixed`): most cells have one matter
+    // material, most others two (grass over dirt): counted lane-wise; three or more one by one.
+    let (mut count_lo, mut count_hi, mut others) = (I::ZERO, I::ZERO, I::ZERO);
+    let (mut mass_lo, mut mass_hi) = (F::ZERO, F::ZERO);
+    for (i, &k) in keys.iter().enumerate() {
+        let id = (!k.cmp_eq(I::ZERO)).blend(k >> 9, I::splat(-1));
+        let (is_lo, is_hi) = (id.cmp_eq(lowest), id.cmp_eq(highest));
+        count_lo -= is_lo;
+        count_hi -= is_hi;
+        mass_lo += d[i] & cast::<I, F>(is_lo);
+        mass_hi += d[i] & cast::<I, F>(is_hi);
+        others |= id.cmp_gt(I::splat(-1)) & !(is_lo | is_hi);
+    }
+    let hi_wins = count_hi.cmp_gt(count_lo) | (count_hi.cmp_eq(count_lo) & cast::<F, I>(mass_hi.cmp_gt(mass_lo)));
+    let (inside, matter) = (inside.to_array(), matter.to_array());
+    let chosen = hi_wins.blend(highest, lowest).to_array();
+    let others = others.move_mask() as u8 & lane_mask(b.len);
+    let mut material = [0u8; LANES];
+    let mut sharp_lanes = 0u8;
+    for j in 0..b.len {
+        material[j] = if others >> j & 1 != 0 {
+            dominant_mixed(&corners(b, &d, inside[j] as u8, matter[j] as u8, j))
+        } else {
+            // One material (lowest == highest), or two; full ties keep the lower id.
+            chosen[j] as u8
+        };
+        sharp_lanes |= ((sharp >> material[j] & 1) as u8) << j;
+    }
+    // The mass point: all 12 edges of every lane, masked to the crossing ones.
+    let (mut edges, mut inv) = ([0i32; LANES], [0.0f32; LANES]);
+    let mut sum = [[0.0f32; LANES]; 3];
+    for j in 0..LANES {
+        let pattern = inside[j] as usize & 255;
+        edges[j] = CROSSINGS[pattern] as i32;
+        debug_assert!(j >= b.len || edges[j] != 0, "only active cells are placed");
+        inv[j] = RECIPROCALS[edges[j].count_ones() as usize];
+        for (axis, s) in sum.iter_mut().enumerate() {
+            s[j] = BASE_SUMS[pattern][axis];
         }
-        sum[axis] += acc;
     }
-    let inv = RECIPROCALS[edges.count_ones() as usize];
-    let mass = [sum[0] * inv, sum[1] * inv, sum[2] * inv];
-    let local = if sharp { qef(c, edges, mass) } else { mass };
-    let normal = if want_normal { vertex_normal(c, local) } else { [0.0; 3] };
-    Placed { local, normal }
+    let edges = I::new(edges);
+    let crossing: [F; 12] = std::array::from_fn(|k| cast(!(edges & I::splat(1 << k)).cmp_eq(I::ZERO)));
+    let mut t = [F::ZERO; 12];
+    let mut local = [F::ZERO; 3];
+    for (axis, (lo, hi)) in ENDS.iter().enumerate() {
+        let mut acc = F::ZERO;
+        for j in 0..4 {
+            let k = 4 * axis + j;
+            let (da, db) = (d[lo[j]], d[hi[j]]);
+            // A crossing's ends straddle one half, so db != da and t is in [0, 1]; the others are
+            // masked out (they may be NaN).
+            t[k] = ((F::splat(0.5) - da) / (db - da)).max(F::ZERO).min(F::ONE);
+            acc += t[k] & crossing[k];
+        }
+        local[axis] = (F::new(sum[axis]) + acc) * F::new(inv);
+    }
+    if sharp_lanes != 0 {
+        let q = qef_lanes(&d, &t, &crossing, local);
+        let m: F = cast(I::new(std::array::from_fn(|j| -((sharp_lanes >> j & 1) as i32))));
+        local = std::array::from_fn(|axis| m.blend(q[axis], local[axis]));
+    }
+    let mut normal = [F::ZERO; 3];
+    if want_normal {
+        let g = gradient_lanes(&d, local);
+        let len2 = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];
+        let s = F::splat(-1.0) / len2.sqrt();
+        normal = g.map(|c| c * s);
+        let mut flat = len2.cmp_le(F::splat(1e-20)).move_mask() as u8 & lane_mask(b.len);
+        while flat != 0 {
+            let j = flat.trailing_zeros() as usize;
+            flat &= flat - 1;
+            let n = normal_fallback(&corners(b, &d, inside[j] as u8, matter[j] as u8, j));
+            for (axis, v) in n.into_iter().enumerate() {
+                normal[axis].as_array_mut()[j] = v;
+            }
+        }
+    }
+    PlacedBatch { local: local.map(F::to_array), normal: normal.map(F::to_array), material }
 }
 
-/// The unit normal at the vertex; falls back to the cell-centre gradient, then to the corner pattern
-/// (inside corners minus outside ones), which is never zero for an active cell... except for
-/// symmetric patterns, where up is as good as any.
+/// Bits `0..len` set.
+#[inline]
+fn lane_mask(len: usize) -> u8 {
+    ((1u16 << len) - 1) as u8
+}
+
+/// [`gradient`] lane-wise.
 #[inline(always)]
-fn vertex_normal(c: &Corners, local: [f32; 3]) -> [f32; 3] {
-    match outward(gradient(&c.density, local)) {
-        Some(n) => n,
-        None => normal_fallback(c),
+fn gradient_lanes(d: &[F; 8], p: [F; 3]) -> [F; 3] {
+    let lerp = |a: F, b: F, t: F| a + (b - a) * t;
+    let [u, v, w] = p;
+    [
+        lerp(lerp(d[1] - d[0], d[3] - d[2], v), lerp(d[5] - d[4], d[7] - d[6], v), w),
+        lerp(lerp(d[2] - d[0], d[3] - d[1], u), lerp(d[6] - d[4], d[7] - d[5], u), w),
+        lerp(lerp(d[4] - d[0], d[5] - d[1], u), lerp(d[6] - d[2], d[7] - d[3], u), v),
+    ]
+}
+
+/// The dual-contouring vertex of every lane: minimises the squared distances to the planes through
+/// each crossing with the gradient normal there (weighted by the gradient's squared length),
+/// regularised toward the mass point, clamped to the cell. `t` holds each edge's crossing
+/// parameter, `crossing` masks the edges that cross.
+fn qef_lanes(d: &[F; 8], t: &[F; 12], crossing: &[F; 12], mass: [F; 3]) -> [F; 3] {
+    // Normal equations relative to the mass point: (AᵀA + λI) δ = Aᵀ(b - A m).
+    let mut ata = [F::ZERO; 6]; // xx, xy, xz, yy, yz, zz
+    let mut atb = [F::ZERO; 3];
+    for k in 0..12 {
+        let a = EDGES[k].0;
+        let mut p = [(a & 1) as f32, (a >> 1 & 1) as f32, (a >> 2 & 1) as f32].map(F::splat);
+        p[k >> 2] = t[k];
+        // The raw gradient, not normalised: the same plane, weighted by its squared steepness
+        // (crisp crossings count more than shallow ones), and no square root per crossing. Edges
+        // that don't cross add exact zeros.
+        let g = gradient_lanes(d, p);
+        let nrm = g.map(|c| c & crossing[k]);
+        let r = (nrm[0] * (p[0] - mass[0]) + nrm[1] * (p[1] - mass[1]) + nrm[2] * (p[2] - mass[2])) & crossing[k];
+        ata[0] += nrm[0] * nrm[0];
+        ata[1] += nrm[0] * nrm[1];
+        ata[2] += nrm[0] * nrm[2];
+        ata[3] += nrm[1] * nrm[1];
+        ata[4] += nrm[1] * nrm[2];
+        ata[5] += nrm[2] * nrm[2];
+        atb = [atb[0] + nrm[0] * r, atb[1] + nrm[1] * r, atb[2] + nrm[2] * r];
+    }
+    let l = F::splat(QEF_REGULARISATION);
+    let (a, b, c, d, e, f) = (ata[0] + l, ata[1], ata[2], ata[3] + l, ata[4], ata[5] + l);
+    // Cofactors of the symmetric matrix [[a b c] [b d e] [c e f]]; positive definite (λ > 0).
+    let (c00, c01, c02) = (d * f - e * e, c * e - b * f, b * e - c * d);
+    let (c11, c12, c22) = (a * f - c * c, b * c - a * e, a * d - b * b);
+    let det = a * c00 + b * c01 + c * c02;
+    let solvable = det.abs().cmp_ge(F::splat(1e-12)) & det.is_finite();
+    let inv = F::ONE / det;
+    let delta = [
+        (c00 * atb[0] + c01 * atb[1] + c02 * atb[2]) * inv,
+        (c01 * atb[0] + c11 * atb[1] + c12 * atb[2]) * inv,
+        (c02 * atb[0] + c12 * atb[1] + c22 * atb[2]) * inv,
+    ];
+    std::array::from_fn(|i| {
+        let v = mass[i] + delta[i];
+        (solvable & v.is_finite()).blend(v.max(F::ZERO).min(F::ONE), mass[i])
+    })
+}
+
+/// Lane `j`'s corners, for the paths that work one cell at a time.
+fn corners(b: &Batch, d: &[F; 8], inside: u8, matter: u8, j: usize) -> Corners {
+    Corners {
+        density: std::array::from_fn(|i| d[i].as_array_ref()[j]),
+        material: std::array::from_fn(|i| (b.keys[i][j] >> 9) as u8),
+        inside,
+        matter,
     }
 }
 
+/// The normal when the gradient at the vertex vanishes: the cell-centre gradient, then the corner
+/// pattern (inside corners minus outside ones), which is never zero for an active cell... except for
+/// symmetric patterns, where up is as good as any.
 #[cold]
 fn normal_fallback(c: &Corners) -> [f32; 3] {
     if let Some(n) = outward(gradient(&c.density, [0.5; 3])) {
@@ -179,72 +333,9 @@ fn normal_fallback(c: &Corners) -> [f32; 3] {
     outward(g).unwrap_or([0.0, 1.0, 0.0])
 }
 
-/// The dual-contouring vertex: minimises the squared distances to the planes through each crossing
-/// with the gradient normal there (weighted by the gradient's squared length), regularised toward
-/// the mass point, clamped to the cell.
-fn qef(c: &Corners, edges: u16, mass: [f32; 3]) -> [f32; 3] {
-    // Normal equations relative to the mass point: (AᵀA + λI) δ = Aᵀ(b - A m).
-    let mut ata = [0.0f32; 6]; // xx, xy, xz, yy, yz, zz
-    let mut atb = [0.0f32; 3];
-    let mut bits = edges;
-    while bits != 0 {
-        let k = bits.trailing_zeros() as usize;
-        bits &= bits - 1;
-        let (t, a) = (crossing_t(&c.density, k), EDGES[k].0);
-        let p = match k >> 2 {
-            0 => [t, (a >> 1 & 1) as f32, (a >> 2 & 1) as f32],
-            1 => [(a & 1) as f32, t, (a >> 2 & 1) as f32],
-            _ => [(a & 1) as f32, (a >> 1 & 1) as f32, t],
-        };
-        // The raw gradient, not normalised: the same plane, weighted by its squared steepness
-        // (crisp crossings count more than shallow ones), and no square root per crossing.
-        let nrm = gradient(&c.density, p);
-        let r = nrm[0] * (p[0] - mass[0]) + nrm[1] * (p[1] - mass[1]) + nrm[2] * (p[2] - mass[2]);
-        ata[0] += nrm[0] * nrm[0];
-        ata[1] += nrm[0] * nrm[1];
-        ata[2] += nrm[0] * nrm[2];
-        ata[3] += nrm[1] * nrm[1];
-        ata[4] += nrm[1] * nrm[2];
-        ata[5] += nrm[2] * nrm[2];
-        atb = [atb[0] + nrm[0] * r, atb[1] + nrm[1] * r, atb[2] + nrm[2] * r];
-    }
-    let l = QEF_REGULARISATION;
-    let (a, b, c, d, e, f) = (ata[0] + l, ata[1], ata[2], ata[3] + l, ata[4], ata[5] + l);
-    // Cofactors of the symmetric matrix [[a b c] [b d e] [c e f]]; positive definite (λ > 0).
-    let (c00, c01, c02) = (d * f - e * e, c * e - b * f, b * e - c * d);
-    let (c11, c12, c22) = (a * f - c * c, b * c - a * e, a * d - b * b);
-    let det = a * c00 + b * c01 + c * c02;
-    if det.abs() < 1e-12 || !det.is_finite() {
-        return mass;
-    }
-    let inv = 1.0 / det;
-    let delta = [
-        (c00 * atb[0] + c01 * atb[1] + c02 * atb[2]) * inv,
-        (c01 * atb[0] + c11 * atb[1] + c12 * atb[2]) * inv,
-        (c02 * atb[0] + c12 * atb[1] + c22 * atb[2]) * inv,
-    ];
-    let mut out = [0.0f32; 3];
-    for i in 0..3 {
-        let v = mass[i] + delta[i];
-        out[i] = if v.is_finite() { v.clamp(0.0, 1.0) } else { mass[i] };
-    }
-    out
-}
-
-/// The dominant matter material of the corners (the article's rule): the most frequent; ties go to
-/// the larger summed density, then to the lower id. `matter` marks matter material ids.
-#[inline]
-pub(crate) fn dominant(c: &Corners) -> u8 {
-    // Most cells have one matter material: compare all 8 bytes with the first matter one at once.
-    let first = c.material[(c.matter | 0x80).trailing_zeros() as usize & 7];
-    let differ = u64::from_le_bytes(c.material) ^ (first as u64 * 0x0101_0101_0101_0101);
-    if differ & c.matter_bytes == 0 {
-        return first;
-    }
-    dominant_mixed(c)
-}
-
-/// The general case, over the distinct matter materials only (usually two: grass over dirt).
+/// The dominant matter material of corners with more than one (the article's rule): the most
+/// frequent; ties go to the larger summed density, then to the lower id. Loops over the distinct
+/// matter materials only (usually two: grass over dirt).
 fn dominant_mixed(c: &Corners) -> u8 {
     let mut remaining = c.matter;
     let (mut best, mut best_count, mut best_mass) = (0u8, 0u32, 0.0f32);
@@ -272,67 +363,128 @@ fn dominant_mixed(c: &Corners) -> u8 {
 mod tests {
     use super::*;
 
-    fn corners(density: [f32; 8]) -> Corners {
-        let inside = (0..8).fold(0u8, |acc, i| acc | ((density[i] > 0.5) as u8) << i);
-        Corners { density, material: [3; 8], inside, matter: 0xff, matter_bytes: u64::MAX }
+    const ROCK: u16 = 3;
+
+    /// The key of a matter corner of material `m` with occupancy byte `occ`.
+    fn k(m: u16, occ: u8) -> Key {
+        m << 9 | (occ as u16 + 1)
+    }
+
+    /// The key of a rock corner of density `d` (a multiple of 1/256 in `(0, 1]`), or 0 for air.
+    fn rock(d: f32) -> Key {
+        if d == 0.0 { 0 } else { k(ROCK, ((d * 256.0) as u16 - 1) as u8) }
+    }
+
+    struct One {
+        local: [f32; 3],
+        normal: [f32; 3],
+        material: u8,
+    }
+
+    fn set_lane(b: &mut Batch, j: usize, keys: &[Key; 8]) {
+        for (column, &key) in b.keys.iter_mut().zip(keys) {
+            column[j] = key;
+        }
+    }
+
+    /// Places one cell: a batch of one.
+    fn place(keys: [Key; 8], sharp: bool) -> One {
+        let mut b = Batch::EMPTY;
+        set_lane(&mut b, 0, &keys);
+        b.len = 1;
+        let p = place_batch(&b, if sharp { u64::MAX } else { 0 }, true);
+        One { local: p.local.map(|a| a[0]), normal: p.normal.map(|a| a[0]), material: p.material[0] }
+    }
+
+    fn active(keys: &[Key; 8]) -> bool {
+        let inside = keys.iter().map(|&k| crate::keys::key_inside(k)).sum::<u16>();
+        inside != 0 && inside != 8
     }
 
     #[test]
     fn flat_surface_is_exact_in_both_modes() {
         // Bottom four corners full, top four empty: the surface is the plane y = 0.5.
-        let c = corners([1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+        let keys = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0].map(rock);
         for sharp in [false, true] {
-            let p = place(&c, sharp, true);
+            let p = place(keys, sharp);
             assert_eq!(p.local, [0.5, 0.5, 0.5]);
             assert_eq!(p.normal, [0.0, 1.0, 0.0]);
+            assert_eq!(p.material, ROCK as u8);
         }
     }
 
     #[test]
     fn sharp_corner_moves_out_from_the_mass_point() {
-        let c = corners([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
-        let smooth = place(&c, false, false).local;
-        let sharp = place(&c, true, false).local;
+        let keys = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0].map(rock);
+        let smooth = place(keys, false).local;
+        let sharp = place(keys, true).local;
         assert!((smooth[0] - 1.0 / 6.0).abs() < 1e-6);
         assert!(sharp.iter().all(|&v| v > smooth[0] + 0.05 && v <= 1.0), "{sharp:?}");
     }
 
+    fn corner_keys() -> impl proptest::strategy::Strategy<Value = [Key; 8]> {
+        use proptest::prelude::*;
+        proptest::array::uniform8(prop_oneof![Just(0u16), (1u16..4, any::<u8>()).prop_map(|(m, o)| k(m, o))])
+    }
+
     proptest::proptest! {
-        /// Every vertex stays in its cell, sharp or smooth, whatever the corner densities; normals
-        /// are unit length.
+        /// Every vertex stays in its cell, sharp or smooth, whatever the corners; normals are unit
+        /// length.
         #[test]
-        fn vertices_stay_in_their_cell(bytes in proptest::array::uniform8(0u8..=255), air in 0u8..=255) {
-            let density = std::array::from_fn(|i| {
-                if air >> i & 1 != 0 { 0.0 } else { (bytes[i] as f32 + 1.0) / 256.0 }
-            });
-            let c = corners(density);
-            proptest::prop_assume!(c.inside != 0 && c.inside != 255);
+        fn vertices_stay_in_their_cell(keys in corner_keys()) {
+            proptest::prop_assume!(active(&keys));
             for sharp in [false, true] {
-                let p = place(&c, sharp, true);
+                let p = place(keys, sharp);
                 proptest::prop_assert!(p.local.iter().all(|v| (0.0..=1.0).contains(v)), "{:?}", p.local);
                 let len = p.normal.iter().map(|v| v * v).sum::<f32>().sqrt();
                 proptest::prop_assert!((len - 1.0).abs() < 1e-4);
+            }
+        }
+
+        /// A lane of a full batch gets the bits a lone cell gets, whatever its neighbours: the
+        /// batching never shows in the output (and chunk seams depend on that).
+        #[test]
+        fn lanes_are_independent(cells in proptest::array::uniform8(corner_keys()), sharp in proptest::prelude::any::<u64>()) {
+            let cells: Vec<[Key; 8]> = cells.into_iter().filter(active).collect();
+            let mut b = Batch::EMPTY;
+            for (j, keys) in cells.iter().enumerate() {
+                set_lane(&mut b, j, keys);
+            }
+            b.len = cells.len();
+            let all = place_batch(&b, sharp, true);
+            for (j, keys) in cells.iter().enumerate() {
+                let mut one = Batch::EMPTY;
+                set_lane(&mut one, 0, keys);
+                one.len = 1;
+                let p = place_batch(&one, sharp, true);
+                for axis in 0..3 {
+                    proptest::prop_assert_eq!(p.local[axis][0].to_bits(), all.local[axis][j].to_bits());
+                    proptest::prop_assert_eq!(p.normal[axis][0].to_bits(), all.normal[axis][j].to_bits());
+                }
+                proptest::prop_assert_eq!(p.material[0], all.material[j]);
             }
         }
     }
 
     #[test]
     fn dominant_counts_then_mass_then_id() {
-        let mut c = corners([1.0; 8]);
-        c.material = [3, 3, 5, 5, 5, 0, 3, 7];
-        c.matter = 0b1101_1111; // corner 5 is air
-        c.matter_bytes = 0xffff_00ff_ffff_ffff;
-        assert_eq!(dominant(&c), 3); // 3 and 5 tie on count and mass: lower id
-        c.density[2] = 0.9;
-        assert_eq!(dominant(&c), 3);
-        c.density[0] = 0.5;
-        assert_eq!(dominant(&c), 5);
-        c.material[7] = 5;
-        c.matter = 0b0100_0011; // only the 3s are matter
-        c.matter_bytes = 0x00ff_0000_0000_ffff;
-        assert_eq!(dominant(&c), 3);
-        c.matter = 0b0000_0100; // one matter corner
-        c.matter_bytes = 0x0000_0000_00ff_0000;
-        assert_eq!(dominant(&c), 5);
+        // Corner 5 is air; 3 and 5 tie on count and mass: the lower id.
+        let mut keys = [k(3, 255), k(3, 255), k(5, 255), k(5, 255), k(5, 255), 0, k(3, 255), k(7, 255)];
+        assert_eq!(place(keys, false).material, 3);
+        keys[2] = k(5, 229); // 5 loses mass
+        assert_eq!(place(keys, false).material, 3);
+        keys[0] = k(3, 127); // 3 loses more
+        assert_eq!(place(keys, false).material, 5);
+        // Two materials (counted lane-wise, not one by one): count, then mass, then id.
+        keys = [k(5, 255), k(3, 255), k(5, 255), k(3, 255), 0, 0, 0, 0];
+        assert_eq!(place(keys, false).material, 3);
+        keys[1] = k(3, 200);
+        assert_eq!(place(keys, false).material, 5);
+        keys[4] = k(3, 10);
+        assert_eq!(place(keys, false).material, 3);
+        keys = [k(3, 127), k(3, 255), 0, 0, 0, 0, k(3, 255), 0]; // only the 3s are matter
+        assert_eq!(place(keys, false).material, 3);
+        keys = [0, 0, k(5, 255), 0, 0, 0, 0, 0]; // one matter corner
+        assert_eq!(place(keys, false).material, 5);
     }
 }

@@ -20,7 +20,9 @@
 //! - Fast paths: a padded box the reader reports uniform
 //!   ([`VoxelRead::uniform`](voxterra_core::VoxelRead::uniform), answered by the store from its
 //!   packed rows) returns without reading a voxel; surface edges are found a row of 64 at a time with
-//!   bit operations; a [`MeshWorkspace`] keeps every buffer, so steady state allocates nothing.
+//!   bit operations; vertices are placed 8 cells at a time in vector lanes (explicit `wide` vectors,
+//!   bit-identical to placing them one by one); a [`MeshWorkspace`] keeps every buffer, so steady
+//!   state allocates nothing.
 //!   [`Mesher`] is `Send + Sync`: share it, give each thread a workspace.
 //!
 //! ```
@@ -50,6 +52,7 @@
 #![forbid(unsafe_code)]
 
 mod cell;
+mod keys;
 mod mesher;
 mod output;
 

@@ -2,21 +2,24 @@
 //!
 //! The pass, for a region `R` of `n` voxels per axis:
 //! 1. Read the padded box `R` grown by one voxel on every side ([`Mesher::padded_region`]) in
-//!    one ordered row walk, copying voxels and setting one *inside* bit per voxel (matter and
-//!    occupancy above one half) in bit rows along X.
+//!    one ordered row walk, turning each voxel into its 16-bit corner key (material if matter,
+//!    occupancy; `keys`) and setting one *inside* bit per voxel (matter and occupancy above one
+//!    half) in bit rows along X.
 //! 2. Find the edges `R` owns: between neighbouring voxels whose inside bits differ, with the lower
 //!    end in `R`. Whole rows of edges come from one XOR of bit rows.
-//! 3. Mark the cells those edges touch (4 per edge), make one vertex per marked cell, in cell order.
+//! 3. Mark the cells those edges touch (4 per edge), make one vertex per marked cell, in cell order,
+//!    placing 8 cells at a time in vector lanes (`cell::place_batch`).
 //! 4. Emit one quad per owned edge, split along its shorter diagonal, wound to face the air.
 //!
 //! Ownership by the edge's lower end is what makes chunks seamless: every edge has exactly one
 //! owner, and a vertex depends only on its cell's 8 corners, which every chunk touching the cell
 //! reads identically.
 
-use crate::cell::{Corners, dominant, place};
+use crate::cell::{Batch, LANES, place_batch};
+use crate::keys::{Key, KeyTable, key_inside};
 use crate::output::MeshOutput;
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Material, MaterialTable, Region, SurfaceShape, Voxel, VoxelPos, VoxelRead};
+use voxterra_core::{Material, MaterialTable, Region, SurfaceShape, VoxelPos, VoxelRead};
 
 /// Which matter the mesher wraps in a surface.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -202,6 +205,11 @@ impl Mesher {
     fn make_vertices<M: MeshOutput>(&self, ws: &mut MeshWorkspace, g: &Grid, origin: VoxelPos, out: &mut M) {
         let (sx, sz) = (g.size[0], g.size[2]);
         let (dy, dz) = (sx * sz, sx);
+        // The 8 corners' offsets from a cell's low corner.
+        let offsets: [usize; 8] = std::array::from_fn(|i| (i & 1) + dy * (i >> 1 & 1) + dz * (i >> 2 & 1));
+        let mut batch = Batch::EMPTY;
+        // Per lane: the cell's index and its low corner in world units.
+        let mut cells = [(0usize, [0.0f32; 3]); LANES];
         let mut next = 0u32;
         for cy in 0..g.size[1] - 1 {
             for cz in 0..sz - 1 {
@@ -212,41 +220,53 @@ impl Mesher {
                         let cx = w * 64 + bits.trailing_zeros() as usize;
                         bits &= bits - 1;
                         let at = cx + dz * cz + dy * cy;
-                        let mut c = Corners {
-                            density: [0.0; 8],
-                            material: [0; 8],
-                            inside: 0,
-                            matter: 0,
-                            matter_bytes: 0,
-                        };
-                        let corner = &ws.voxels[at..=at + 1 + dy + dz];
-                        for i in 0..8 {
-                            let v = corner[(i & 1) + dy * (i >> 1 & 1) + dz * (i >> 2 & 1)];
-                            let (m, occ) = (v.material().id(), v.occupancy_byte());
-                            let is_matter = (self.matter >> m & 1) as u8;
-                            c.material[i] = m;
-                            c.density[i] = (occ as f32 + 1.0) * (1.0 / 256.0) * is_matter as f32;
-                            c.inside |= (is_matter & occ >> 7) << i;
-                            c.matter |= is_matter << i;
-                            c.matter_bytes |= (is_matter as u64 * 0xff) << (8 * i);
+                        let corner = &ws.keys[at..=at + 1 + dy + dz];
+                        for (column, &o) in batch.keys.iter_mut().zip(&offsets) {
+                            column[batch.len] = corner[o];
                         }
-                        let material = dominant(&c);
-                        let p = place(&c, self.sharp >> material & 1 != 0, M::NORMALS);
-                        let base = [
+                        let centre = [
                             origin.x as i64 + cx as i64,
                             origin.y as i64 + cy as i64,
                             origin.z as i64 + cz as i64,
                         ]
                         .map(|v| v as f32 + 0.5);
-                        let pos =
-                            Point3::new(base[0] + p.local[0], base[1] + p.local[1], base[2] + p.local[2]);
-                        out.push_vertex(pos, Vector3::from(p.normal), Material::from_low_bits(material));
-                        ws.cell_vertex[at] = next;
-                        next += 1;
+                        cells[batch.len] = (at, centre);
+                        batch.len += 1;
+                        if batch.len == LANES {
+                            next = self.flush(&batch, &cells, next, &mut ws.cell_vertex, out);
+                            batch.len = 0;
+                        }
                     }
                 }
             }
         }
+        self.flush(&batch, &cells, next, &mut ws.cell_vertex, out);
+    }
+
+    /// Places a batch of cells' vertices and appends them to `out`, numbering them from `next`;
+    /// returns the next number.
+    #[inline]
+    fn flush<M: MeshOutput>(
+        &self,
+        batch: &Batch,
+        cells: &[(usize, [f32; 3]); LANES],
+        mut next: u32,
+        cell_vertex: &mut [u32],
+        out: &mut M,
+    ) -> u32 {
+        if batch.len == 0 {
+            return next;
+        }
+        let p = place_batch(batch, self.sharp, M::NORMALS);
+        for (j, &(at, centre)) in cells.iter().enumerate().take(batch.len) {
+            let pos =
+                Point3::new(centre[0] + p.local[0][j], centre[1] + p.local[1][j], centre[2] + p.local[2][j]);
+            let normal = Vector3::new(p.normal[0][j], p.normal[1][j], p.normal[2][j]);
+            out.push_vertex(pos, normal, Material::from_low_bits(p.material[j]));
+            cell_vertex[at] = next;
+            next += 1;
+        }
+        next
     }
 }
 
@@ -283,10 +303,9 @@ impl Grid {
 /// The owned edges leaving voxel row `(y, z)` in word `w`, along X, Y and Z: bit `x` set when voxel
 /// `x` and its +axis neighbour differ and `x` is an owned lower end.
 #[inline]
-fn edge_words(g: &Grid, inside: &[u64], y: usize, z: usize, w: usize) -> [u64; 3] {
+fn edge_words(g: &Grid, inside: &[u64], y: usize, z: usize, w: usize, own: u64) -> [u64; 3] {
     let r = &inside[g.row(y, z)..][..g.words];
     let (up, fwd) = (inside[g.row(y + 1, z) + w], inside[g.row(y, z + 1) + w]);
-    let own = g.owned_x(w);
     [(r[w] ^ shr1(r, w)) & own, (r[w] ^ up) & own, (r[w] ^ fwd) & own]
 }
 
@@ -300,10 +319,13 @@ fn shr1(r: &[u64], w: usize) -> u64 {
 /// nothing.
 #[derive(Default, Debug)]
 pub struct MeshWorkspace {
-    voxels: Vec<Voxel>,
+    /// One corner key per voxel of the padded box (see `keys`).
+    keys: Vec<Key>,
     inside: Vec<u64>,
     cells: Vec<u64>,
     cell_vertex: Vec<u32>,
+    /// `Grid::owned_x` of each word, computed once per call.
+    own: Vec<u64>,
     row_x: Vec<u64>,
     row_y: Vec<u64>,
     row_z: Vec<u64>,
@@ -317,45 +339,40 @@ impl MeshWorkspace {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.voxels.capacity() * 2
+        self.keys.capacity() * 2
             + (self.inside.capacity() + self.cells.capacity()) * 8
             + self.cell_vertex.capacity() * 4
     }
 
-    /// Reads the padded box; false when every voxel is on the same side (no surface).
+    /// Reads the padded box into corner keys and inside bits; false when every voxel is on the same
+    /// side (no surface).
     fn read<R: VoxelRead + ?Sized>(&mut self, src: &R, padded: &Region, g: &Grid, matter: u64) -> bool {
         let n = g.size.iter().product::<usize>();
         let rows = g.size[1] * g.size[2] * g.words;
-        self.voxels.resize(n, Voxel::AIR);
+        self.keys.resize(n, 0);
         self.inside.clear();
         self.inside.resize(rows, 0);
         let (min, sx) = (padded.min(), g.size[0]);
-        let (voxels, inside) = (&mut self.voxels, &mut self.inside);
-        // 0x80 for matter materials: ANDed with the occupancy byte, bit 7 says "inside".
-        let lut: [u8; 64] = std::array::from_fn(|m| if matter >> m & 1 != 0 { 0x80 } else { 0 });
+        let (keys, inside) = (&mut self.keys, &mut self.inside);
+        let table = KeyTable::new(matter);
         let mut count = 0usize;
         src.visit_rows(padded, &mut |p, row| {
             let (x, y, z) = ((p.x - min.x) as usize, (p.y - min.y) as usize, (p.z - min.z) as usize);
             let at = x + sx * (z + g.size[2] * y);
-            voxels[at..at + row.len()].copy_from_slice(row);
             let bits = &mut inside[g.row(y, z)..][..g.words];
             let mut off = x;
-            for piece in row.chunks(64) {
-                let first = piece[0].to_bits();
+            for (piece, dst) in row.chunks(64).zip(keys[at..at + row.len()].chunks_mut(64)) {
+                let first = piece[0];
                 // A fold, not `all`: no early exit, so it vectorises.
-                let differ = piece.iter().fold(0u16, |acc, v| acc | (v.to_bits() ^ first));
+                let differ = piece.iter().fold(0u16, |acc, v| acc | (v.to_bits() ^ first.to_bits()));
                 let m = if differ == 0 {
-                    // Uniform pieces (most rows above and below the surface): one test.
+                    // Uniform pieces (most rows above and below the surface): one key.
+                    let k = table.key(first);
+                    dst.fill(k);
                     let all = if piece.len() == 64 { u64::MAX } else { (1u64 << piece.len()) - 1 };
-                    all * ((lut[(first & 63) as usize] & (first >> 8) as u8) >> 7) as u64
+                    all * key_inside(k) as u64
                 } else {
-                    let mut m = 0u64;
-                    for (i, v) in piece.iter().enumerate() {
-                        let b = v.to_bits();
-                        // Matter material (low byte) and occupancy byte >= 128: density > 1/2.
-                        m |= (((lut[(b & 63) as usize] & (b >> 8) as u8) >> 7) as u64) << i;
-                    }
-                    m
+                    table.convert(piece, dst)
                 };
                 count += m.count_ones() as usize;
                 let (w, s) = (off / 64, off % 64);
@@ -379,13 +396,15 @@ impl MeshWorkspace {
             // Never cleared: only marked cells are written, and only they are read.
             self.cell_vertex.resize(voxels, 0);
         }
+        self.own.clear();
+        self.own.extend((0..words).map(|w| g.owned_x(w)));
         self.row_x.resize(words, 0);
         self.row_y.resize(words, 0);
         self.row_z.resize(words, 0);
         for y in 1..sy - 1 {
             for z in 1..sz - 1 {
                 for w in 0..words {
-                    [self.row_x[w], self.row_y[w], self.row_z[w]] = edge_words(g, &self.inside, y, z, w);
+                    [self.row_x[w], self.row_y[w], self.row_z[w]] = edge_words(g, &self.inside, y, z, w, self.own[w]);
                 }
                 for w in 0..words {
                     // An X edge at x touches cells x in rows (y-1|y, z-1|z); a Y or Z edge at x
@@ -412,7 +431,7 @@ impl MeshWorkspace {
             for z in 1..sz - 1 {
                 let row = &self.inside[g.row(y, z)..][..words];
                 for (w, &r) in row.iter().enumerate() {
-                    let edges = edge_words(g, &self.inside, y, z, w);
+                    let edges = edge_words(g, &self.inside, y, z, w, self.own[w]);
                     for (axis, mut bits) in edges.into_iter().enumerate() {
                         while bits != 0 {
                             let x = w * 64 + bits.trailing_zeros() as usize;

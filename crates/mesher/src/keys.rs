@@ -1,0 +1,151 @@
+//! Corner keys: each voxel of the padded box as the mesher needs it, in 16 bits.
+//!
+//! A key is 0 when the voxel's material is not matter for the surface being meshed, else the
+//! material id in bits 9.. and the occupancy byte plus one (the density in 256ths, 1 to 256) in
+//! bits 0..9. Air (id 0) is never matter, so 0 always means "not matter". The read pass turns every
+//! voxel into its key once, so corners need no material lookups, and rows whose materials are all
+//! matter (or all not) convert with plain arithmetic, which vectorises.
+
+use voxterra_core::Voxel;
+use wide::{CmpEq, CmpGt, i16x8};
+
+/// A voxel as a cell corner (see the module docs).
+pub(crate) type Key = u16;
+
+/// 1 when the key's density is above one half (occupancy byte 128 or more), else 0.
+#[inline(always)]
+pub(crate) fn key_inside(k: Key) -> u16 {
+    ((k & 511) + 127) >> 8
+}
+
+/// How to turn voxels into keys for one set of matter materials.
+pub(crate) struct KeyTable {
+    /// Per material id: `id << 9 | 1` for matter, 0 otherwise; add the occupancy byte for matter.
+    bases: [Key; 64],
+    /// Bit `m` set: material `m` is matter (never air).
+    matter: u64,
+}
+
+impl KeyTable {
+    /// The table for the materials whose bits are set in `matter` (air's bit is ignored).
+    pub(crate) fn new(matter: u64) -> Self {
+        let matter = matter & !1;
+        let bases = std::array::from_fn(|m| if matter >> m & 1 != 0 { (m as Key) << 9 | 1 } else { 0 });
+        KeyTable { bases, matter }
+    }
+
+    /// The key of one voxel.
+    #[inline(always)]
+    pub(crate) fn key(&self, v: Voxel) -> Key {
+        let bits = v.to_bits();
+        let base = self.bases[(bits & 63) as usize];
+        (base + (bits >> 8)) * (base != 0) as Key
+    }
+
+    /// Writes the keys of `row` (at most 64 voxels) to `keys`; returns the inside bits (bit `i` for
+    /// `row[i]`).
+    #[inline]
+    pub(crate) fn convert(&self, row: &[Voxel], keys: &mut [Key]) -> u64 {
+        debug_assert!(row.len() <= 64 && row.len() == keys.len());
+        // Terrain rows hold a few materials, nearly always all matter (plus air, whose occupancy
+        // byte is 0): then keys come by arithmetic, 8 lanes at a time, with no lookup per voxel.
+        let present = row.iter().fold(0u64, |set, v| set | 1 << (v.to_bits() & 63)) & !1;
+        if present & self.matter == 0 {
+            keys.fill(0);
+            return 0;
+        }
+        if present & !self.matter != 0 {
+            for (&v, k) in row.iter().zip(keys.iter_mut()) {
+                *k = self.key(v);
+            }
+            return inside_bits(keys);
+        }
+        let mut voxels = row.chunks_exact(8);
+        let mut out = keys.chunks_exact_mut(8);
+        let mut inside = 0u64;
+        for (c, (v8, k8)) in voxels.by_ref().zip(out.by_ref()).enumerate() {
+            let bits = i16x8::new(std::array::from_fn(|i| v8[i].to_bits() as i16));
+            let m = bits & i16x8::splat(63);
+            let level = ((bits >> 8i32) & i16x8::splat(255)) + i16x8::splat(1);
+            let key = ((m << 9i32) | level) & !m.cmp_eq(i16x8::ZERO);
+            let is_inside = level.cmp_gt(i16x8::splat(128)) & !m.cmp_eq(i16x8::ZERO);
+            inside |= (is_inside.move_mask() as u64) << (8 * c);
+            k8.copy_from_slice(&key.to_array().map(|k| k as Key));
+        }
+        let done = row.len() - voxels.remainder().len();
+        for (i, (&v, k)) in voxels.remainder().iter().zip(out.into_remainder()).enumerate() {
+            let bits = v.to_bits();
+            let m = bits & 63;
+            *k = (m << 9 | ((bits >> 8) + 1)) * (m != 0) as Key;
+            inside |= (key_inside(*k) as u64) << (done + i);
+        }
+        inside
+    }
+}
+
+/// Bit `i` set when `keys[i]` is inside (at most 64 keys), 8 lanes at a time.
+#[inline(always)]
+fn inside_bits(keys: &[Key]) -> u64 {
+    let mut bits = 0u64;
+    let mut eights = keys.chunks_exact(8);
+    for (c, k8) in eights.by_ref().enumerate() {
+        let k = i16x8::new(std::array::from_fn(|i| k8[i] as i16));
+        bits |= ((k & i16x8::splat(511)).cmp_gt(i16x8::splat(128)).move_mask() as u64) << (8 * c);
+    }
+    let done = keys.len() - eights.remainder().len();
+    for (i, &k) in eights.remainder().iter().enumerate() {
+        bits |= (key_inside(k) as u64) << (done + i);
+    }
+    bits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use voxterra_core::Material;
+
+    /// The key of a matter voxel of material `m` with occupancy byte `occ`.
+    fn k(m: u16, occ: u8) -> Key {
+        m << 9 | (occ as u16 + 1)
+    }
+
+    fn voxel(m: u8, occ: u8) -> Voxel {
+        Voxel::new(Material::from_low_bits(m), occ)
+    }
+
+    #[test]
+    fn keys_encode_matter_and_density() {
+        let t = KeyTable::new(1 << 3 | 1 << 5);
+        assert_eq!(t.key(voxel(3, 200)), k(3, 200));
+        assert_eq!(t.key(voxel(4, 200)), 0); // not matter
+        assert_eq!(t.key(Voxel::AIR), 0);
+        assert_eq!(t.key(voxel(5, 255)), 5 << 9 | 256);
+        assert_eq!(t.key(voxel(5, 0)), 5 << 9 | 1); // the least occupancy is still matter
+        assert_eq!((key_inside(k(3, 127)), key_inside(k(3, 128)), key_inside(0)), (0, 1, 0));
+        assert_eq!(KeyTable::new(u64::MAX).key(Voxel::AIR), 0, "air is never matter");
+    }
+
+    proptest! {
+        /// Whole rows convert as voxel by voxel, whichever path they take.
+        #[test]
+        fn rows_convert_as_single_voxels(
+            matter in any::<u64>(),
+            row in proptest::collection::vec((0u8..64, any::<u8>()), 1..=64),
+            ids in proptest::collection::vec(0u8..64, 1..4),
+        ) {
+            let t = KeyTable::new(matter);
+            // Few distinct ids per row, as on terrain, so every path is taken.
+            let row: Vec<Voxel> = row.iter().map(|&(m, o)| voxel(ids[m as usize % ids.len()], o)).collect();
+            let mut keys = vec![1; row.len()];
+            let inside = t.convert(&row, &mut keys);
+            for (i, &v) in row.iter().enumerate() {
+                prop_assert_eq!(keys[i], t.key(v));
+                prop_assert_eq!(inside >> i & 1, key_inside(t.key(v)) as u64);
+            }
+            if row.len() < 64 {
+                prop_assert_eq!(inside >> row.len(), 0);
+            }
+        }
+    }
+}
