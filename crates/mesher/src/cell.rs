@@ -6,6 +6,10 @@
 //! Everything here depends only on the cell's 8 corner voxels, so two chunks that both place a
 //! vertex for the same cell get the same bits: that is what makes chunk seams watertight.
 
+use crate::keys::Key;
+use bytemuck::cast;
+use wide::{CmpEq, CmpGe, CmpGt, CmpLe, f32x8 as F, i32x8 as I};
+
 /// Corner `i` sits at offset `(i & 1, i >> 1 & 1, i >> 2 & 1)` (x, y, z) from the cell's low corner.
 /// The 12 edges as corner pairs, low corner first: 4 along X, 4 along Y, 4 along Z.
 const EDGES: [(u8, u8); 12] =
@@ -34,11 +38,7 @@ const CROSSINGS: [u16; 256] = {
 /// tangent of a flat face) it keeps the vertex at the mass point, as truncated-SVD QEF solvers do.
 const QEF_REGULARISATION: f32 = 0.05;
 
-use crate::keys::Key;
-use bytemuck::cast;
-use wide::{CmpEq, CmpGe, CmpGt, CmpLe, f32x8 as F, i32x8 as I};
-
-/// One cell's corners, for the rare paths that work a cell at a time (mixed materials, the QEF,
+/// One cell's corners, for the rare paths that work a cell at a time (three or more materials,
 /// degenerate normals).
 struct Corners {
     density: [f32; 8],
@@ -174,7 +174,8 @@ pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBat
         mass_hi += d[i] & cast::<I, F>(is_hi);
         others |= id.cmp_gt(I::splat(-1)) & !(is_lo | is_hi);
     }
-    let hi_wins = count_hi.cmp_gt(count_lo) | (count_hi.cmp_eq(count_lo) & cast::<F, I>(mass_hi.cmp_gt(mass_lo)));
+    let hi_wins =
+        count_hi.cmp_gt(count_lo) | (count_hi.cmp_eq(count_lo) & cast::<F, I>(mass_hi.cmp_gt(mass_lo)));
     let (inside, matter) = (inside.to_array(), matter.to_array());
     let chosen = hi_wins.blend(highest, lowest).to_array();
     let others = others.move_mask() as u8 & lane_mask(b.len);
@@ -276,7 +277,8 @@ fn qef_lanes(d: &[F; 8], t: &[F; 12], crossing: &[F; 12], mass: [F; 3]) -> [F; 3
         // that don't cross add exact zeros.
         let g = gradient_lanes(d, p);
         let nrm = g.map(|c| c & crossing[k]);
-        let r = (nrm[0] * (p[0] - mass[0]) + nrm[1] * (p[1] - mass[1]) + nrm[2] * (p[2] - mass[2])) & crossing[k];
+        let r =
+            (nrm[0] * (p[0] - mass[0]) + nrm[1] * (p[1] - mass[1]) + nrm[2] * (p[2] - mass[2])) & crossing[k];
         ata[0] += nrm[0] * nrm[0];
         ata[1] += nrm[0] * nrm[1];
         ata[2] += nrm[0] * nrm[2];

@@ -404,7 +404,8 @@ impl MeshWorkspace {
         for y in 1..sy - 1 {
             for z in 1..sz - 1 {
                 for w in 0..words {
-                    [self.row_x[w], self.row_y[w], self.row_z[w]] = edge_words(g, &self.inside, y, z, w, self.own[w]);
+                    [self.row_x[w], self.row_y[w], self.row_z[w]] =
+                        edge_words(g, &self.inside, y, z, w, self.own[w]);
                 }
                 for w in 0..words {
                     // An X edge at x touches cells x in rows (y-1|y, z-1|z); a Y or Z edge at x
