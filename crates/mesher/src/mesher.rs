@@ -220,10 +220,14 @@ impl Mesher {
                         let cx = w * 64 + bits.trailing_zeros() as usize;
                         bits &= bits - 1;
                         let at = cx + dz * cz + dy * cy;
+                        // The last corner first: one bounds check covers the other seven.
                         let corner = &ws.keys[at..=at + 1 + dy + dz];
-                        for (column, &o) in batch.keys.iter_mut().zip(&offsets) {
-                            column[batch.len] = corner[o];
+                        let j = batch.len & (LANES - 1); // always `batch.len`; drops the lane checks
+                        let far = corner[1 + dy + dz];
+                        for (column, &o) in batch.keys.iter_mut().zip(&offsets[..7]) {
+                            column[j] = corner[o];
                         }
+                        batch.keys[7][j] = far;
                         let centre = [
                             origin.x as i64 + cx as i64,
                             origin.y as i64 + cy as i64,
