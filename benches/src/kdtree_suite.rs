@@ -5,7 +5,9 @@ use crate::harness::{Budget, Metric, Report, compare, compare_prechecked};
 use crate::parry_adapter::ParryTriangles;
 use crate::world::Rng;
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Aabb, Culling, Ray, TriangleIndex, TriangleIndices, TriangleMesh, TriangleSource};
+use voxterra_core::{
+    Aabb, Culling, Positions, Ray, TriangleIndex, TriangleIndices, TriangleMesh, TriangleSource,
+};
 use voxterra_kdtree::KdTree;
 use voxterra_worldgen::Terrain;
 
@@ -18,8 +20,8 @@ pub struct ChunkMesh {
 }
 
 impl TriangleSource for ChunkMesh {
-    fn positions(&self) -> &[Point3<f32>] {
-        &self.positions
+    fn positions(&self) -> Positions<'_> {
+        Positions::F32(&self.positions)
     }
     fn indices(&self) -> TriangleIndices<'_> {
         TriangleIndices::U16(&self.triangles)
@@ -70,7 +72,7 @@ fn boxes(rng: &mut Rng, mesh: &impl TriangleSource, n: usize, size: f32) -> Vec<
     let p = mesh.positions();
     (0..n)
         .map(|_| {
-            let c = p[rng.below(p.len() as u32) as usize];
+            let c = p.get(rng.below(p.len() as u32) as usize);
             let h = Vector3::repeat(size * 0.5);
             Aabb::new(c - h + Vector3::new(0.3, 0.2, 0.1), c + h + Vector3::new(0.3, 0.2, 0.1))
         })

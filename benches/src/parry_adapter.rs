@@ -13,7 +13,7 @@ pub struct ParryTriangles {
 impl ParryTriangles {
     /// `TriMesh::new` on a copy of the source's vertices and (u32) indices; parry takes ownership.
     pub fn build(source: &impl TriangleSource) -> Self {
-        let vertices = source.positions().to_vec();
+        let vertices = source.positions().iter().collect();
         let idx = source.indices();
         let indices = (0..idx.len()).map(|i| idx.get(i)).collect();
         ParryTriangles {

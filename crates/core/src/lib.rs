@@ -47,7 +47,8 @@ pub use geometry::{Aabb, Culling, Ray, RayHit, ray_triangle};
 pub use material::{MaterialInfo, MaterialKind, MaterialTable, SurfaceShape, materials};
 pub use region::{ChunkKey, DirtyBounds, Region, VoxelPos, chunk_key};
 pub use triangles::{
-    BruteForceTriangles, TriangleIndex, TriangleIndices, TriangleMesh, TriangleSource, check_indices,
+    BruteForceTriangles, Positions, QuantizedPositions, TriangleIndex, TriangleIndices, TriangleMesh,
+    TriangleSource, check_indices,
 };
 pub use voxel::{Material, Voxel};
 pub use voxel_io::{DenseVoxels, VoxelRead, VoxelWrite};

@@ -104,8 +104,10 @@ pub(crate) fn build(source: &impl TriangleSource) -> Result<KdTree, KdTreeError>
     let mut push = |i: usize, v: [u32; 3]| -> Result<(), KdTreeError> {
         let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
         for &vi in &v {
-            let q: &Point3<f32> =
-                positions.get(vi as usize).ok_or(KdTreeError::IndexOutOfRange { triangle: i, vertex: vi })?;
+            if vi as usize >= positions.len() {
+                return Err(KdTreeError::IndexOutOfRange { triangle: i, vertex: vi });
+            }
+            let q = positions.get(vi as usize);
             if !(q.x.is_finite() && q.y.is_finite() && q.z.is_finite()) {
                 return Err(KdTreeError::NonFiniteVertex { triangle: i, vertex: vi });
             }

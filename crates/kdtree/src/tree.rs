@@ -4,7 +4,8 @@ use crate::build::{self, MAX_DEPTH};
 use crate::node::{Kind, Node};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{
-    Aabb, Culling, Ray, RayHit, TriangleIndex, TriangleIndices, TriangleSource, ray_triangle,
+    Aabb, Culling, Positions, QuantizedPositions, Ray, RayHit, TriangleIndex, TriangleIndices,
+    TriangleSource, ray_triangle,
 };
 
 /// Why a tree cannot be built.
@@ -180,22 +181,41 @@ pub struct KdTreeView<'a, S: TriangleSource> {
     mesh: &'a S,
 }
 
+/// Vertex positions, for a given vertex format (resolved once per query).
+trait Vertices: Copy {
+    fn vertex(self, v: u32) -> Point3<f32>;
+}
+
+impl Vertices for &[Point3<f32>] {
+    #[inline]
+    fn vertex(self, v: u32) -> Point3<f32> {
+        self[v as usize]
+    }
+}
+
+impl Vertices for QuantizedPositions<'_> {
+    #[inline]
+    fn vertex(self, v: u32) -> Point3<f32> {
+        self.get(v as usize)
+    }
+}
+
 /// Vertex positions of triangle `t`, for a given index type (resolved once per query).
 trait Fetch: Copy {
-    fn fetch(self, positions: &[Point3<f32>], t: u32) -> [Point3<f32>; 3];
+    fn fetch(self, positions: impl Vertices, t: u32) -> [Point3<f32>; 3];
 }
 
 impl Fetch for &[[u16; 3]] {
     #[inline]
-    fn fetch(self, p: &[Point3<f32>], t: u32) -> [Point3<f32>; 3] {
-        self[t as usize].map(|v| p[v as usize])
+    fn fetch(self, p: impl Vertices, t: u32) -> [Point3<f32>; 3] {
+        self[t as usize].map(|v| p.vertex(v.into()))
     }
 }
 
 impl Fetch for &[[u32; 3]] {
     #[inline]
-    fn fetch(self, p: &[Point3<f32>], t: u32) -> [Point3<f32>; 3] {
-        self[t as usize].map(|v| p[v as usize])
+    fn fetch(self, p: impl Vertices, t: u32) -> [Point3<f32>; 3] {
+        self[t as usize].map(|v| p.vertex(v))
     }
 }
 
@@ -400,14 +420,19 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
 /// type (PERF: a `&dyn Fn` fetch cost an indirect call per triangle).
 macro_rules! with_fetch {
     ($view:expr, $fetch:ident => $body:expr) => {{
-        let p = $view.mesh.positions();
+        match $view.mesh.positions() {
+            Positions::F32(p) => with_fetch!(@indices $view, p, $fetch => $body),
+            Positions::Quantized(p) => with_fetch!(@indices $view, p, $fetch => $body),
+        }
+    }};
+    (@indices $view:expr, $p:ident, $fetch:ident => $body:expr) => {{
         match $view.mesh.indices() {
             TriangleIndices::U16(t) => {
-                let $fetch = |i: u32| t.fetch(p, i);
+                let $fetch = |i: u32| t.fetch($p, i);
                 $body
             }
             TriangleIndices::U32(t) => {
-                let $fetch = |i: u32| t.fetch(p, i);
+                let $fetch = |i: u32| t.fetch($p, i);
                 $body
             }
         }

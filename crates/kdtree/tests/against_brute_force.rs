@@ -5,7 +5,8 @@
 use proptest::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{
-    Aabb, BruteForceTriangles, Culling, Ray, TriangleIndex, TriangleIndices, TriangleMesh, TriangleSource,
+    Aabb, BruteForceTriangles, Culling, Positions, QuantizedPositions, Ray, TriangleIndex, TriangleIndices,
+    TriangleMesh, TriangleSource,
 };
 use voxterra_kdtree::{KdTree, KdTreeError};
 
@@ -16,11 +17,53 @@ struct Mesh16 {
 }
 
 impl TriangleSource for Mesh16 {
-    fn positions(&self) -> &[Point3<f32>] {
-        &self.positions
+    fn positions(&self) -> Positions<'_> {
+        Positions::F32(&self.positions)
     }
     fn indices(&self) -> TriangleIndices<'_> {
         TriangleIndices::U16(&self.triangles)
+    }
+}
+
+/// The same mesh with 16-bit quantised positions (as the mesher's physics meshes), u16 or u32
+/// indices.
+struct Quantized {
+    points: Vec<[u16; 3]>,
+    origin: Point3<f32>,
+    step: f32,
+    triangles: Vec<[u32; 3]>,
+    short: bool,
+    short_triangles: Vec<[u16; 3]>,
+}
+
+impl Quantized {
+    /// Rounds `mesh`'s positions to the finest power-of-two grid that holds them in 16 bits.
+    fn new(mesh: &TriangleMesh, short: bool) -> Self {
+        let lo = |a: usize| mesh.positions.iter().map(|p| p[a]).fold(f32::INFINITY, f32::min).floor();
+        let origin = Point3::new(lo(0), lo(1), lo(2));
+        let extent = mesh.positions.iter().map(|p| (p - origin).amax()).fold(1.0f32, f32::max);
+        let step = (extent / 65535.0).log2().ceil().exp2();
+        let points =
+            mesh.positions.iter().map(|p| ((p - origin) / step).map(|v| v.round() as u16).into()).collect();
+        let short_triangles = mesh.triangles.iter().map(|t| t.map(|v| v as u16)).collect();
+        Quantized { points, origin, step, triangles: mesh.triangles.clone(), short, short_triangles }
+    }
+}
+
+impl TriangleSource for Quantized {
+    fn positions(&self) -> Positions<'_> {
+        Positions::Quantized(QuantizedPositions {
+            points: &self.points,
+            origin: self.origin,
+            step: self.step,
+        })
+    }
+    fn indices(&self) -> TriangleIndices<'_> {
+        if self.short {
+            TriangleIndices::U16(&self.short_triangles)
+        } else {
+            TriangleIndices::U32(&self.triangles)
+        }
     }
 }
 
@@ -154,6 +197,7 @@ proptest! {
     #[test]
     fn soups_match_brute_force(mesh in arb_soup(), rays in proptest::collection::vec(arb_ray(0.0), 24), boxes in proptest::collection::vec(arb_box(0.0), 12)) {
         check(&mesh, &rays, &boxes)?;
+        check(&Quantized::new(&mesh, false), &rays, &boxes)?;
     }
 
     #[test]
@@ -165,6 +209,7 @@ proptest! {
         check(&mesh, &rays, &boxes)?;
         let m16 = Mesh16 { positions: mesh.positions.clone(), triangles: mesh.triangles.iter().map(|t| t.map(|v| v as u16)).collect() };
         check(&m16, &rays, &boxes)?;
+        check(&Quantized::new(&mesh, true), &rays, &boxes)?;
     }
 }
 

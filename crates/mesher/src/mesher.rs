@@ -58,6 +58,17 @@ pub enum MeshError {
         /// [`Mesher::max_voxels`].
         limit: usize,
     },
+    /// The region is wider than the output's positions reach ([`PhysicsMesh::MAX_SIDE`](crate::PhysicsMesh::MAX_SIDE)
+    /// voxels for a physics mesh).
+    #[error(
+        "the region is {side} voxels wide, over the {limit} the output's positions reach; mesh it in chunks"
+    )]
+    TooWide {
+        /// The region's widest side, in voxels.
+        side: u32,
+        /// What the output reaches.
+        limit: u32,
+    },
     /// The mesh needs more vertices than the output's indices address (65536 for a physics mesh).
     #[error(
         "the mesh needs {vertices} vertices, over the {limit} its index type addresses; mesh a smaller region"
@@ -180,7 +191,12 @@ impl Mesher {
         if region.is_empty() {
             return Ok(MeshSummary::default());
         }
+        let side = region.size().into_iter().max().unwrap_or(0);
+        if side > M::MAX_SIDE {
+            return Err(MeshError::TooWide { side, limit: M::MAX_SIDE });
+        }
         let padded = Mesher::padded_region(region)?;
+        out.start(padded.min());
         let voxels = padded.volume();
         if voxels > self.max_voxels as u128 {
             return Err(MeshError::TooLarge { voxels, limit: self.max_voxels });
@@ -208,8 +224,8 @@ impl Mesher {
         // The 8 corners' offsets from a cell's low corner.
         let offsets: [usize; 8] = std::array::from_fn(|i| (i & 1) + dy * (i >> 1 & 1) + dz * (i >> 2 & 1));
         let mut batch = Batch::EMPTY;
-        // Per lane: the cell's index and its low corner in world units.
-        let mut cells = [(0usize, [0.0f32; 3]); LANES];
+        // Per lane: the cell's index and its coordinates in the padded box.
+        let mut cells = [(0usize, [0u32; 3]); LANES];
         let mut next = 0u32;
         for cy in 0..g.size[1] - 1 {
             for cz in 0..sz - 1 {
@@ -228,23 +244,17 @@ impl Mesher {
                             column[j] = corner[o];
                         }
                         batch.keys[7][j] = far;
-                        let centre = [
-                            origin.x as i64 + cx as i64,
-                            origin.y as i64 + cy as i64,
-                            origin.z as i64 + cz as i64,
-                        ]
-                        .map(|v| v as f32 + 0.5);
-                        cells[batch.len] = (at, centre);
+                        cells[batch.len] = (at, [cx as u32, cy as u32, cz as u32]);
                         batch.len += 1;
                         if batch.len == LANES {
-                            next = self.flush(&batch, &cells, next, &mut ws.cell_vertex, out);
+                            next = self.flush(&batch, &cells, origin, next, &mut ws.cell_vertex, out);
                             batch.len = 0;
                         }
                     }
                 }
             }
         }
-        self.flush(&batch, &cells, next, &mut ws.cell_vertex, out);
+        self.flush(&batch, &cells, origin, next, &mut ws.cell_vertex, out);
     }
 
     /// Places a batch of cells' vertices and appends them to `out`, numbering them from `next`;
@@ -253,7 +263,8 @@ impl Mesher {
     fn flush<M: MeshOutput>(
         &self,
         batch: &Batch,
-        cells: &[(usize, [f32; 3]); LANES],
+        cells: &[(usize, [u32; 3]); LANES],
+        origin: VoxelPos,
         mut next: u32,
         cell_vertex: &mut [u32],
         out: &mut M,
@@ -262,11 +273,10 @@ impl Mesher {
             return next;
         }
         let p = place_batch(batch, self.sharp, M::NORMALS);
-        for (j, &(at, centre)) in cells.iter().enumerate().take(batch.len) {
-            let pos =
-                Point3::new(centre[0] + p.local[0][j], centre[1] + p.local[1][j], centre[2] + p.local[2][j]);
+        for (j, &(at, cell)) in cells.iter().enumerate().take(batch.len) {
+            let local = [p.local[0][j], p.local[1][j], p.local[2][j]];
             let normal = Vector3::new(p.normal[0][j], p.normal[1][j], p.normal[2][j]);
-            out.push_vertex(pos, normal, Material::from_low_bits(p.material[j]));
+            out.push_vertex(origin, cell, local, normal, Material::from_low_bits(p.material[j]));
             cell_vertex[at] = next;
             next += 1;
         }

@@ -1,9 +1,9 @@
 //! The two meshes the mesher fills: [`RenderMesh`] (positions, normals, materials, u32 indices) and
-//! [`PhysicsMesh`] (positions, a material byte per vertex, u16 indices), and the sealed
+//! [`PhysicsMesh`] (16-bit quantised positions, a material byte per vertex, u16 indices), and the sealed
 //! [`MeshOutput`] trait that lets one generic pass fill either.
 
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Material, TriangleIndices, TriangleSource};
+use voxterra_core::{Material, Positions, QuantizedPositions, TriangleIndices, TriangleSource, VoxelPos};
 
 mod sealed {
     pub trait Sealed {}
@@ -18,6 +18,9 @@ pub trait MeshOutput: sealed::Sealed {
     /// The most vertices the index type can address.
     #[doc(hidden)]
     const MAX_VERTICES: usize;
+    /// The widest region, in voxels per axis, whose positions the output can hold.
+    #[doc(hidden)]
+    const MAX_SIDE: u32;
     /// Empties the mesh, keeping its buffers' capacity.
     fn clear(&mut self);
     /// Vertices held.
@@ -26,8 +29,21 @@ pub trait MeshOutput: sealed::Sealed {
     fn triangle_count(&self) -> usize;
     #[doc(hidden)]
     fn reserve(&mut self, vertices: usize, triangles: usize);
+    /// Called once per mesh, after [`MeshOutput::clear`]: `origin` is the padded box's low corner,
+    /// the cell every `cell` below counts from.
     #[doc(hidden)]
-    fn push_vertex(&mut self, position: Point3<f32>, normal: Vector3<f32>, material: Material);
+    fn start(&mut self, origin: VoxelPos);
+    /// A vertex at `local` (in `[0, 1]³`, from the cell's centre) in cell `origin + cell`, whose
+    /// centre is the voxel centre of the cell's low corner.
+    #[doc(hidden)]
+    fn push_vertex(
+        &mut self,
+        origin: VoxelPos,
+        cell: [u32; 3],
+        local: [f32; 3],
+        normal: Vector3<f32>,
+        material: Material,
+    );
     #[doc(hidden)]
     fn position(&self, vertex: u32) -> Point3<f32>;
     /// `vertices` are below [`MeshOutput::MAX_VERTICES`], checked before any is pushed.
@@ -54,12 +70,14 @@ impl sealed::Sealed for RenderMesh {}
 impl MeshOutput for RenderMesh {
     const NORMALS: bool = true;
     const MAX_VERTICES: usize = u32::MAX as usize;
+    const MAX_SIDE: u32 = u32::MAX;
     fn clear(&mut self) {
         self.positions.clear();
         self.normals.clear();
         self.materials.clear();
         self.indices.clear();
     }
+    fn start(&mut self, _origin: VoxelPos) {}
     fn vertex_count(&self) -> usize {
         self.positions.len()
     }
@@ -73,8 +91,16 @@ impl MeshOutput for RenderMesh {
         self.indices.reserve(triangles);
     }
     #[inline]
-    fn push_vertex(&mut self, position: Point3<f32>, normal: Vector3<f32>, material: Material) {
-        self.positions.push(position);
+    fn push_vertex(
+        &mut self,
+        origin: VoxelPos,
+        cell: [u32; 3],
+        local: [f32; 3],
+        normal: Vector3<f32>,
+        material: Material,
+    ) {
+        let at = |a: usize| (origin[a] as i64 + cell[a] as i64) as f32 + 0.5 + local[a];
+        self.positions.push(Point3::new(at(0), at(1), at(2)));
         self.normals.push(normal);
         self.materials.push(material);
     }
@@ -89,33 +115,64 @@ impl MeshOutput for RenderMesh {
 }
 
 impl TriangleSource for RenderMesh {
-    fn positions(&self) -> &[Point3<f32>] {
-        &self.positions
+    fn positions(&self) -> Positions<'_> {
+        Positions::F32(&self.positions)
     }
     fn indices(&self) -> TriangleIndices<'_> {
         TriangleIndices::U32(&self.indices)
     }
 }
 
-/// The compact mesh of a physics chunk: 12-byte positions, a material byte per vertex and u16
-/// triangles: 13 bytes per vertex and 6 per triangle, so 12.5 per triangle on a whole mesh (the
-/// article's raw-mesh figure) and about 14.3 on an 8³ chunk, which repeats its border cells'
-/// vertices. The kD tree reads it
-/// directly as a [`TriangleSource`]. At most 65536 vertices: mesh physics chunks (8³), not worlds.
-#[derive(Clone, Default, Debug, PartialEq)]
+/// The compact mesh of a physics chunk: positions as three u16 steps of [`PhysicsMesh::STEP`]
+/// (1/1024 voxel) from the chunk's origin, a material byte per vertex and u16 triangles: 7 bytes
+/// per vertex and 6 per triangle, about 10.5 per triangle on an 8³ chunk (which repeats its border
+/// cells' vertices) against the article's 12.5 for f32 positions. The kD tree reads it directly as
+/// a [`TriangleSource`].
+///
+/// Positions are those of the [`RenderMesh`] rounded to the step grid, within half a step; the
+/// rounding is of each vertex's offset in its own cell, so every chunk that holds a vertex decodes
+/// it to the same f32 and chunk seams stay closed. Limits: regions of at most
+/// [`PhysicsMesh::MAX_SIDE`] voxels a side and 65536 vertices: mesh physics chunks (8³), not
+/// worlds.
+#[derive(Clone, Debug, PartialEq)]
 pub struct PhysicsMesh {
-    positions: Vec<Point3<f32>>,
+    /// The position of step `[0, 0, 0]`: the padded box's low corner voxel's low corner.
+    origin: Point3<f32>,
+    positions: Vec<[u16; 3]>,
     materials: Vec<Material>,
     triangles: Vec<[u16; 3]>,
 }
 
+impl Default for PhysicsMesh {
+    fn default() -> Self {
+        PhysicsMesh { origin: Point3::origin(), positions: vec![], materials: vec![], triangles: vec![] }
+    }
+}
+
 // PERF: the byte budget above assumes these sizes.
-const _: () = assert!(std::mem::size_of::<Point3<f32>>() == 12 && std::mem::size_of::<Material>() == 1);
+const _: () = assert!(std::mem::size_of::<[u16; 3]>() == 6 && std::mem::size_of::<Material>() == 1);
+
+/// Steps per voxel.
+const STEPS: u32 = 1024;
 
 impl PhysicsMesh {
-    /// Vertex positions in voxel units.
-    pub fn positions(&self) -> &[Point3<f32>] {
-        &self.positions
+    /// The quantisation step, in voxels: a power of two, so decoding is exact up to one rounding.
+    pub const STEP: f32 = 1.0 / STEPS as f32;
+    /// The widest region a physics mesh holds, in voxels per axis: vertices lie within
+    /// `[-0.5, side + 1.5]` voxels of the padded box's corner, which must fit 65536 steps.
+    pub const MAX_SIDE: u32 = (u16::MAX as u32 - 3 * STEPS / 2) / STEPS;
+
+    /// Vertices held.
+    pub fn vertex_count(&self) -> usize {
+        self.positions.len()
+    }
+    /// The position of vertex `i`, decoded.
+    pub fn position(&self, i: usize) -> Point3<f32> {
+        self.quantized().get(i)
+    }
+    /// The positions as stored, with their origin and step.
+    pub fn quantized(&self) -> QuantizedPositions<'_> {
+        QuantizedPositions { points: &self.positions, origin: self.origin, step: Self::STEP }
     }
     /// The dominant material of each vertex's cell.
     pub fn materials(&self) -> &[Material] {
@@ -125,15 +182,17 @@ impl PhysicsMesh {
     pub fn triangles(&self) -> &[[u16; 3]] {
         &self.triangles
     }
-    /// Bytes of mesh data held (lengths, not capacities): what a cache of chunk meshes pays.
+    /// Bytes of mesh data held (lengths, not capacities, and the origin): what a cache of chunk
+    /// meshes pays.
     pub fn data_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.positions)
+        std::mem::size_of_val(&self.origin)
+            + std::mem::size_of_val(&*self.positions)
             + std::mem::size_of_val(&*self.materials)
             + std::mem::size_of_val(&*self.triangles)
     }
     /// Heap bytes reserved (capacities).
     pub fn heap_bytes(&self) -> usize {
-        self.positions.capacity() * 12 + self.materials.capacity() + self.triangles.capacity() * 6
+        self.positions.capacity() * 6 + self.materials.capacity() + self.triangles.capacity() * 6
     }
     /// Releases spare capacity, for a mesh that will be kept (a collision cache entry).
     pub fn shrink_to_fit(&mut self) {
@@ -148,10 +207,15 @@ impl sealed::Sealed for PhysicsMesh {}
 impl MeshOutput for PhysicsMesh {
     const NORMALS: bool = false;
     const MAX_VERTICES: usize = u16::MAX as usize + 1;
+    const MAX_SIDE: u32 = PhysicsMesh::MAX_SIDE;
     fn clear(&mut self) {
+        self.origin = Point3::origin();
         self.positions.clear();
         self.materials.clear();
         self.triangles.clear();
+    }
+    fn start(&mut self, origin: VoxelPos) {
+        self.origin = origin.map(|v| v as f32);
     }
     fn vertex_count(&self) -> usize {
         self.positions.len()
@@ -165,13 +229,26 @@ impl MeshOutput for PhysicsMesh {
         self.triangles.reserve(triangles);
     }
     #[inline]
-    fn push_vertex(&mut self, position: Point3<f32>, _normal: Vector3<f32>, material: Material) {
-        self.positions.push(position);
+    fn push_vertex(
+        &mut self,
+        _origin: VoxelPos,
+        cell: [u32; 3],
+        local: [f32; 3],
+        _normal: Vector3<f32>,
+        material: Material,
+    ) {
+        // The cell's centre is `cell + 1/2` voxels from the origin; rounding the offset within
+        // the cell (not the world position) makes the steps the same in every chunk.
+        let q = |a: usize| {
+            let within = (local[a] * STEPS as f32).round().clamp(0.0, STEPS as f32) as u32;
+            (cell[a] * STEPS + STEPS / 2 + within).min(u16::MAX as u32) as u16
+        };
+        self.positions.push([q(0), q(1), q(2)]);
         self.materials.push(material);
     }
     #[inline]
     fn position(&self, vertex: u32) -> Point3<f32> {
-        self.positions[vertex as usize]
+        self.quantized().get(vertex as usize)
     }
     #[inline]
     fn push_triangle(&mut self, vertices: [u32; 3]) {
@@ -181,8 +258,8 @@ impl MeshOutput for PhysicsMesh {
 }
 
 impl TriangleSource for PhysicsMesh {
-    fn positions(&self) -> &[Point3<f32>] {
-        &self.positions
+    fn positions(&self) -> Positions<'_> {
+        Positions::Quantized(self.quantized())
     }
     fn indices(&self) -> TriangleIndices<'_> {
         TriangleIndices::U16(&self.triangles)

@@ -8,7 +8,8 @@ use proptest::prelude::*;
 use std::collections::HashMap;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{
-    DenseVoxels, Material, MaterialTable, Region, TriangleSource, Voxel, VoxelRead, VoxelWrite, materials,
+    BruteForceTriangles, Culling, DenseVoxels, Material, MaterialTable, Ray, Region, TriangleIndex,
+    TriangleSource, Voxel, VoxelRead, VoxelWrite, materials,
 };
 use voxterra_mesher::{MeshError, MeshWorkspace, Mesher, PhysicsMesh, RenderMesh, ShapeMode, Surface};
 use voxterra_voxel_store::VoxelStore;
@@ -154,10 +155,12 @@ proptest! {
                 prop_assert!(p[a] >= whole.min()[a] as f32 - 0.5 && p[a] <= whole.max()[a] as f32 + 0.5);
             }
         }
-        let mut pieces = Vec::new();
+        let mut physics = PhysicsMesh::default();
+        mesher.mesh(&d, &whole, &mut MeshWorkspace::new(), &mut physics).unwrap();
+        let (mut pieces, mut physics_pieces) = (Vec::new(), Vec::new());
         let (lo, hi) = (whole.min(), whole.max());
         let mut ws = MeshWorkspace::new();
-        let mut out = RenderMesh::default();
+        let (mut out, mut phys) = (RenderMesh::default(), PhysicsMesh::default());
         for y in (lo.y..hi.y).step_by(chunk as usize) {
             for z in (lo.z..hi.z).step_by(chunk as usize) {
                 for x in (lo.x..hi.x).step_by(chunk as usize) {
@@ -165,11 +168,16 @@ proptest! {
                         Point3::new((x + chunk as i32).min(hi.x), (y + chunk as i32).min(hi.y), (z + chunk as i32).min(hi.z))).unwrap();
                     mesher.mesh(&d, &c, &mut ws, &mut out).unwrap();
                     pieces.extend(tri_keys(&out));
+                    mesher.mesh(&d, &c, &mut ws, &mut phys).unwrap();
+                    physics_pieces.extend(tri_keys(&phys));
                 }
             }
         }
         pieces.sort_unstable();
         prop_assert!(pieces == tri_keys(&mesh), "chunked triangles differ from whole ({} vs {})", pieces.len(), mesh.indices.len());
+        // Quantised physics meshes decode every shared vertex to the same f32 in every chunk.
+        physics_pieces.sort_unstable();
+        prop_assert!(physics_pieces == tri_keys(&physics), "chunked physics triangles differ from whole");
     }
 
     /// The same voxels through the store (its own rows, its uniform fast path) mesh identically.
@@ -309,17 +317,39 @@ fn surfaces_select_their_matter() {
 fn physics_mesh_matches_render_mesh_and_feeds_the_kd_tree() {
     let table = MaterialTable::default();
     let mesher = Mesher::new(&table);
-    let whole = region([0, 0, 0], [8, 8, 8]);
-    let d = blobs(whole.expanded(1), whole, 11);
-    let render = mesh_render(&mesher, &d, &whole);
-    let mut physics = PhysicsMesh::default();
-    mesher.mesh(&d, &whole, &mut MeshWorkspace::new(), &mut physics).unwrap();
-    assert_eq!(physics.positions(), &render.positions[..]);
-    assert_eq!(physics.materials(), &render.materials[..]);
-    assert!(physics.triangles().iter().zip(&render.indices).all(|(a, b)| a.map(u32::from) == *b));
-    assert_eq!(physics.data_bytes(), 13 * physics.positions().len() + 6 * physics.triangles().len());
-    let tree = voxterra_kdtree::KdTree::build(&physics).unwrap();
-    tree.validate(&physics).unwrap();
+    // Far from the origin and below it: the steps count from the chunk, not the world.
+    for min in [[0, 0, 0], [-3000, -24, 5000]] {
+        let whole = region(min, [8, 8, 8]);
+        let d = blobs(whole.expanded(1), whole, 11);
+        let render = mesh_render(&mesher, &d, &whole);
+        let mut physics = PhysicsMesh::default();
+        mesher.mesh(&d, &whole, &mut MeshWorkspace::new(), &mut physics).unwrap();
+        assert!(render.indices.len() > 100);
+        assert_eq!(physics.vertex_count(), render.positions.len());
+        // Within half a step, plus the render position's own rounding far from the origin.
+        let slack = PhysicsMesh::STEP / 2.0 + 5000.0 * f32::EPSILON;
+        for (i, r) in render.positions.iter().enumerate() {
+            let p = physics.position(i);
+            assert!((p - r).amax() <= slack, "vertex {i}: physics {p:?} render {r:?}");
+        }
+        assert_eq!(physics.materials(), &render.materials[..]);
+        assert!(physics.triangles().iter().zip(&render.indices).all(|(a, b)| a.map(u32::from) == *b));
+        assert_eq!(physics.data_bytes(), 12 + 7 * physics.vertex_count() + 6 * physics.triangles().len());
+        assert!((physics.data_bytes() as f64 / physics.triangles().len() as f64) < 12.5);
+        let tree = voxterra_kdtree::KdTree::build(&physics).unwrap();
+        tree.validate(&physics).unwrap();
+        // The tree over quantised positions answers as brute force over the same positions.
+        let (view, brute) = (tree.with(&physics), BruteForceTriangles(&physics));
+        let c = whole.min().map(|v| v as f32) + Vector3::new(4.0, 4.0, 4.0);
+        for k in 0..50 {
+            let a = k as f32 * 0.37;
+            let ray = Ray::new(
+                c + Vector3::new(a.sin() * 9.0, 9.0, a.cos() * 9.0),
+                Vector3::new(-a.sin(), -1.0, -a.cos()),
+            );
+            assert_eq!(view.cast_ray(&ray, 40.0, Culling::None), brute.cast_ray(&ray, 40.0, Culling::None));
+        }
+    }
 }
 
 #[test]
@@ -351,6 +381,14 @@ fn errors_are_typed() {
         Err(MeshError::TooManyVertices { limit: 65536, .. })
     ));
     assert!(mesher.mesh(&speckle, &r, &mut ws, &mut out).is_ok());
+    // Physics positions reach PhysicsMesh::MAX_SIDE voxels a side, checked before any read.
+    let side = PhysicsMesh::MAX_SIDE;
+    assert_eq!(side, 62);
+    assert_eq!(
+        mesher.mesh(&d, &region([0, 0, 0], [4, side + 1, 4]), &mut ws, &mut physics),
+        Err(MeshError::TooWide { side: side + 1, limit: side })
+    );
+    assert!(mesher.mesh(&d, &region([0, 0, 0], [4, side, 4]), &mut ws, &mut physics).is_ok());
 }
 
 /// Small cases, pinned: positions to 1/1000, materials, triangles.
