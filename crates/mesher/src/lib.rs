@@ -15,8 +15,10 @@
 //!   padding on each side ([`Mesher::padded_region`]). Meshing a box chunk by chunk gives exactly
 //!   the triangles of meshing it whole, bit for bit; nothing is duplicated or missing.
 //! - Two outputs: [`RenderMesh`] (positions, normals, materials, u32 indices) and [`PhysicsMesh`]
-//!   (positions, a material byte per vertex, u16 indices: 13 bytes per vertex and 6 per triangle,
-//!   about 14 per triangle on an 8³ chunk), which the kD tree reads directly as a [`TriangleSource`](voxterra_core::TriangleSource).
+//!   (positions as three u16 steps of 1/1024 voxel, a material byte per vertex, u16 indices: 7
+//!   bytes per vertex and 6 per triangle, about 10.6 per triangle on an 8³ chunk), which the kD tree
+//!   reads directly as a [`TriangleSource`](voxterra_core::TriangleSource). Each vertex's offset is
+//!   rounded within its own cell, so chunks sharing a vertex decode it to the same f32.
 //! - Fast paths: a padded box the reader reports uniform
 //!   ([`VoxelRead::uniform`](voxterra_core::VoxelRead::uniform), answered by the store from its
 //!   packed rows) returns without reading a voxel; surface edges are found a row of 64 at a time with
