@@ -7,7 +7,7 @@
 //! matter (or all not) convert with plain arithmetic, which vectorises.
 
 use voxterra_core::Voxel;
-use wide::{CmpEq, CmpGt, i16x8};
+use wide::{CmpGt, i16x8};
 
 /// A voxel as a cell corner (see the module docs).
 pub(crate) type Key = u16;
@@ -18,12 +18,16 @@ pub(crate) fn key_inside(k: Key) -> u16 {
     ((k & 511) + 127) >> 8
 }
 
+/// Ranges of matter ids the lane path tests; tables needing more take the lookup path.
+const RANGES: usize = 3;
+
 /// How to turn voxels into keys for one set of matter materials.
 pub(crate) struct KeyTable {
     /// Per material id: `id << 9 | 1` for matter, 0 otherwise; add the occupancy byte for matter.
     bases: [Key; 64],
-    /// Bit `m` set: material `m` is matter (never air).
-    matter: u64,
+    /// The matter ids as at most [`RANGES`] inclusive ranges, as `(lo - 1, hi + 1)` for lane
+    /// compares (spare ranges match nothing), when they fit; terrain tables need one or two.
+    ranges: Option<[(i16, i16); RANGES]>,
 }
 
 impl KeyTable {
@@ -31,7 +35,18 @@ impl KeyTable {
     pub(crate) fn new(matter: u64) -> Self {
         let matter = matter & !1;
         let bases = std::array::from_fn(|m| if matter >> m & 1 != 0 { (m as Key) << 9 | 1 } else { 0 });
-        KeyTable { bases, matter }
+        let mut ranges = [(i16::MAX, i16::MIN); RANGES];
+        let (mut n, mut rest) = (0, matter);
+        while rest != 0 && n <= RANGES {
+            let lo = rest.trailing_zeros();
+            let len = (rest >> lo).trailing_ones();
+            if n < RANGES {
+                ranges[n] = (lo as i16 - 1, (lo + len) as i16);
+            }
+            n += 1;
+            rest &= if lo + len >= 64 { 0 } else { u64::MAX << (lo + len) };
+        }
+        KeyTable { bases, ranges: (n <= RANGES).then_some(ranges) }
     }
 
     /// The key of one voxel.
@@ -47,39 +62,44 @@ impl KeyTable {
     #[inline]
     pub(crate) fn convert(&self, row: &[Voxel], keys: &mut [Key]) -> u64 {
         debug_assert!(row.len() <= 64 && row.len() == keys.len());
-        // Terrain rows hold a few materials, nearly always all matter (plus air, whose occupancy
-        // byte is 0): then keys come by arithmetic, 8 lanes at a time, with no lookup per voxel.
-        let present = row.iter().fold(0u64, |set, v| set | 1 << (v.to_bits() & 63)) & !1;
-        if present & self.matter == 0 {
-            keys.fill(0);
-            return 0;
+        let (n, Some(ranges)) = (row.len(), self.ranges) else {
+            return self.convert_by_lookup(row, keys);
+        };
+        if n < 8 {
+            return self.convert_by_lookup(row, keys);
         }
-        if present & !self.matter != 0 {
-            for (&v, k) in row.iter().zip(keys.iter_mut()) {
-                *k = self.key(v);
-            }
-            return inside_bits(keys);
-        }
-        let mut voxels = row.chunks_exact(8);
-        let mut out = keys.chunks_exact_mut(8);
-        let mut inside = 0u64;
-        for (c, (v8, k8)) in voxels.by_ref().zip(out.by_ref()).enumerate() {
+        // 8 lanes at a time, matter by range compares instead of a lookup per voxel. A ragged end
+        // is done as the last 8 voxels, overlapping the previous group (same keys rewritten).
+        let lanes = |at: usize, keys: &mut [Key]| -> u64 {
+            let v8 = &row[at..at + 8];
             let bits = i16x8::new(std::array::from_fn(|i| v8[i].to_bits() as i16));
             let m = bits & i16x8::splat(63);
+            let mut matter = i16x8::ZERO;
+            for &(below, above) in &ranges {
+                matter |= m.cmp_gt(i16x8::splat(below)) & i16x8::splat(above).cmp_gt(m);
+            }
             let level = ((bits >> 8i32) & i16x8::splat(255)) + i16x8::splat(1);
-            let key = ((m << 9i32) | level) & !m.cmp_eq(i16x8::ZERO);
-            let is_inside = level.cmp_gt(i16x8::splat(128)) & !m.cmp_eq(i16x8::ZERO);
-            inside |= (is_inside.move_mask() as u64) << (8 * c);
-            k8.copy_from_slice(&key.to_array().map(|k| k as Key));
+            let key = ((m << 9i32) | level) & matter;
+            keys[at..at + 8].copy_from_slice(&key.to_array().map(|k| k as Key));
+            let inside = level.cmp_gt(i16x8::splat(128)) & matter;
+            (inside.move_mask() as u64) << at
+        };
+        let mut inside = 0u64;
+        for at in (0..n - 7).step_by(8) {
+            inside |= lanes(at, keys);
         }
-        let done = row.len() - voxels.remainder().len();
-        for (i, (&v, k)) in voxels.remainder().iter().zip(out.into_remainder()).enumerate() {
-            let bits = v.to_bits();
-            let m = bits & 63;
-            *k = (m << 9 | ((bits >> 8) + 1)) * (m != 0) as Key;
-            inside |= (key_inside(*k) as u64) << (done + i);
+        if n % 8 != 0 {
+            inside |= lanes(n - 8, keys);
         }
         inside
+    }
+
+    /// [`KeyTable::convert`] by one lookup per voxel.
+    fn convert_by_lookup(&self, row: &[Voxel], keys: &mut [Key]) -> u64 {
+        for (&v, k) in row.iter().zip(keys.iter_mut()) {
+            *k = self.key(v);
+        }
+        inside_bits(keys)
     }
 }
 
@@ -103,7 +123,7 @@ fn inside_bits(keys: &[Key]) -> u64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use voxterra_core::Material;
+    use voxterra_core::{Material, MaterialTable};
 
     /// The key of a matter voxel of material `m` with occupancy byte `occ`.
     fn k(m: u16, occ: u8) -> Key {
@@ -112,6 +132,17 @@ mod tests {
 
     fn voxel(m: u8, occ: u8) -> Voxel {
         Voxel::new(Material::from_low_bits(m), occ)
+    }
+
+    #[test]
+    fn matter_ranges() {
+        let r = |m: u64| KeyTable::new(m).ranges.map(|r| r.iter().filter(|x| x.0 < x.1).count());
+        assert_eq!(r(0b0111_1110), Some(1));
+        assert_eq!(r(MaterialTable::default().solid_mask()), Some(2));
+        assert_eq!(r(1 << 63 | 1 << 62 | 0b1010), Some(3));
+        assert_eq!(r(0b1010_1010), None);
+        assert_eq!(r(u64::MAX), Some(1));
+        assert_eq!(KeyTable::new(1 << 63).ranges.map(|r| r[0]), Some((62, 64)));
     }
 
     #[test]
@@ -130,7 +161,10 @@ mod tests {
         /// Whole rows convert as voxel by voxel, whichever path they take.
         #[test]
         fn rows_convert_as_single_voxels(
-            matter in any::<u64>(),
+            // Any mask (the lookup path), or one of at most four ranges of ids (the lane path).
+            matter in prop_oneof![any::<u64>(), proptest::collection::vec((0u32..64, 1u32..12), 1..5).prop_map(
+                |r| r.iter().fold(0u64, |m, &(lo, len)| m | ((1u64 << len.min(64 - lo)) - 1).wrapping_shl(lo))
+            )],
             row in proptest::collection::vec((0u8..64, any::<u8>()), 1..=64),
             ids in proptest::collection::vec(0u8..64, 1..4),
         ) {
