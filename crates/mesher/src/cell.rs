@@ -101,13 +101,17 @@ const BASE_SUMS: [[f32; 3]; 256] = {
     table
 };
 
-/// `1 / n` for the crossing counts an active cell can have (3 to 12).
-const RECIPROCALS: [f32; 13] = {
-    let mut r = [0.0f32; 13];
-    let mut n = 1;
-    while n < 13 {
-        r[n] = 1.0 / n as f32;
-        n += 1;
+/// For each inside-corner pattern, `1 / n` for its `n` crossings (0 when none); a table, as
+/// baseline x86-64 has no popcount instruction.
+const RECIPROCALS: [f32; 256] = {
+    let mut r = [0.0f32; 256];
+    let mut pattern = 0;
+    while pattern < 256 {
+        let n = CROSSINGS[pattern].count_ones();
+        if n > 0 {
+            r[pattern] = 1.0 / n as f32;
+        }
+        pattern += 1;
     }
     r
 };
@@ -197,7 +201,7 @@ pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBat
         let pattern = inside[j] as usize & 255;
         edges[j] = CROSSINGS[pattern] as i32;
         debug_assert!(j >= b.len || edges[j] != 0, "only active cells are placed");
-        inv[j] = RECIPROCALS[edges[j].count_ones() as usize];
+        inv[j] = RECIPROCALS[pattern];
         for (axis, s) in sum.iter_mut().enumerate() {
             s[j] = BASE_SUMS[pattern][axis];
         }

@@ -208,11 +208,17 @@ impl Mesher {
         if !ws.read(src, &padded, &g, self.matter) {
             return Ok(MeshSummary::default());
         }
-        let vertices = ws.mark_cells(&g);
-        if vertices > M::MAX_VERTICES {
-            return Err(MeshError::TooManyVertices { vertices, limit: M::MAX_VERTICES });
+        ws.mark_cells(&g);
+        // Counting the marked cells costs a software popcount per word (baseline x86-64 has no
+        // popcnt), so only boxes with more cells than the output addresses are counted.
+        let cells = g.size.iter().map(|&s| s - 1).product::<usize>();
+        if cells > M::MAX_VERTICES {
+            let vertices = ws.cells.iter().map(|w| w.count_ones() as usize).sum();
+            if vertices > M::MAX_VERTICES {
+                return Err(MeshError::TooManyVertices { vertices, limit: M::MAX_VERTICES });
+            }
+            out.reserve(vertices, 0);
         }
-        out.reserve(vertices, 0);
         self.make_vertices(ws, &g, padded.min(), out);
         ws.emit_quads(&g, out);
         Ok(MeshSummary { vertices: out.vertex_count(), triangles: out.triangle_count(), uniform: false })
@@ -369,7 +375,8 @@ impl MeshWorkspace {
         let (min, sx) = (padded.min(), g.size[0]);
         let (keys, inside) = (&mut self.keys, &mut self.inside);
         let table = KeyTable::new(matter);
-        let mut count = 0usize;
+        // Whether any voxel is inside, and any outside: a surface needs both.
+        let (mut any_in, mut any_out) = (0u64, 0u64);
         src.visit_rows(padded, &mut |p, row| {
             let (x, y, z) = ((p.x - min.x) as usize, (p.y - min.y) as usize, (p.z - min.z) as usize);
             let at = x + sx * (z + g.size[2] * y);
@@ -383,12 +390,13 @@ impl MeshWorkspace {
                     // Uniform pieces (most rows above and below the surface): one key.
                     let k = table.key(first);
                     dst.fill(k);
-                    let all = if piece.len() == 64 { u64::MAX } else { (1u64 << piece.len()) - 1 };
-                    all * key_inside(k) as u64
+                    (u64::MAX >> (64 - piece.len())) * key_inside(k) as u64
                 } else {
                     table.convert(piece, dst)
                 };
-                count += m.count_ones() as usize;
+                let all = u64::MAX >> (64 - piece.len());
+                any_in |= m;
+                any_out |= !m & all;
                 let (w, s) = (off / 64, off % 64);
                 bits[w] |= m << s;
                 if s != 0 && s + piece.len() > 64 {
@@ -397,11 +405,11 @@ impl MeshWorkspace {
                 off += piece.len();
             }
         });
-        count != 0 && count != n
+        any_in != 0 && any_out != 0
     }
 
-    /// Marks every cell an owned edge touches; returns how many.
-    fn mark_cells(&mut self, g: &Grid) -> usize {
+    /// Marks every cell an owned edge touches.
+    fn mark_cells(&mut self, g: &Grid) {
         let (sy, sz, words) = (g.size[1], g.size[2], g.words);
         self.cells.clear();
         self.cells.resize(sy * sz * words, 0);
@@ -412,6 +420,9 @@ impl MeshWorkspace {
         }
         self.own.clear();
         self.own.extend((0..words).map(|w| g.owned_x(w)));
+        if words == 1 {
+            return self.mark_cells_narrow(g);
+        }
         self.row_x.resize(words, 0);
         self.row_y.resize(words, 0);
         self.row_z.resize(words, 0);
@@ -434,12 +445,36 @@ impl MeshWorkspace {
                 }
             }
         }
-        self.cells.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// [`MeshWorkspace::mark_cells`] for boxes at most 64 voxels wide (every chunk size): one word
+    /// per row, so rows index directly and shifts need no carry from a next word.
+    fn mark_cells_narrow(&mut self, g: &Grid) {
+        let (sy, sz, own) = (g.size[1], g.size[2], self.own[0]);
+        let (inside, cells) = (&self.inside[..sy * sz], &mut self.cells[..sy * sz]);
+        for y in 1..sy - 1 {
+            let (row, up) = (&inside[sz * y..][..sz], &inside[sz * (y + 1)..][..sz]);
+            let (below, here) = cells[sz * (y - 1)..sz * (y + 1)].split_at_mut(sz);
+            for z in 1..sz - 1 {
+                let r = row[z];
+                let ex = (r ^ (r >> 1)) & own;
+                let ey = (r ^ up[z]) & own;
+                let ez = (r ^ row[z + 1]) & own;
+                let (ey, ez) = (ey | ey >> 1, ez | ez >> 1);
+                below[z - 1] |= ex;
+                here[z - 1] |= ex | ey;
+                here[z] |= ex | ey | ez;
+                below[z] |= ex | ez;
+            }
+        }
     }
 
     /// Emits two triangles per owned edge, wound to face the air.
     fn emit_quads<M: MeshOutput>(&self, g: &Grid, out: &mut M) {
         let (sy, sz, words) = (g.size[1], g.size[2], g.words);
+        if words == 1 {
+            return self.emit_quads_narrow(g, out);
+        }
         let (dy, dz) = (g.size[0] * sz, g.size[0]);
         let v = |at: usize| self.cell_vertex[at];
         for y in 1..sy - 1 {
@@ -468,6 +503,36 @@ impl MeshWorkspace {
                             let quad = [0, 1, 2, 3].map(|i| quad[i ^ flip]);
                             emit_quad(out, quad);
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`MeshWorkspace::emit_quads`] for boxes at most 64 voxels wide, as `mark_cells_narrow`.
+    fn emit_quads_narrow<M: MeshOutput>(&self, g: &Grid, out: &mut M) {
+        let (sy, sz, own) = (g.size[1], g.size[2], self.own[0]);
+        let (dy, dz) = (g.size[0] * sz, g.size[0]);
+        let inside = &self.inside[..sy * sz];
+        let v = |at: usize| self.cell_vertex[at];
+        for y in 1..sy - 1 {
+            let (row, up) = (&inside[sz * y..][..sz], &inside[sz * (y + 1)..][..sz]);
+            for z in 1..sz - 1 {
+                let r = row[z];
+                let edges = [(r ^ (r >> 1)) & own, (r ^ up[z]) & own, (r ^ row[z + 1]) & own];
+                let base = dz * z + dy * y;
+                // Per axis, the 4 cells around an edge at `at`, counter-clockwise seen from the
+                // edge's positive direction (the two other axes in cyclic order), as offsets back.
+                let around = [[dy + dz, dz, 0, dy], [dz + 1, 1, 0, dz], [1 + dy, dy, 0, 1]];
+                for (mut bits, back) in edges.into_iter().zip(around) {
+                    while bits != 0 {
+                        let x = bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        let at = base + x;
+                        // Reversed when the inside is at the high end (3 - i == i ^ 3 for i in 0..4).
+                        let flip = 3 * (r >> x & 1 == 0) as usize;
+                        let quad = [0, 1, 2, 3].map(|i| v(at - back[i ^ flip]));
+                        emit_quad(out, quad);
                     }
                 }
             }
