@@ -19,7 +19,7 @@ use crate::cell::{Batch, LANES, place_batch};
 use crate::keys::{Key, KeyTable, key_inside};
 use crate::output::MeshOutput;
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Material, MaterialTable, Region, SurfaceShape, VoxelPos, VoxelRead};
+use voxterra_core::{Material, MaterialTable, Region, SurfaceShape, Voxel, VoxelPos, VoxelRead};
 
 /// Which matter the mesher wraps in a surface.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -377,26 +377,41 @@ impl MeshWorkspace {
         let table = KeyTable::new(matter);
         // Whether any voxel is inside, and any outside: a surface needs both.
         let (mut any_in, mut any_out) = (0u64, 0u64);
+        // Keys and inside bits of a piece of at most 64 voxels.
+        let convert = |piece: &[Voxel], dst: &mut [Key]| -> u64 {
+            let first = piece[0];
+            // A fold, not `all`: no early exit, so it vectorises.
+            let differ = piece.iter().fold(0u16, |acc, v| acc | (v.to_bits() ^ first.to_bits()));
+            if differ == 0 {
+                // Uniform pieces (most rows above and below the surface): one key.
+                let k = table.key(first);
+                dst.fill(k);
+                (u64::MAX >> (64 - piece.len())) * key_inside(k) as u64
+            } else {
+                table.convert(piece, dst)
+            }
+        };
         src.visit_rows(padded, &mut |p, row| {
             let (x, y, z) = ((p.x - min.x) as usize, (p.y - min.y) as usize, (p.z - min.z) as usize);
             let at = x + sx * (z + g.size[2] * y);
             let bits = &mut inside[g.row(y, z)..][..g.words];
-            let mut off = x;
-            for (piece, dst) in row.chunks(64).zip(keys[at..at + row.len()].chunks_mut(64)) {
-                let first = piece[0];
-                // A fold, not `all`: no early exit, so it vectorises.
-                let differ = piece.iter().fold(0u16, |acc, v| acc | (v.to_bits() ^ first.to_bits()));
-                let m = if differ == 0 {
-                    // Uniform pieces (most rows above and below the surface): one key.
-                    let k = table.key(first);
-                    dst.fill(k);
-                    (u64::MAX >> (64 - piece.len())) * key_inside(k) as u64
-                } else {
-                    table.convert(piece, dst)
-                };
-                let all = u64::MAX >> (64 - piece.len());
+            let dst = &mut keys[at..at + row.len()];
+            if row.is_empty() {
+                return; // a reader may hand out empty rows; the shifts below need a voxel
+            }
+            if x % 64 + row.len() <= 64 {
+                // The whole row in one word: every row of a box up to 64 wide.
+                let m = convert(row, dst);
                 any_in |= m;
-                any_out |= !m & all;
+                any_out |= !m & u64::MAX >> (64 - row.len());
+                bits[x / 64] |= m << (x % 64);
+                return;
+            }
+            let mut off = x;
+            for (piece, dst) in row.chunks(64).zip(dst.chunks_mut(64)) {
+                let m = convert(piece, dst);
+                any_in |= m;
+                any_out |= !m & u64::MAX >> (64 - piece.len());
                 let (w, s) = (off / 64, off % 64);
                 bits[w] |= m << s;
                 if s != 0 && s + piece.len() > 64 {
