@@ -133,8 +133,9 @@ impl Batch {
 }
 
 /// Placed vertices of a batch by axis then lane, in cell-local coordinates (`[0, 1]³` from the low
-/// corner's centre), and each lane's dominant material.
-pub(crate) struct PlacedBatch {
+/// corner's centre), and each lane's dominant material. `pub` only so the sealed
+/// [`MeshOutput`](crate::MeshOutput) can take it; this module is private, so no user can name it.
+pub struct PlacedBatch {
     pub(crate) local: [[f32; LANES]; 3],
     pub(crate) normal: [[f32; LANES]; 3],
     pub(crate) material: [u8; LANES],

@@ -18,8 +18,8 @@
 use crate::cell::{Batch, LANES, place_batch};
 use crate::keys::{Key, KeyTable, key_inside};
 use crate::output::MeshOutput;
-use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Material, MaterialTable, Region, SurfaceShape, Voxel, VoxelPos, VoxelRead};
+use voxterra_core::nalgebra::Point3;
+use voxterra_core::{MaterialTable, Region, SurfaceShape, Voxel, VoxelPos, VoxelRead};
 
 /// Which matter the mesher wraps in a surface.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -230,8 +230,9 @@ impl Mesher {
         // The 8 corners' offsets from a cell's low corner.
         let offsets: [usize; 8] = std::array::from_fn(|i| (i & 1) + dy * (i >> 1 & 1) + dz * (i >> 2 & 1));
         let mut batch = Batch::EMPTY;
-        // Per lane: the cell's index and its coordinates in the padded box.
-        let mut cells = [(0usize, [0u32; 3]); LANES];
+        // Per lane: the cell's index, and its coordinates in the padded box by axis.
+        let mut at_lane = [0usize; LANES];
+        let mut cells = [[0i32; LANES]; 3];
         let mut next = 0u32;
         for cy in 0..g.size[1] - 1 {
             for cz in 0..sz - 1 {
@@ -250,17 +251,19 @@ impl Mesher {
                             column[j] = corner[o];
                         }
                         batch.keys[7][j] = far;
-                        cells[batch.len] = (at, [cx as u32, cy as u32, cz as u32]);
+                        at_lane[j] = at;
+                        [cells[0][j], cells[1][j], cells[2][j]] = [cx as i32, cy as i32, cz as i32];
                         batch.len += 1;
                         if batch.len == LANES {
-                            next = self.flush(&batch, &cells, origin, next, &mut ws.cell_vertex, out);
+                            next =
+                                self.flush(&batch, &at_lane, &cells, origin, next, &mut ws.cell_vertex, out);
                             batch.len = 0;
                         }
                     }
                 }
             }
         }
-        self.flush(&batch, &cells, origin, next, &mut ws.cell_vertex, out);
+        self.flush(&batch, &at_lane, &cells, origin, next, &mut ws.cell_vertex, out);
     }
 
     /// Places a batch of cells' vertices and appends them to `out`, numbering them from `next`;
@@ -269,9 +272,10 @@ impl Mesher {
     fn flush<M: MeshOutput>(
         &self,
         batch: &Batch,
-        cells: &[(usize, [u32; 3]); LANES],
+        at: &[usize; LANES],
+        cells: &[[i32; LANES]; 3],
         origin: VoxelPos,
-        mut next: u32,
+        next: u32,
         cell_vertex: &mut [u32],
         out: &mut M,
     ) -> u32 {
@@ -279,14 +283,11 @@ impl Mesher {
             return next;
         }
         let p = place_batch(batch, self.sharp, M::NORMALS);
-        for (j, &(at, cell)) in cells.iter().enumerate().take(batch.len) {
-            let local = [p.local[0][j], p.local[1][j], p.local[2][j]];
-            let normal = Vector3::new(p.normal[0][j], p.normal[1][j], p.normal[2][j]);
-            out.push_vertex(origin, cell, local, normal, Material::from_low_bits(p.material[j]));
-            cell_vertex[at] = next;
-            next += 1;
+        out.push_vertices(origin, cells, &p, batch.len);
+        for (j, &at) in at[..batch.len].iter().enumerate() {
+            cell_vertex[at] = next + j as u32;
         }
-        next
+        next + batch.len as u32
     }
 }
 

@@ -2,8 +2,10 @@
 //! [`PhysicsMesh`] (16-bit quantised positions, a material byte per vertex, u16 indices), and the sealed
 //! [`MeshOutput`] trait that lets one generic pass fill either.
 
+use crate::cell::{LANES, PlacedBatch};
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Material, Positions, QuantizedPositions, TriangleIndices, TriangleSource, VoxelPos};
+use wide::{f32x8 as F, i32x8 as I};
 
 mod sealed {
     pub trait Sealed {}
@@ -33,16 +35,16 @@ pub trait MeshOutput: sealed::Sealed {
     /// the cell every `cell` below counts from.
     #[doc(hidden)]
     fn start(&mut self, origin: VoxelPos);
-    /// A vertex at `local` (in `[0, 1]³`, from the cell's centre) in cell `origin + cell`, whose
-    /// centre is the voxel centre of the cell's low corner.
+    /// The first `len` vertices of `placed`: lane `j` at `placed.local[..][j]` (in `[0, 1]³`, from
+    /// the cell's centre) in cell `origin + cells[..][j]`, whose centre is the voxel centre of the
+    /// cell's low corner.
     #[doc(hidden)]
-    fn push_vertex(
+    fn push_vertices(
         &mut self,
         origin: VoxelPos,
-        cell: [u32; 3],
-        local: [f32; 3],
-        normal: Vector3<f32>,
-        material: Material,
+        cells: &[[i32; LANES]; 3],
+        placed: &PlacedBatch,
+        len: usize,
     );
     #[doc(hidden)]
     fn position(&self, vertex: u32) -> Point3<f32>;
@@ -91,18 +93,23 @@ impl MeshOutput for RenderMesh {
         self.indices.reserve(triangles);
     }
     #[inline]
-    fn push_vertex(
+    fn push_vertices(
         &mut self,
         origin: VoxelPos,
-        cell: [u32; 3],
-        local: [f32; 3],
-        normal: Vector3<f32>,
-        material: Material,
+        cells: &[[i32; LANES]; 3],
+        placed: &PlacedBatch,
+        len: usize,
     ) {
-        let at = |a: usize| (origin[a] as i64 + cell[a] as i64) as f32 + 0.5 + local[a];
-        self.positions.push(Point3::new(at(0), at(1), at(2)));
-        self.normals.push(normal);
-        self.materials.push(material);
+        // Lane-wise, the same operations as `(origin + cell) as f32 + 0.5 + local` one by one: the
+        // cell coordinates are i32 (the padded box is), which convert to f32 exactly as i64 would.
+        let [x, y, z] = std::array::from_fn(|a| {
+            let cell = I::new(cells[a]) + I::splat(origin[a]);
+            (cell.round_float() + F::splat(0.5) + F::new(placed.local[a])).to_array()
+        });
+        self.positions.extend((0..len).map(|j| Point3::new(x[j], y[j], z[j])));
+        let n = &placed.normal;
+        self.normals.extend((0..len).map(|j| Vector3::new(n[0][j], n[1][j], n[2][j])));
+        self.materials.extend(placed.material[..len].iter().map(|&m| Material::from_low_bits(m)));
     }
     #[inline]
     fn position(&self, vertex: u32) -> Point3<f32> {
@@ -229,22 +236,25 @@ impl MeshOutput for PhysicsMesh {
         self.triangles.reserve(triangles);
     }
     #[inline]
-    fn push_vertex(
+    fn push_vertices(
         &mut self,
         _origin: VoxelPos,
-        cell: [u32; 3],
-        local: [f32; 3],
-        _normal: Vector3<f32>,
-        material: Material,
+        cells: &[[i32; LANES]; 3],
+        placed: &PlacedBatch,
+        len: usize,
     ) {
         // The cell's centre is `cell + 1/2` voxels from the origin; rounding the offset within
-        // the cell (not the world position) makes the steps the same in every chunk.
-        let q = |a: usize| {
-            let within = (local[a] * STEPS as f32).round().clamp(0.0, STEPS as f32) as u32;
-            (cell[a] * STEPS + STEPS / 2 + within).min(u16::MAX as u32) as u16
-        };
-        self.positions.push([q(0), q(1), q(2)]);
-        self.materials.push(material);
+        // the cell (not the world position) makes the steps the same in every chunk. Ties round
+        // to even (the vector conversion).
+        let [x, y, z] = std::array::from_fn(|a| {
+            let steps = I::splat(STEPS as i32);
+            let within =
+                (F::new(placed.local[a]) * F::splat(STEPS as f32)).round_int().max(I::ZERO).min(steps);
+            let q = I::new(cells[a]) * steps + I::splat(STEPS as i32 / 2) + within;
+            q.min(I::splat(u16::MAX as i32)).to_array()
+        });
+        self.positions.extend((0..len).map(|j| [x[j], y[j], z[j]].map(|v| v as u16)));
+        self.materials.extend(placed.material[..len].iter().map(|&m| Material::from_low_bits(m)));
     }
     #[inline]
     fn position(&self, vertex: u32) -> Point3<f32> {
