@@ -381,9 +381,11 @@ impl MeshWorkspace {
         // Keys and inside bits of a piece of at most 64 voxels.
         let convert = |piece: &[Voxel], dst: &mut [Key]| -> u64 {
             let first = piece[0];
+            // Rows whose ends differ are not uniform: no need to look at the rest.
             // A fold, not `all`: no early exit, so it vectorises.
-            let differ = piece.iter().fold(0u16, |acc, v| acc | (v.to_bits() ^ first.to_bits()));
-            if differ == 0 {
+            let differ = first != piece[piece.len() - 1]
+                || piece.iter().fold(0u16, |acc, v| acc | (v.to_bits() ^ first.to_bits())) != 0;
+            if !differ {
                 // Uniform pieces (most rows above and below the surface): one key.
                 let k = table.key(first);
                 dst.fill(k);
