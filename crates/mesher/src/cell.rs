@@ -141,10 +141,6 @@ pub struct PlacedBatch {
     pub(crate) material: [u8; LANES],
 }
 
-/// The corners at the low and high ends of the 4 edges along each axis, in `EDGES` order.
-const ENDS: [([usize; 4], [usize; 4]); 3] =
-    [([0, 2, 4, 6], [1, 3, 5, 7]), ([0, 1, 4, 5], [2, 3, 6, 7]), ([0, 1, 2, 3], [4, 5, 6, 7])];
-
 /// Places the vertices of the batch's active cells (some corners inside, some not); `sharp` marks
 /// the material ids that place sharp vertices.
 ///
@@ -209,20 +205,20 @@ pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBat
     }
     let edges = I::new(edges);
     let crossing: [F; 12] = std::array::from_fn(|k| cast(!(edges & I::splat(1 << k)).cmp_eq(I::ZERO)));
-    let mut t = [F::ZERO; 12];
-    let mut local = [F::ZERO; 3];
-    for (axis, (lo, hi)) in ENDS.iter().enumerate() {
-        let mut acc = F::ZERO;
-        for j in 0..4 {
-            let k = 4 * axis + j;
-            let (da, db) = (d[lo[j]], d[hi[j]]);
-            // A crossing's ends straddle one half, so db != da and t is in [0, 1]; the others are
-            // masked out (they may be NaN).
-            t[k] = ((F::splat(0.5) - da) / (db - da)).max(F::ZERO).min(F::ONE);
-            acc += t[k] & crossing[k];
-        }
-        local[axis] = (F::new(sum[axis]) + acc) * F::new(inv);
+    // Every edge's crossing parameter, unrolled with the edge as a constant (PERF: as a loop the
+    // corner picks were run-time indexing). A crossing's ends straddle one half, so db != da and t
+    // is in [0, 1]; the others are masked out below (they may be NaN).
+    macro_rules! crossings {
+        ($($k:literal)*) => {[$({
+            let (da, db) = (d[EDGES[$k].0 as usize], d[EDGES[$k].1 as usize]);
+            ((F::splat(0.5) - da) / (db - da)).max(F::ZERO).min(F::ONE)
+        },)*]};
     }
+    let t: [F; 12] = crossings!(0 1 2 3 4 5 6 7 8 9 10 11);
+    let mut local: [F; 3] = std::array::from_fn(|axis| {
+        let acc = (0..4).fold(F::ZERO, |acc, j| acc + (t[4 * axis + j] & crossing[4 * axis + j]));
+        (F::new(sum[axis]) + acc) * F::new(inv)
+    });
     if sharp_lanes != 0 {
         let q = qef_lanes(&d, &t, &crossing, local);
         let m: F = cast(I::new(std::array::from_fn(|j| -((sharp_lanes >> j & 1) as i32))));
@@ -265,6 +261,45 @@ fn gradient_lanes(d: &[F; 8], p: [F; 3]) -> [F; 3] {
     ]
 }
 
+/// [`gradient_lanes`] at parameter `t` along edge `k`: on an edge the trilinear gradient is the
+/// edge's own difference along its axis and, across it, the lerp of the two end corners' differences
+/// (a third of the work of the general form; equal up to rounding).
+#[inline(always)]
+fn edge_gradient(d: &[F; 8], k: usize, t: F) -> [F; 3] {
+    let (lo, hi) = (EDGES[k].0 as usize, EDGES[k].1 as usize);
+    let axis = k >> 2;
+    std::array::from_fn(|a| {
+        if a == axis {
+            return d[hi] - d[lo];
+        }
+        // The difference along `a` through corner `c`: its `a` bit set minus clear.
+        let bit = 1 << a;
+        let across = |c: usize| d[c | bit] - d[c & !bit];
+        let (at_lo, at_hi) = (across(lo), across(hi));
+        at_lo + (at_hi - at_lo) * t
+    })
+}
+
+/// Adds edge `K`'s crossing plane to the normal equations (exact zeros when it does not cross).
+#[inline(always)]
+fn qef_edge<const K: usize>(d: &[F; 8], t: F, crossing: F, mass: [F; 3], ata: &mut [F; 6], atb: &mut [F; 3]) {
+    let a = EDGES[K].0;
+    let mut p = [(a & 1) as f32, (a >> 1 & 1) as f32, (a >> 2 & 1) as f32].map(F::splat);
+    p[K >> 2] = t;
+    // The raw gradient, not normalised: the same plane, weighted by its squared steepness (crisp
+    // crossings count more than shallow ones), and no square root per crossing.
+    let g = edge_gradient(d, K, t);
+    let nrm = g.map(|c| c & crossing);
+    let r = (nrm[0] * (p[0] - mass[0]) + nrm[1] * (p[1] - mass[1]) + nrm[2] * (p[2] - mass[2])) & crossing;
+    ata[0] += nrm[0] * nrm[0];
+    ata[1] += nrm[0] * nrm[1];
+    ata[2] += nrm[0] * nrm[2];
+    ata[3] += nrm[1] * nrm[1];
+    ata[4] += nrm[1] * nrm[2];
+    ata[5] += nrm[2] * nrm[2];
+    *atb = [atb[0] + nrm[0] * r, atb[1] + nrm[1] * r, atb[2] + nrm[2] * r];
+}
+
 /// The dual-contouring vertex of every lane: minimises the squared distances to the planes through
 /// each crossing with the gradient normal there (weighted by the gradient's squared length),
 /// regularised toward the mass point, clamped to the cell. `t` holds each edge's crossing
@@ -273,25 +308,12 @@ fn qef_lanes(d: &[F; 8], t: &[F; 12], crossing: &[F; 12], mass: [F; 3]) -> [F; 3
     // Normal equations relative to the mass point: (AᵀA + λI) δ = Aᵀ(b - A m).
     let mut ata = [F::ZERO; 6]; // xx, xy, xz, yy, yz, zz
     let mut atb = [F::ZERO; 3];
-    for k in 0..12 {
-        let a = EDGES[k].0;
-        let mut p = [(a & 1) as f32, (a >> 1 & 1) as f32, (a >> 2 & 1) as f32].map(F::splat);
-        p[k >> 2] = t[k];
-        // The raw gradient, not normalised: the same plane, weighted by its squared steepness
-        // (crisp crossings count more than shallow ones), and no square root per crossing. Edges
-        // that don't cross add exact zeros.
-        let g = gradient_lanes(d, p);
-        let nrm = g.map(|c| c & crossing[k]);
-        let r =
-            (nrm[0] * (p[0] - mass[0]) + nrm[1] * (p[1] - mass[1]) + nrm[2] * (p[2] - mass[2])) & crossing[k];
-        ata[0] += nrm[0] * nrm[0];
-        ata[1] += nrm[0] * nrm[1];
-        ata[2] += nrm[0] * nrm[2];
-        ata[3] += nrm[1] * nrm[1];
-        ata[4] += nrm[1] * nrm[2];
-        ata[5] += nrm[2] * nrm[2];
-        atb = [atb[0] + nrm[0] * r, atb[1] + nrm[1] * r, atb[2] + nrm[2] * r];
+    // Unrolled with the edge as a constant (PERF: as a loop, the corner picks and the axis tests
+    // stayed run-time work, half the QEF's instructions).
+    macro_rules! edges {
+        ($($k:literal)*) => { $(qef_edge::<$k>(d, t[$k], crossing[$k], mass, &mut ata, &mut atb);)* };
     }
+    edges!(0 1 2 3 4 5 6 7 8 9 10 11);
     let l = F::splat(QEF_REGULARISATION);
     let (a, b, c, d, e, f) = (ata[0] + l, ata[1], ata[2], ata[3] + l, ata[4], ata[5] + l);
     // Cofactors of the symmetric matrix [[a b c] [b d e] [c e f]]; positive definite (λ > 0).
