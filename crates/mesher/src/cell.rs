@@ -457,6 +457,24 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// On every edge, the edge gradient is the general trilinear gradient, up to rounding.
+        #[test]
+        fn edge_gradients_match_the_trilinear_gradient(
+            d in proptest::array::uniform8(0.0f32..1.0), t in 0.0f32..1.0,
+        ) {
+            let dl = d.map(F::splat);
+            for k in 0..12 {
+                let a = EDGES[k].0;
+                let mut p = corner_pos(a);
+                p[k >> 2] = t;
+                let general = gradient(&d, p);
+                let edge = edge_gradient(&dl, k, F::splat(t)).map(|c| c.to_array()[0]);
+                for axis in 0..3 {
+                    proptest::prop_assert!((general[axis] - edge[axis]).abs() < 1e-5, "edge {k} axis {axis}");
+                }
+            }
+        }
+
         /// Every vertex stays in its cell, sharp or smooth, whatever the corners; normals are unit
         /// length.
         #[test]
