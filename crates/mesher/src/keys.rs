@@ -3,8 +3,9 @@
 //! A key is 0 when the voxel's material is not matter for the surface being meshed, else the
 //! material id in bits 9.. and the occupancy byte plus one (the density in 256ths, 1 to 256) in
 //! bits 0..9. Air (id 0) is never matter, so 0 always means "not matter". The read pass turns every
-//! voxel into its key once, so corners need no material lookups, and rows whose materials are all
-//! matter (or all not) convert with plain arithmetic, which vectorises.
+//! voxel into its key once, so corners need no material lookups. Rows convert 8 voxels at a time,
+//! matter tested by comparing ids with up to three ranges (terrain tables need one or two), so no
+//! voxel needs a table lookup unless the matter set is more scattered than that.
 
 use voxterra_core::Voxel;
 use wide::{CmpGt, i16x8};

@@ -230,9 +230,7 @@ impl Mesher {
         // The 8 corners' offsets from a cell's low corner.
         let offsets: [usize; 8] = std::array::from_fn(|i| (i & 1) + dy * (i >> 1 & 1) + dz * (i >> 2 & 1));
         let mut batch = Batch::EMPTY;
-        // Per lane: the cell's index, and its coordinates in the padded box by axis.
-        let mut at_lane = [0usize; LANES];
-        let mut cells = [[0i32; LANES]; 3];
+        let mut lanes = CellLanes { at: [0; LANES], cell: [[0; LANES]; 3] };
         let mut next = 0u32;
         for cy in 0..g.size[1] - 1 {
             for cz in 0..sz - 1 {
@@ -251,19 +249,19 @@ impl Mesher {
                             column[j] = corner[o];
                         }
                         batch.keys[7][j] = far;
-                        at_lane[j] = at;
-                        [cells[0][j], cells[1][j], cells[2][j]] = [cx as i32, cy as i32, cz as i32];
+                        lanes.at[j] = at;
+                        [lanes.cell[0][j], lanes.cell[1][j], lanes.cell[2][j]] =
+                            [cx, cy, cz].map(|v| v as i32);
                         batch.len += 1;
                         if batch.len == LANES {
-                            next =
-                                self.flush(&batch, &at_lane, &cells, origin, next, &mut ws.cell_vertex, out);
+                            next = self.flush(&batch, &lanes, origin, next, &mut ws.cell_vertex, out);
                             batch.len = 0;
                         }
                     }
                 }
             }
         }
-        self.flush(&batch, &at_lane, &cells, origin, next, &mut ws.cell_vertex, out);
+        self.flush(&batch, &lanes, origin, next, &mut ws.cell_vertex, out);
     }
 
     /// Places a batch of cells' vertices and appends them to `out`, numbering them from `next`;
@@ -272,8 +270,7 @@ impl Mesher {
     fn flush<M: MeshOutput>(
         &self,
         batch: &Batch,
-        at: &[usize; LANES],
-        cells: &[[i32; LANES]; 3],
+        lanes: &CellLanes,
         origin: VoxelPos,
         next: u32,
         cell_vertex: &mut [u32],
@@ -283,12 +280,18 @@ impl Mesher {
             return next;
         }
         let p = place_batch(batch, self.sharp, M::NORMALS);
-        out.push_vertices(origin, cells, &p, batch.len);
-        for (j, &at) in at[..batch.len].iter().enumerate() {
+        out.push_vertices(origin, &lanes.cell, &p, batch.len);
+        for (j, &at) in lanes.at[..batch.len].iter().enumerate() {
             cell_vertex[at] = next + j as u32;
         }
         next + batch.len as u32
     }
+}
+
+/// Per lane of a batch: the cell's index in the padded box, and its coordinates there by axis.
+struct CellLanes {
+    at: [usize; LANES],
+    cell: [[i32; LANES]; 3],
 }
 
 /// Layout of the padded box: voxel `(x, y, z)` (local) at `x + sx * (z + sz * y)`; bit rows of
