@@ -9,8 +9,8 @@
 //! **slab** nodes, which bound a subtree on an axis its ancestors leave loose (height, over terrain),
 //! so rays passing over the ground skip whole subtrees (docs/architecture.md has the figures).
 //!
-//! - [`KdTree::build`]: from any [`TriangleSource`](voxterra_core::TriangleSource) (u16 or u32
-//!   indices, so compact chunk meshes plug in without copying). Split at the mean midpoint, planes
+//! - [`KdTree::build`]: from any [`TriangleSource`](voxterra_core::TriangleSource) (f32 or 16-bit
+//!   quantised positions, u16 or u32 indices, so compact chunk meshes plug in without copying). Split at the mean midpoint, planes
 //!   fitted to all 3 vertices, halves of the midpoint order when a side would get under 25%; the
 //!   axis by surface-area cost (Y needing a 25% margin), small nodes at the median so leaves come
 //!   out full. O(n log n), one scratch buffer.

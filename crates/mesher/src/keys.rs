@@ -63,12 +63,10 @@ impl KeyTable {
     #[inline]
     pub(crate) fn convert(&self, row: &[Voxel], keys: &mut [Key]) -> u64 {
         debug_assert!(row.len() <= 64 && row.len() == keys.len());
-        let (n, Some(ranges)) = (row.len(), self.ranges) else {
+        let n = row.len();
+        let Some(ranges) = self.ranges.filter(|_| n >= 8) else {
             return self.convert_by_lookup(row, keys);
         };
-        if n < 8 {
-            return self.convert_by_lookup(row, keys);
-        }
         // 8 lanes at a time, matter by range compares instead of a lookup per voxel. A ragged end
         // is done as the last 8 voxels, overlapping the previous group (same keys rewritten).
         let lanes = |at: usize, keys: &mut [Key]| -> u64 {
