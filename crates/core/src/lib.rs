@@ -12,8 +12,8 @@
 //! - [`Aabb`], [`Ray`], [`ray_triangle`]: f32 geometry on nalgebra 0.34 (parry3d 0.25's).
 //! - The traits: [`VoxelRead`] / [`VoxelWrite`] (a box into a dense buffer, rows along X, writes
 //!   that report their dirty region), [`TriangleSource`] (a mesh without copying, f32 or 16-bit
-//!   quantised positions), [`TriangleIndex`] (AABB and ray queries over triangles), [`Broadphase`] (moving proxies). Each has a simple
-//!   reference implementation here — [`DenseVoxels`], [`BruteForceTriangles`],
+//!   quantised positions), [`TriangleIndex`] (AABB and ray queries over triangles), [`Broadphase`]
+//!   (moving proxies). Each has a simple reference implementation here — [`DenseVoxels`], [`BruteForceTriangles`],
 //!   [`BruteForceBroadphase`] — that the fast ones are tested against.
 //!
 //! ```

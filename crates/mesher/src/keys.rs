@@ -87,7 +87,7 @@ impl KeyTable {
         for at in (0..n - 7).step_by(8) {
             inside |= lanes(at, keys);
         }
-        if n % 8 != 0 {
+        if !n.is_multiple_of(8) {
             inside |= lanes(n - 8, keys);
         }
         inside
