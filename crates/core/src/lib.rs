@@ -13,8 +13,8 @@
 //! - The traits: [`VoxelRead`] / [`VoxelWrite`] (a box into a dense buffer, rows along X, writes
 //!   that report their dirty region), [`TriangleSource`] (a mesh without copying, f32 or 16-bit
 //!   quantised positions), [`TriangleIndex`] (AABB and ray queries over triangles), [`Broadphase`]
-//!   (moving proxies). Each has a simple reference implementation here — [`DenseVoxels`], [`BruteForceTriangles`],
-//!   [`BruteForceBroadphase`] — that the fast ones are tested against.
+//!   (moving proxies). Each has a simple reference implementation here — [`DenseVoxels`],
+//!   [`BruteForceTriangles`], [`BruteForceBroadphase`] — that the fast ones are tested against.
 //!
 //! ```
 //! use voxterra_core::{materials, DenseVoxels, Region, Voxel, VoxelPos, VoxelRead, VoxelWrite};
