@@ -8,7 +8,7 @@
 
 use crate::keys::Key;
 use bytemuck::cast;
-use wide::{CmpEq, CmpGe, CmpGt, CmpLe, f32x8 as F, i32x8 as I};
+use wide::{CmpEq, CmpGe, CmpGt, CmpLe, f32x8 as F, i16x8 as J, i32x8 as I};
 
 /// Corner `i` sits at offset `(i & 1, i >> 1 & 1, i >> 2 & 1)` (x, y, z) from the cell's low corner.
 /// The 12 edges as corner pairs, low corner first: 4 along X, 4 along Y, 4 along Z.
@@ -150,33 +150,40 @@ pub struct PlacedBatch {
 /// of the output.
 #[inline]
 pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBatch {
-    let keys: [I; 8] = std::array::from_fn(|i| I::new(b.keys[i].map(|k| k as i32)));
-    // Densities, inside and matter patterns, and the range of matter material ids.
-    let d: [F; 8] = keys.map(|k| (k & I::splat(511)).round_float() * F::splat(1.0 / 256.0));
-    let (mut inside, mut matter) = (I::ZERO, I::ZERO);
-    let (mut lowest, mut highest) = (I::splat(i32::MAX), I::ZERO);
-    for (i, &k) in keys.iter().enumerate() {
-        let is_matter = !k.cmp_eq(I::ZERO);
-        inside |= (((k & I::splat(511)) + I::splat(127)) >> 8) << i as i32; // key_inside
-        matter |= is_matter & I::splat(1 << i);
-        highest = highest.max(k >> 9);
-        lowest = lowest.min(is_matter.blend(k >> 9, I::splat(i32::MAX)));
+    // The material phase runs on 16-bit lanes (one SSE register per corner, and SSE2 has 16-bit
+    // min and max): ids are at most 63 and density levels at most 256, so nothing overflows.
+    let keys: [J; 8] = std::array::from_fn(|i| J::new(b.keys[i].map(|k| k as i16)));
+    // Density levels (256ths; 0 for non-matter) and material ids (0 for non-matter: air is never
+    // matter, so every matter id is at least 1).
+    let level = keys.map(|k| k & J::splat(511));
+    let id: [J; 8] = keys.map(|k| k >> 9i32);
+    let d: [F; 8] = level.map(|l| I::from_i16x8(l).round_float() * F::splat(1.0 / 256.0));
+    // Inside and matter patterns, and the range of matter ids: `id - 1` wraps non-matter to the
+    // top, so the minimum skips it.
+    let (mut inside, mut matter) = (J::ZERO, J::ZERO);
+    let (mut below_lowest, mut highest) = (J::splat(i16::MAX), J::ZERO);
+    for i in 0..8 {
+        let bit = J::splat(1 << i);
+        inside |= level[i].cmp_gt(J::splat(128)) & bit;
+        matter |= id[i].cmp_gt(J::ZERO) & bit;
+        highest = highest.max(id[i]);
+        below_lowest = below_lowest.min((id[i] - J::ONE) & J::splat(i16::MAX));
     }
+    let lowest = below_lowest + J::ONE;
     // The dominant material (the article's rule, as `dominant_mixed`): most cells have one matter
     // material, most others two (grass over dirt): counted lane-wise; three or more one by one.
-    let (mut count_lo, mut count_hi, mut others) = (I::ZERO, I::ZERO, I::ZERO);
-    let (mut mass_lo, mut mass_hi) = (F::ZERO, F::ZERO);
-    for (i, &k) in keys.iter().enumerate() {
-        let id = (!k.cmp_eq(I::ZERO)).blend(k >> 9, I::splat(-1));
-        let (is_lo, is_hi) = (id.cmp_eq(lowest), id.cmp_eq(highest));
+    // Masses are summed levels: the sums of the f32 densities are exact, so they order the same.
+    let (mut count_lo, mut count_hi, mut others) = (J::ZERO, J::ZERO, J::ZERO);
+    let (mut mass_lo, mut mass_hi) = (J::ZERO, J::ZERO);
+    for i in 0..8 {
+        let (is_lo, is_hi) = (id[i].cmp_eq(lowest), id[i].cmp_eq(highest));
         count_lo -= is_lo;
         count_hi -= is_hi;
-        mass_lo += d[i] & cast::<I, F>(is_lo);
-        mass_hi += d[i] & cast::<I, F>(is_hi);
-        others |= id.cmp_gt(I::splat(-1)) & !(is_lo | is_hi);
+        mass_lo += level[i] & is_lo;
+        mass_hi += level[i] & is_hi;
+        others |= id[i].cmp_gt(J::ZERO) & !(is_lo | is_hi);
     }
-    let hi_wins =
-        count_hi.cmp_gt(count_lo) | (count_hi.cmp_eq(count_lo) & cast::<F, I>(mass_hi.cmp_gt(mass_lo)));
+    let hi_wins = count_hi.cmp_gt(count_lo) | (count_hi.cmp_eq(count_lo) & mass_hi.cmp_gt(mass_lo));
     let (inside, matter) = (inside.to_array(), matter.to_array());
     let chosen = hi_wins.blend(highest, lowest).to_array();
     let others = others.move_mask() as u8 & lane_mask(b.len);
@@ -477,6 +484,25 @@ mod tests {
 
         /// Every vertex stays in its cell, sharp or smooth, whatever the corners; normals are unit
         /// length.
+        /// The lane-wise dominant material (one or two materials; more go one by one) is the
+        /// one-by-one rule's, for any ids (up to 63, the 16-bit lanes' limit) and densities.
+        #[test]
+        fn lane_materials_follow_the_one_by_one_rule(
+            ids in proptest::array::uniform3(1u16..64),
+            picks in proptest::array::uniform8((0usize..4, 0u8..=255)),
+        ) {
+            // Air, or one of three ids: cells with one, two and three matter materials.
+            let keys = picks.map(|(p, o)| if p == 0 { 0 } else { k(ids[p - 1], o) });
+            proptest::prop_assume!(active(&keys));
+            let c = Corners {
+                density: keys.map(|k| (k & 511) as f32 / 256.0),
+                material: keys.map(|k| (k >> 9) as u8),
+                inside: (0..8).fold(0, |m, i| m | (crate::keys::key_inside(keys[i]) as u8) << i),
+                matter: (0..8).fold(0, |m, i| m | ((keys[i] != 0) as u8) << i),
+            };
+            proptest::prop_assert_eq!(place(keys, false).material, dominant_mixed(&c));
+        }
+
         #[test]
         fn vertices_stay_in_their_cell(keys in corner_keys()) {
             proptest::prop_assume!(active(&keys));
