@@ -15,24 +15,6 @@ use wide::{CmpEq, CmpGe, CmpGt, CmpLe, f32x8 as F, i16x8 as J, i32x8 as I};
 const EDGES: [(u8, u8); 12] =
     [(0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7), (0, 4), (1, 5), (2, 6), (3, 7)];
 
-/// For each inside-corner pattern, the edges whose ends differ (bit k = `EDGES[k]`).
-const CROSSINGS: [u16; 256] = {
-    let mut table = [0u16; 256];
-    let mut pattern = 0;
-    while pattern < 256 {
-        let mut k = 0;
-        while k < 12 {
-            let (a, b) = EDGES[k];
-            if (pattern >> a & 1) != (pattern >> b & 1) {
-                table[pattern] |= 1 << k;
-            }
-            k += 1;
-        }
-        pattern += 1;
-    }
-    table
-};
-
 /// Tikhonov weight pulling the sharp vertex toward the mass point. Along directions the crossing
 /// planes constrain (eigenvalues near 1 per plane) it barely matters; along unconstrained ones (the
 /// tangent of a flat face) it keeps the vertex at the mass point, as truncated-SVD QEF solvers do.
@@ -77,44 +59,6 @@ fn outward(g: [f32; 3]) -> Option<[f32; 3]> {
 fn corner_pos(i: u8) -> [f32; 3] {
     [(i & 1) as f32, (i >> 1 & 1) as f32, (i >> 2 & 1) as f32]
 }
-
-/// For each crossing pattern (12 bits are too many for a table; the pattern of inside corners is
-/// 8): the sum of the crossings' low-corner coordinates off their own axis, which are 0 or 1. The
-/// crossing's coordinate on its own axis is its `t`, added at run time.
-const BASE_SUMS: [[f32; 3]; 256] = {
-    let mut table = [[0.0f32; 3]; 256];
-    let mut pattern = 0;
-    while pattern < 256 {
-        let edges = CROSSINGS[pattern];
-        let mut k = 0;
-        while k < 12 {
-            if edges >> k & 1 != 0 {
-                let a = EDGES[k].0;
-                table[pattern][0] += (a & 1) as f32;
-                table[pattern][1] += (a >> 1 & 1) as f32;
-                table[pattern][2] += (a >> 2 & 1) as f32;
-            }
-            k += 1;
-        }
-        pattern += 1;
-    }
-    table
-};
-
-/// For each inside-corner pattern, `1 / n` for its `n` crossings (0 when none); a table, as
-/// baseline x86-64 has no popcount instruction.
-const RECIPROCALS: [f32; 256] = {
-    let mut r = [0.0f32; 256];
-    let mut pattern = 0;
-    while pattern < 256 {
-        let n = CROSSINGS[pattern].count_ones();
-        if n > 0 {
-            r[pattern] = 1.0 / n as f32;
-        }
-        pattern += 1;
-    }
-    r
-};
 
 /// Cells placed together. The placement math runs lane-wise over a batch, so it vectorises across
 /// cells rather than within one (a single cell's 12 edges and 3 axes fill vector registers poorly).
@@ -198,33 +142,42 @@ pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBat
         };
         sharp_lanes |= ((sharp >> material[j] & 1) as u8) << j;
     }
-    // The mass point: all 12 edges of every lane, masked to the crossing ones.
-    let (mut edges, mut inv) = ([0i32; LANES], [0.0f32; LANES]);
-    let mut sum = [[0.0f32; LANES]; 3];
-    for j in 0..LANES {
-        let pattern = inside[j] as usize & 255;
-        edges[j] = CROSSINGS[pattern] as i32;
-        debug_assert!(j >= b.len || edges[j] != 0, "only active cells are placed");
-        inv[j] = RECIPROCALS[pattern];
-        for (axis, s) in sum.iter_mut().enumerate() {
-            s[j] = BASE_SUMS[pattern][axis];
+    // The mass point: all 12 edges of every lane, masked to the crossing ones. Which edges cross,
+    // how many, and the sums of their low corners' coordinates off their own axes (0 or 1 each)
+    // are counted on 16-bit lanes; the counts are small integers, so they convert exactly.
+    let is_in = level.map(|l| l.cmp_gt(J::splat(128)));
+    macro_rules! crossing_masks {
+        ($($k:literal)*) => {[$(is_in[EDGES[$k].0 as usize] ^ is_in[EDGES[$k].1 as usize],)*]};
+    }
+    let cross: [J; 12] = crossing_masks!(0 1 2 3 4 5 6 7 8 9 10 11);
+    let (mut count, mut base) = (J::ZERO, [J::ZERO; 3]);
+    for (k, &c) in cross.iter().enumerate() {
+        count -= c;
+        for (axis, s) in base.iter_mut().enumerate() {
+            if EDGES[k].0 >> axis & 1 != 0 {
+                *s -= c;
+            }
         }
     }
-    let edges = I::new(edges);
-    let crossing: [F; 12] = std::array::from_fn(|k| cast(!(edges & I::splat(1 << k)).cmp_eq(I::ZERO)));
+    debug_assert!(count.to_array()[..b.len].iter().all(|&n| n > 0), "only active cells are placed");
+    let to_f = |v: J| I::from_i16x8(v).round_float();
+    let inv = F::ONE / to_f(count);
+    let sum = base.map(to_f);
+    let crossing: [F; 12] = cross.map(|c| cast(I::from_i16x8(c)));
     // Every edge's crossing parameter, unrolled with the edge as a constant (PERF: as a loop the
-    // corner picks were run-time indexing). A crossing's ends straddle one half, so db != da and t
-    // is in [0, 1]; the others are masked out below (they may be NaN).
+    // corner picks were run-time indexing). A crossing's ends straddle one half, so db != da, and
+    // |0.5 - da| <= |db - da| with the same sign: the rounded quotient is in [0, 1] with no clamp.
+    // The others are masked out below (they may be NaN).
     macro_rules! crossings {
         ($($k:literal)*) => {[$({
             let (da, db) = (d[EDGES[$k].0 as usize], d[EDGES[$k].1 as usize]);
-            ((F::splat(0.5) - da) / (db - da)).max(F::ZERO).min(F::ONE)
+            (F::splat(0.5) - da) / (db - da)
         },)*]};
     }
     let t: [F; 12] = crossings!(0 1 2 3 4 5 6 7 8 9 10 11);
     let mut local: [F; 3] = std::array::from_fn(|axis| {
         let acc = (0..4).fold(F::ZERO, |acc, j| acc + (t[4 * axis + j] & crossing[4 * axis + j]));
-        (F::new(sum[axis]) + acc) * F::new(inv)
+        (sum[axis] + acc) * inv
     });
     if sharp_lanes != 0 {
         let q = qef_lanes(&d, &t, &crossing, local);
@@ -484,6 +437,30 @@ mod tests {
 
         /// Every vertex stays in its cell, sharp or smooth, whatever the corners; normals are unit
         /// length.
+        /// A smooth vertex is the mass point of its cell's edge crossings, computed edge by edge.
+        #[test]
+        fn smooth_vertices_are_the_mass_point(keys in corner_keys()) {
+            proptest::prop_assume!(active(&keys));
+            let d = keys.map(|k| (k & 511) as f32 / 256.0);
+            let inside = keys.map(crate::keys::key_inside);
+            let (mut sum, mut n) = ([0.0f64; 3], 0.0);
+            for (a, b) in EDGES {
+                if inside[a as usize] != inside[b as usize] {
+                    let (da, db) = (d[a as usize] as f64, d[b as usize] as f64);
+                    let t = (0.5 - da) / (db - da);
+                    let (pa, pb) = (corner_pos(a), corner_pos(b));
+                    for axis in 0..3 {
+                        sum[axis] += pa[axis] as f64 + (pb[axis] - pa[axis]) as f64 * t;
+                    }
+                    n += 1.0;
+                }
+            }
+            let p = place(keys, false);
+            for axis in 0..3 {
+                proptest::prop_assert!((p.local[axis] as f64 - sum[axis] / n).abs() < 1e-6, "{:?}", p.local);
+            }
+        }
+
         /// The lane-wise dominant material (one or two materials; more go one by one) is the
         /// one-by-one rule's, for any ids (up to 63, the 16-bit lanes' limit) and densities.
         #[test]
