@@ -456,8 +456,8 @@ mod tests {
                 }
             }
             let p = place(keys, false);
-            for axis in 0..3 {
-                proptest::prop_assert!((p.local[axis] as f64 - sum[axis] / n).abs() < 1e-6, "{:?}", p.local);
+            for (&got, want) in p.local.iter().zip(sum) {
+                proptest::prop_assert!((got as f64 - want / n).abs() < 1e-6, "{:?}", p.local);
             }
         }
 
