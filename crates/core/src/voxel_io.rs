@@ -28,6 +28,14 @@ pub trait VoxelRead {
         None
     }
 
+    /// The voxels of `region` as one slice laid out as [`Region::index_of`] says, when the reader
+    /// already holds them so; `None` otherwise (the default). Consumers use it to skip a copy and
+    /// fall back to [`VoxelRead::read_box`]. [`DenseVoxels`] answers for its own region.
+    fn as_dense(&self, region: &Region) -> Option<&[Voxel]> {
+        let _ = region;
+        None
+    }
+
     /// Copies the X row starting at `start` into `out` (`out.len()` voxels).
     fn read_row(&self, start: VoxelPos, out: &mut [Voxel]) -> Result<(), CoreError> {
         let len =
@@ -178,6 +186,10 @@ impl VoxelRead for DenseVoxels {
         if self.region.contains(p) { self.voxels[self.region.index_of(p)] } else { Voxel::AIR }
     }
 
+    fn as_dense(&self, region: &Region) -> Option<&[Voxel]> {
+        (*region == self.region).then_some(&self.voxels[..])
+    }
+
     fn visit_rows(&self, region: &Region, visit: &mut dyn FnMut(VoxelPos, &[Voxel])) {
         let inside = self.region.intersection(region);
         for y in region.min().y..region.max().y {
@@ -241,5 +253,17 @@ mod tests {
         assert!(d.fill(&q, rock).is_err());
         assert!(matches!(d.read_box(&q, &mut out[1..]), Err(CoreError::BufferSize { .. })));
         assert!(DenseVoxels::new(q, 10).is_err());
+    }
+
+    #[test]
+    fn dense_boxes_lend_exactly_their_own_region() {
+        let r = Region::from_min_size(Point3::new(-3, 0, 0), [5, 2, 2]).unwrap();
+        let mut d = DenseVoxels::new(r, 1 << 20).unwrap();
+        d.set(Point3::new(-2, 1, 0), Voxel::full(Material::new(3).unwrap()));
+        let mut copy = vec![Voxel::AIR; r.len().unwrap()];
+        d.read_box(&r, &mut copy).unwrap();
+        assert_eq!(d.as_dense(&r), Some(&copy[..]));
+        let smaller = Region::from_min_size(Point3::new(-3, 0, 0), [5, 2, 1]).unwrap();
+        assert_eq!(d.as_dense(&smaller), None);
     }
 }

@@ -69,6 +69,9 @@ pub enum MeshError {
         /// What the output reaches.
         limit: u32,
     },
+    /// The source failed to read the padded box.
+    #[error("reading the padded box failed: {0}")]
+    Read(#[from] voxterra_core::CoreError),
     /// The mesh needs more vertices than the output's indices address (65536 for a physics mesh).
     #[error(
         "the mesh needs {vertices} vertices, over the {limit} its index type addresses; mesh a smaller region"
@@ -205,7 +208,7 @@ impl Mesher {
             return Ok(MeshSummary { uniform: true, ..MeshSummary::default() });
         }
         let g = Grid::new(&padded);
-        if !ws.read(src, &padded, &g, self.matter) {
+        if !ws.read(src, &padded, &g, self.matter)? {
             return Ok(MeshSummary::default());
         }
         ws.mark_cells(&g);
@@ -343,6 +346,8 @@ fn shr1(r: &[u64], w: usize) -> u64 {
 /// nothing.
 #[derive(Default, Debug)]
 pub struct MeshWorkspace {
+    /// The padded box's voxels, when the source cannot lend them ([`VoxelRead::as_dense`]).
+    voxels: Vec<Voxel>,
     /// One corner key per voxel of the padded box (see `keys`).
     keys: Vec<Key>,
     inside: Vec<u64>,
@@ -363,21 +368,38 @@ impl MeshWorkspace {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.keys.capacity() * 2
+        (self.voxels.capacity() + self.keys.capacity()) * 2
             + (self.inside.capacity() + self.cells.capacity()) * 8
             + self.cell_vertex.capacity() * 4
     }
 
     /// Reads the padded box into corner keys and inside bits; false when every voxel is on the same
     /// side (no surface).
-    fn read<R: VoxelRead + ?Sized>(&mut self, src: &R, padded: &Region, g: &Grid, matter: u64) -> bool {
+    ///
+    /// PERF: the box is converted from one slice, not row by row through `visit_rows`: the dynamic
+    /// call and position arithmetic per row cost as much as converting it. Dense sources lend their
+    /// voxels ([`VoxelRead::as_dense`]); others copy them with `read_box` (the store's is a
+    /// per-chunk copy, where its rows would come split at chunk boundaries).
+    fn read<R: VoxelRead + ?Sized>(
+        &mut self,
+        src: &R,
+        padded: &Region,
+        g: &Grid,
+        matter: u64,
+    ) -> Result<bool, MeshError> {
         let n = g.size.iter().product::<usize>();
-        let rows = g.size[1] * g.size[2] * g.words;
+        let (sx, words) = (g.size[0], g.words);
         self.keys.resize(n, 0);
         self.inside.clear();
-        self.inside.resize(rows, 0);
-        let (min, sx) = (padded.min(), g.size[0]);
-        let (keys, inside) = (&mut self.keys, &mut self.inside);
+        self.inside.resize(g.size[1] * g.size[2] * words, 0);
+        let voxels = match src.as_dense(padded).filter(|v| v.len() == n) {
+            Some(v) => v,
+            None => {
+                self.voxels.resize(n, Voxel::AIR);
+                src.read_box(padded, &mut self.voxels)?;
+                &self.voxels[..]
+            }
+        };
         let table = KeyTable::new(matter);
         // Whether any voxel is inside, and any outside: a surface needs both.
         let (mut any_in, mut any_out) = (0u64, 0u64);
@@ -397,36 +419,27 @@ impl MeshWorkspace {
                 table.convert(piece, dst)
             }
         };
-        src.visit_rows(padded, &mut |p, row| {
-            let (x, y, z) = ((p.x - min.x) as usize, (p.y - min.y) as usize, (p.z - min.z) as usize);
-            let at = x + sx * (z + g.size[2] * y);
-            let bits = &mut inside[g.row(y, z)..][..g.words];
-            let dst = &mut keys[at..at + row.len()];
-            if row.is_empty() {
-                return; // a reader may hand out empty rows; the shifts below need a voxel
-            }
-            if x % 64 + row.len() <= 64 {
-                // The whole row in one word: every row of a box up to 64 wide.
+        let rows = voxels.chunks_exact(sx).zip(self.keys.chunks_exact_mut(sx));
+        if words == 1 {
+            // Every row in one word: every box up to 64 wide.
+            let tail = u64::MAX >> (64 - sx);
+            for ((row, dst), bits) in rows.zip(self.inside.iter_mut()) {
                 let m = convert(row, dst);
                 any_in |= m;
-                any_out |= !m & u64::MAX >> (64 - row.len());
-                bits[x / 64] |= m << (x % 64);
-                return;
+                any_out |= !m & tail;
+                *bits = m;
             }
-            let mut off = x;
-            for (piece, dst) in row.chunks(64).zip(dst.chunks_mut(64)) {
-                let m = convert(piece, dst);
-                any_in |= m;
-                any_out |= !m & u64::MAX >> (64 - piece.len());
-                let (w, s) = (off / 64, off % 64);
-                bits[w] |= m << s;
-                if s != 0 && s + piece.len() > 64 {
-                    bits[w + 1] |= m >> (64 - s);
+        } else {
+            for ((row, dst), bits) in rows.zip(self.inside.chunks_exact_mut(words)) {
+                for ((piece, dst), bits) in row.chunks(64).zip(dst.chunks_mut(64)).zip(bits) {
+                    let m = convert(piece, dst);
+                    any_in |= m;
+                    any_out |= !m & u64::MAX >> (64 - piece.len());
+                    *bits = m;
                 }
-                off += piece.len();
             }
-        });
-        any_in != 0 && any_out != 0
+        }
+        Ok(any_in != 0 && any_out != 0)
     }
 
     /// Marks every cell an owned edge touches.

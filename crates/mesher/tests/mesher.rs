@@ -8,8 +8,8 @@ use proptest::prelude::*;
 use std::collections::HashMap;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{
-    BruteForceTriangles, Culling, DenseVoxels, Material, MaterialTable, Ray, Region, TriangleIndex,
-    TriangleSource, Voxel, VoxelRead, VoxelWrite, materials,
+    BruteForceTriangles, CoreError, Culling, DenseVoxels, Material, MaterialTable, Ray, Region,
+    TriangleIndex, TriangleSource, Voxel, VoxelPos, VoxelRead, VoxelWrite, materials,
 };
 use voxterra_mesher::{MeshError, MeshWorkspace, Mesher, PhysicsMesh, RenderMesh, ShapeMode, Surface};
 use voxterra_voxel_store::VoxelStore;
@@ -389,6 +389,21 @@ fn errors_are_typed() {
         Err(MeshError::TooWide { side: side + 1, limit: side })
     );
     assert!(mesher.mesh(&d, &region([0, 0, 0], [4, side, 4]), &mut ws, &mut physics).is_ok());
+    // A source whose reads fail: the error comes back, typed.
+    struct Failing;
+    impl VoxelRead for Failing {
+        fn voxel(&self, _: VoxelPos) -> Voxel {
+            Voxel::AIR
+        }
+        fn visit_rows(&self, _: &Region, _: &mut dyn FnMut(VoxelPos, &[Voxel])) {}
+        fn read_box(&self, _: &Region, _: &mut [Voxel]) -> Result<(), CoreError> {
+            Err(CoreError::BufferSize { expected: 1, got: 2 })
+        }
+    }
+    assert_eq!(
+        mesher.mesh(&Failing, &region([0, 0, 0], [4, 4, 4]), &mut ws, &mut out),
+        Err(MeshError::Read(CoreError::BufferSize { expected: 1, got: 2 }))
+    );
 }
 
 /// Small cases, pinned: positions to 1/1000, materials, triangles.
