@@ -390,7 +390,7 @@ impl MeshWorkspace {
         let n = g.size.iter().product::<usize>();
         let (sx, words) = (g.size[0], g.words);
         self.keys.resize(n, 0);
-        self.inside.clear();
+        // Not cleared: the conversion below writes every word.
         self.inside.resize(g.size[1] * g.size[2] * words, 0);
         let voxels = match src.as_dense(padded).filter(|v| v.len() == n) {
             Some(v) => v,
@@ -554,6 +554,9 @@ impl MeshWorkspace {
             for z in 1..sz - 1 {
                 let r = row[z];
                 let edges = [(r ^ (r >> 1)) & own, (r ^ up[z]) & own, (r ^ row[z + 1]) & own];
+                if edges[0] | edges[1] | edges[2] == 0 {
+                    continue; // most rows: the surface crosses a chunk in a few layers
+                }
                 let base = dz * z + dy * y;
                 // Per axis, the 4 cells around an edge at `at`, counter-clockwise seen from the
                 // edge's positive direction (the two other axes in cyclic order), as offsets back.
