@@ -21,7 +21,9 @@
 //!   rounded within its own cell, so chunks sharing a vertex decode it to the same f32.
 //! - Fast paths: a padded box the reader reports uniform
 //!   ([`VoxelRead::uniform`](voxterra_core::VoxelRead::uniform), answered by the store from its
-//!   packed rows) returns without reading a voxel; surface edges are found a row of 64 at a time with
+//!   packed rows) returns without reading a voxel; the box is converted from one slice, lent by
+//!   dense sources ([`VoxelRead::as_dense`](voxterra_core::VoxelRead::as_dense)) or copied with
+//!   `read_box`; surface edges are found a row of 64 at a time with
 //!   bit operations; vertices are placed 8 cells at a time in vector lanes (explicit `wide` vectors,
 //!   bit-identical to placing them one by one); a [`MeshWorkspace`] keeps every buffer, so steady
 //!   state allocates nothing.

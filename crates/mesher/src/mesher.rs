@@ -110,7 +110,8 @@ pub struct Mesher {
     max_voxels: usize,
 }
 
-/// The default limit on padded-box voxels: 128 M (256 MB of voxels plus a third more of scratch).
+/// The default limit on padded-box voxels: 128 M (about 300 MB of scratch; 256 MB more when the
+/// source cannot lend the box as one slice).
 pub const DEFAULT_MAX_VOXELS: usize = 1 << 27;
 
 impl Mesher {
@@ -151,7 +152,8 @@ impl Mesher {
         self
     }
 
-    /// Sets the limit on voxels in a padded box (memory: about 2.4 bytes of scratch per voxel).
+    /// Sets the limit on voxels in a padded box (memory: about 2.4 bytes of scratch per voxel, 2 more
+    /// when the source cannot lend the box as one slice).
     pub fn with_max_voxels(mut self, max_voxels: usize) -> Self {
         self.max_voxels = max_voxels;
         self
