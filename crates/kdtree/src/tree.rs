@@ -230,6 +230,33 @@ struct Segment {
 /// Relative widening of split-plane crossings, against float error in `(split - origin) / dir`.
 const WIDEN: f32 = 4.0 * f32::EPSILON;
 
+/// One axis of a ray, prepared once per query.
+struct RayAxis {
+    o: f32,
+    inv: f32,
+    eps: f32,
+    /// 1 when the ray runs toward lower coordinates: its near child is the right one, and it
+    /// crosses split 1 first.
+    neg: usize,
+    /// `inv` is infinite (d is zero or subnormal): the axis is tested by position, not crossing.
+    flat: bool,
+    /// d is not zero.
+    along: bool,
+}
+
+/// The end of a span: `t` clipped to `limit`, or `limit` when `t` is NaN (conservative). One
+/// `minss`, where `f32::min`'s NaN handling costs five instructions per plane.
+#[inline(always)]
+fn upto(t: f32, limit: f32) -> f32 {
+    if t < limit { t } else { limit }
+}
+
+/// The start of a span: `t` clipped from below by `limit`, or `limit` when `t` is NaN.
+#[inline(always)]
+fn from(t: f32, limit: f32) -> f32 {
+    if t > limit { t } else { limit }
+}
+
 impl<S: TriangleSource> KdTreeView<'_, S> {
     /// Every triangle whose box overlaps `aabb`: descends the children and slabs whose planes admit
     /// the box, depth first, left child first.
@@ -312,70 +339,86 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         let inv = ray.dir.map(|d| 1.0 / d);
         let lb = tree.bounds.loosened(tree.bounds.extents().norm() * WIDEN + f32::MIN_POSITIVE);
         let (t0, t1) = lb.clip_ray_inv(&ray.origin, &inv, max_t)?;
-        let (o, d, inv) =
-            ([0, 1, 2].map(|a| ray.origin[a]), [0, 1, 2].map(|a| ray.dir[a]), [0, 1, 2].map(|a| inv[a]));
-        // Per axis, a bound on the float error of a plane crossing `(split - origin) * inv` anywhere
-        // in the tree, plus slack proportional to t.
-        let reach = [0, 1, 2].map(|a| tree.bounds.mins[a].abs().max(tree.bounds.maxs[a].abs()) + o[a].abs());
-        let eps =
-            [0, 1, 2].map(|a| reach[a] * WIDEN * inv[a].abs() * 2.0 + t1.abs().min(f32::MAX / 2.0) * WIDEN);
-        // Axes the ray does not cross at a usable rate: `inv` is infinite, and `0 * inf` would be NaN.
-        let flat = inv.map(|i| i.is_infinite());
-        // The span of `seg` on the side of `plane` where the axis coordinate is below (`below`) or
-        // above it, widened by `eps`; empty when `lo > hi`.
-        let side = |seg: &Segment, a: usize, plane: f32, below: bool| -> (f32, f32) {
-            if flat[a] {
-                // Constant coordinate (d = 0): all or nothing. Subnormal d: all (conservative).
-                let inside = d[a] != 0.0 || (if below { o[a] <= plane } else { o[a] >= plane });
-                return if inside { (seg.tmin, seg.tmax) } else { (f32::INFINITY, f32::NEG_INFINITY) };
+        let slack = t1.abs().min(f32::MAX / 2.0) * WIDEN;
+        let axes: [RayAxis; 3] = std::array::from_fn(|a| {
+            let (o, d, inv) = (ray.origin[a], ray.dir[a], inv[a]);
+            // A bound on the float error of a plane crossing `(split - o) * inv` anywhere in the
+            // tree, plus slack proportional to t.
+            let reach = tree.bounds.mins[a].abs().max(tree.bounds.maxs[a].abs()) + o.abs();
+            RayAxis {
+                o,
+                inv,
+                eps: reach * WIDEN * inv.abs() * 2.0 + slack,
+                neg: (d < 0.0) as usize,
+                // Axes the ray does not cross at a usable rate: `inv` is infinite, and `0 * inf`
+                // would be NaN.
+                flat: inv.is_infinite(),
+                along: d != 0.0,
             }
-            let t = (plane - o[a]) * inv[a];
-            if below == (d[a] > 0.0) {
-                (seg.tmin, seg.tmax.min(t + eps[a])) // the part before the crossing
-            } else {
-                (seg.tmin.max(t - eps[a]), seg.tmax) // the part after it
-            }
-        };
+        });
         let mut stack = [Segment::default(); MAX_DEPTH + 2];
         let mut top = 0;
+        // `tmax` is kept at most the best hit's t (segments starting past it are skipped; ties go
+        // to the lowest index, so a segment starting at it is not).
         let mut seg = Segment { node: 0, tmin: t0, tmax: t1 };
         let mut best: Option<RayHit> = None;
-        // Segments starting past the best hit are skipped (not at it: ties go to the lowest index).
         let mut best_t = f32::INFINITY;
         'walk: loop {
             let node = tree.nodes[seg.node as usize];
             match node.kind() {
                 Kind::Branch(a, c) => {
-                    // Left holds points with coordinate <= split 0, right those >= split 1.
-                    let (l, r) = (side(&seg, a, node.split(0), true), side(&seg, a, node.split(1), false));
-                    let (near, far) = if d[a] >= 0.0 { ((c, l), (c + 1, r)) } else { ((c + 1, r), (c, l)) };
-                    let open = |(lo, hi): (f32, f32)| lo <= hi && lo <= best_t;
-                    let at =
-                        |(node, (tmin, tmax)): (usize, (f32, f32))| Segment { node: node as u32, tmin, tmax };
-                    match (open(near.1), open(far.1)) {
+                    // Left holds points with coordinate <= split 0, right those >= split 1. The near
+                    // child ends where the ray crosses its own plane, the far one starts where it
+                    // crosses the other's.
+                    let ax = &axes[a];
+                    let (near_hi, far_lo) = if !ax.flat {
+                        let s = [node.split(0), node.split(1)];
+                        let hi = (s[ax.neg] - ax.o) * ax.inv + ax.eps;
+                        let lo = (s[1 - ax.neg] - ax.o) * ax.inv - ax.eps;
+                        (upto(hi, seg.tmax), from(lo, seg.tmin))
+                    } else {
+                        // Constant coordinate (d = 0): all or nothing. Subnormal d: all.
+                        let left = ax.along || ax.o <= node.split(0);
+                        let right = ax.along || ax.o >= node.split(1);
+                        (
+                            if left { seg.tmax } else { f32::NEG_INFINITY },
+                            if right { seg.tmin } else { f32::INFINITY },
+                        )
+                    };
+                    let (near, far) = (c + ax.neg, c + 1 - ax.neg);
+                    match (seg.tmin <= near_hi, far_lo <= seg.tmax) {
                         (true, true) => {
-                            stack[top] = at(far);
+                            stack[top] = Segment { node: far as u32, tmin: far_lo, tmax: seg.tmax };
                             top += 1;
-                            seg = at(near);
+                            seg = Segment { node: near as u32, tmin: seg.tmin, tmax: near_hi };
                             continue;
                         }
                         (true, false) => {
-                            seg = at(near);
+                            seg = Segment { node: near as u32, tmin: seg.tmin, tmax: near_hi };
                             continue;
                         }
                         (false, true) => {
-                            seg = at(far);
+                            seg = Segment { node: far as u32, tmin: far_lo, tmax: seg.tmax };
                             continue;
                         }
                         (false, false) => {}
                     }
                 }
                 Kind::Slab(a, c) => {
-                    // Above the lower bound and below the upper one.
-                    let (lo0, hi0) = side(&seg, a, node.split(0), false);
-                    let (lo1, hi1) = side(&seg, a, node.split(1), true);
-                    let (lo, hi) = (lo0.max(lo1), hi0.min(hi1));
-                    if lo <= hi && lo <= best_t {
+                    // Above the lower bound and below the upper one: entered at one plane's
+                    // crossing, left at the other's.
+                    let ax = &axes[a];
+                    let (lo, hi) = if !ax.flat {
+                        let s = [node.split(0), node.split(1)];
+                        let lo = (s[ax.neg] - ax.o) * ax.inv - ax.eps;
+                        let hi = (s[1 - ax.neg] - ax.o) * ax.inv + ax.eps;
+                        (from(lo, seg.tmin), upto(hi, seg.tmax))
+                    } else if ax.along || (node.split(0) <= ax.o && ax.o <= node.split(1)) {
+                        (seg.tmin, seg.tmax)
+                    } else {
+                        (f32::INFINITY, f32::NEG_INFINITY)
+                    };
+                    if lo <= hi {
                         seg = Segment { node: c as u32, tmin: lo, tmax: hi };
                         continue;
                     }
@@ -408,6 +451,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
                 top -= 1;
                 seg = stack[top];
                 if seg.tmin <= best_t {
+                    seg.tmax = upto(seg.tmax, best_t);
                     break;
                 }
             }
