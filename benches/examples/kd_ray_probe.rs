@@ -2,7 +2,7 @@
 //! that hit and rays that miss apart), for the kD tree and parry, with the suite's rays: a probe for
 //! ray traversal work (run it under `perf`). With `BUILDS=k` it times k builds instead.
 //!
-//! `cargo run --release -p voxterra-benches --example kd_ray_probe`
+//! `cargo run --release -p voxterra-benches --example kd_ray_probe` (`AABB=1`: box queries instead)
 use voxterra_benches::kdtree_suite::{rays, terrain_grid};
 use voxterra_benches::parry_adapter::ParryTriangles;
 use voxterra_benches::world::Rng;
@@ -28,6 +28,25 @@ fn main() {
     }
     let parry = ParryTriangles::build(&mesh);
     let view = tree.with(&mesh);
+    if std::env::var("AABB").is_ok() {
+        // Character-sized boxes at random surface points, as the suite's.
+        let mut rng = Rng(7);
+        let boxes = voxterra_benches::kdtree_suite::boxes(&mut rng, &mesh, 25_000, 2.5);
+        for (side, idx) in [("kd", &view as &dyn TriangleIndex), ("parry", &parry as &dyn TriangleIndex)] {
+            let mut best = f64::MAX;
+            let mut found = 0;
+            for _ in 0..5 {
+                let t = std::time::Instant::now();
+                found = 0;
+                for b in &boxes {
+                    idx.triangles_in_aabb(b, &mut |_| found += 1);
+                }
+                best = best.min(t.elapsed().as_nanos() as f64 / boxes.len() as f64);
+            }
+            println!("aabb {side:6} {best:7.0} ns/query  {found} triangles");
+        }
+        return;
+    }
     let mut rng = Rng(5);
     for (name, oblique) in [("down", false), ("oblique", true)] {
         let all = rays(&mut rng, tree.bounds(), 100_000, oblique);

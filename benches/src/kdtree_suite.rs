@@ -68,7 +68,7 @@ pub fn rays(rng: &mut Rng, bounds: &Aabb, n: usize, oblique: bool) -> Vec<Ray> {
 }
 
 /// Boxes of `size` at random surface points.
-fn boxes(rng: &mut Rng, mesh: &impl TriangleSource, n: usize, size: f32) -> Vec<Aabb> {
+pub fn boxes(rng: &mut Rng, mesh: &impl TriangleSource, n: usize, size: f32) -> Vec<Aabb> {
     let p = mesh.positions();
     (0..n)
         .map(|_| {

@@ -208,14 +208,17 @@ trait Fetch: Copy {
 impl Fetch for &[[u16; 3]] {
     #[inline]
     fn fetch(self, p: impl Vertices, t: u32) -> [Point3<f32>; 3] {
-        self[t as usize].map(|v| p.vertex(v.into()))
+        // PERF: not `map`, which compiled to an out-of-line `try_map` call per triangle.
+        let [a, b, c] = self[t as usize];
+        [p.vertex(a.into()), p.vertex(b.into()), p.vertex(c.into())]
     }
 }
 
 impl Fetch for &[[u32; 3]] {
     #[inline]
     fn fetch(self, p: impl Vertices, t: u32) -> [Point3<f32>; 3] {
-        self[t as usize].map(|v| p.vertex(v))
+        let [a, b, c] = self[t as usize];
+        [p.vertex(a), p.vertex(b), p.vertex(c)]
     }
 }
 
@@ -242,6 +245,26 @@ struct RayAxis {
     flat: bool,
     /// d is not zero.
     along: bool,
+}
+
+impl RayAxis {
+    #[inline(always)]
+    fn new(tree: &KdTree, ray: &Ray, inv: f32, a: usize, slack: f32) -> Self {
+        let (o, d) = (ray.origin[a], ray.dir[a]);
+        // A bound on the float error of a plane crossing `(split - o) * inv` anywhere in the tree,
+        // plus slack proportional to t.
+        let reach = tree.bounds.mins[a].abs().max(tree.bounds.maxs[a].abs()) + o.abs();
+        RayAxis {
+            o,
+            inv,
+            eps: reach * WIDEN * inv.abs() * 2.0 + slack,
+            neg: (d < 0.0) as usize,
+            // Axes the ray does not cross at a usable rate: `inv` is infinite, and `0 * inf` would
+            // be NaN.
+            flat: inv.is_infinite(),
+            along: d != 0.0,
+        }
+    }
 }
 
 /// The end of a span: `t` clipped to `limit`, or `limit` when `t` is NaN (conservative). One
@@ -297,10 +320,13 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
                 Kind::Leaf(count) => {
                     for &t in &node.triangles()[..count] {
                         let v = fetch(t);
-                        let overlaps = (0..3).all(|a| {
-                            let tlo = v[0][a].min(v[1][a]).min(v[2][a]);
-                            let thi = v[0][a].max(v[1][a]).max(v[2][a]);
-                            tlo <= hi[a] && lo[a] <= thi
+                        // PERF: plain compares, not `f32::min`/`max` (their NaN handling cost five
+                        // instructions each; vertices are finite, checked at build). `&`, not `&&`:
+                        // no branch per axis.
+                        let overlaps = (0..3).fold(true, |ok, a| {
+                            let tlo = upto(upto(v[0][a], v[1][a]), v[2][a]);
+                            let thi = from(from(v[0][a], v[1][a]), v[2][a]);
+                            ok & (tlo <= hi[a]) & (lo[a] <= thi)
                         });
                         if overlaps {
                             visit(t);
@@ -340,22 +366,8 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         let lb = tree.bounds.loosened(tree.bounds.extents().norm() * WIDEN + f32::MIN_POSITIVE);
         let (t0, t1) = lb.clip_ray_inv(&ray.origin, &inv, max_t)?;
         let slack = t1.abs().min(f32::MAX / 2.0) * WIDEN;
-        let axes: [RayAxis; 3] = std::array::from_fn(|a| {
-            let (o, d, inv) = (ray.origin[a], ray.dir[a], inv[a]);
-            // A bound on the float error of a plane crossing `(split - o) * inv` anywhere in the
-            // tree, plus slack proportional to t.
-            let reach = tree.bounds.mins[a].abs().max(tree.bounds.maxs[a].abs()) + o.abs();
-            RayAxis {
-                o,
-                inv,
-                eps: reach * WIDEN * inv.abs() * 2.0 + slack,
-                neg: (d < 0.0) as usize,
-                // Axes the ray does not cross at a usable rate: `inv` is infinite, and `0 * inf`
-                // would be NaN.
-                flat: inv.is_infinite(),
-                along: d != 0.0,
-            }
-        });
+        let axis = |a: usize| RayAxis::new(tree, ray, inv[a], a, slack);
+        let axes = [axis(0), axis(1), axis(2)];
         let mut stack = [Segment::default(); MAX_DEPTH + 2];
         let mut top = 0;
         // `tmax` is kept at most the best hit's t (segments starting past it are skipped; ties go
