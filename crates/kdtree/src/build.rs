@@ -7,7 +7,7 @@
 //!   the same ground, so a vertical ray tested 19 triangles instead of 2);
 //! - slab nodes bound a subtree on an axis its ancestors leave loose (height, on terrain).
 
-use crate::node::{Node, SLAB_CHILD_LIMIT};
+use crate::node::{Grid, Node, SLAB_CHILD_LIMIT, TOP};
 use crate::{KdTree, KdTreeError};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, TriangleIndices, TriangleSource};
@@ -126,17 +126,30 @@ pub(crate) fn build(source: &impl TriangleSource) -> Result<KdTree, KdTreeError>
     let b = bounds_of(&prims);
     let bounds =
         Aabb::new(Point3::from([0, 1, 2].map(|a| b.min(a))), Point3::from([0, 1, 2].map(|a| b.max(a))));
+    let grid = if prims.is_empty() {
+        Grid::new([0.0; 3], [0.0; 3])
+    } else {
+        Grid::new([0, 1, 2].map(|a| b.min(a)), [0, 1, 2].map(|a| b.max(a)))
+    };
     // Slabs only while every node index still fits a branch's 30 bits: at most 2n - 1 branches and
     // leaves plus fewer than 2^27 slabs.
     let slabs = n <= 1 << 28;
-    let mut builder = Builder { nodes: Vec::with_capacity(n + n / 8 + 1), depth: 0, slabs };
+    let mut builder = Builder { nodes: Vec::with_capacity(n + n / 8 + 1), depth: 0, slabs, grid };
     builder.nodes.push(Node::leaf([0, 0], 0));
     if !prims.is_empty() {
-        // The tree's bounds are kept and clip every query: they are the root's limits.
-        let limits = [0, 1, 2].map(|a| [b.min(a), b.max(a)]);
+        // The grid's span is the root's limits (queries clip to the tree's bounds, inside it).
+        let limits = [0, 1, 2].map(|a| [grid.value(a, 0), grid.value(a, TOP)]);
         builder.subdivide(&mut prims, 0, 1, b, limits, false);
     }
-    Ok(KdTree { nodes: builder.nodes, bounds, depth: builder.depth, triangles: n as u32 })
+    Ok(KdTree {
+        nodes: builder.nodes,
+        clip: bounds.loosened(bounds.extents().norm() * crate::tree::WIDEN + f32::MIN_POSITIVE),
+        reach: [0, 1, 2].map(|a| bounds.mins[a].abs().max(bounds.maxs[a].abs())),
+        bounds,
+        grid,
+        depth: builder.depth,
+        triangles: n as u32,
+    })
 }
 
 /// The tight box of `prims`.
@@ -150,6 +163,7 @@ struct Builder {
     nodes: Vec<Node>,
     depth: usize,
     slabs: bool,
+    grid: Grid,
 }
 
 impl Builder {
@@ -179,9 +193,10 @@ impl Builder {
             if loose(axis) >= SLAB_RATIO {
                 let child = self.nodes.len();
                 self.nodes.push(Node::leaf([0, 0], 0));
-                let range = [bounds.min(axis), bounds.max(axis)];
+                // Rounded outward to the grid.
+                let range = [self.grid.down(axis, bounds.min(axis)), self.grid.up(axis, bounds.max(axis))];
                 self.nodes[at] = Node::slab(axis, range, child);
-                limits[axis] = range;
+                limits[axis] = range.map(|q| self.grid.value(axis, q));
                 return self.subdivide(prims, child, level + 1, bounds, limits, false);
             }
         }
@@ -189,12 +204,13 @@ impl Builder {
         let child = self.nodes.len();
         self.nodes.push(Node::leaf([0, 0], 0));
         self.nodes.push(Node::leaf([0, 0], 0));
-        let planes = [lb.max(axis), rb.min(axis)];
+        // The left child's upper plane rounded up to the grid, the right child's lower one down.
+        let planes = [self.grid.up(axis, lb.max(axis)), self.grid.down(axis, rb.min(axis))];
         self.nodes[at] = Node::branch(axis, planes, child as u32);
         let (l, r) = prims.split_at_mut(left);
         let mut ll = limits;
-        ll[axis][1] = planes[0];
-        limits[axis][0] = planes[1];
+        ll[axis][1] = self.grid.value(axis, planes[0]);
+        limits[axis][0] = self.grid.value(axis, planes[1]);
         self.subdivide(l, child, level + 1, lb, ll, true);
         self.subdivide(r, child + 1, level + 1, rb, limits, true);
     }

@@ -2,12 +2,16 @@
 //!
 //! The loose kD tree from the Roblox terrain-physics article: the spatial index every collision and
 //! ray cast against terrain goes through. Each branch holds *two* split planes on one axis — all left
-//! children lie below one, all right children above the other — so triangles are never cut and a
-//! node is 12 bytes (two floats and a tag word for the axis and child index; the leaf tag lives in
-//! the axis field; children are adjacent). Leaves hold up to 2 triangles, so the tree costs about 12
-//! bytes per triangle, against ~100 for parry3d's `TriMesh` BVH. One addition to the article:
-//! **slab** nodes, which bound a subtree on an axis its ancestors leave loose (height, over terrain),
-//! so rays passing over the ground skip whole subtrees (docs/architecture.md has the figures).
+//! children lie below one, all right children above the other — so triangles are never cut. The
+//! leaf tag lives in the axis field and children are adjacent, so a branch stores one child index.
+//! Leaves hold up to 2 triangles, so there is about one node per triangle.
+//!
+//! Two additions to the article, both measured (docs/architecture.md has the figures):
+//! - **8-byte nodes**: planes are 16-bit steps of one grid per tree (the article's named next
+//!   step), rounded outward so they still bound their triangles. The tree costs 8.4 bytes per
+//!   triangle, against the article's 12 and ~100 for parry3d's `TriMesh` BVH.
+//! - **slab** nodes, which bound a subtree on an axis its ancestors leave loose (height, over
+//!   terrain), so rays passing over the ground skip whole subtrees.
 //!
 //! - [`KdTree::build`]: from any [`TriangleSource`](voxterra_core::TriangleSource) (f32 or 16-bit
 //!   quantised positions, u16 or u32 indices, so compact chunk meshes plug in without copying). Split at the mean midpoint, planes

@@ -1,7 +1,7 @@
 //! The tree, its queries, statistics and invariant check.
 
 use crate::build::{self, MAX_DEPTH};
-use crate::node::{Kind, Node};
+use crate::node::{Grid, Kind, Node, TOP};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{
     Aabb, Culling, Positions, QuantizedPositions, Ray, RayHit, TriangleIndex, TriangleIndices,
@@ -59,6 +59,12 @@ pub struct KdTreeStats {
 pub struct KdTree {
     pub(crate) nodes: Vec<Node>,
     pub(crate) bounds: Aabb,
+    /// The grid the nodes' planes are steps of.
+    pub(crate) grid: Grid,
+    /// `bounds` loosened against float error, for clipping rays.
+    pub(crate) clip: Aabb,
+    /// Per axis, the largest coordinate magnitude in `bounds` (the ray error bound's scale).
+    pub(crate) reach: [f32; 3],
     pub(crate) depth: usize,
     pub(crate) triangles: u32,
 }
@@ -145,9 +151,9 @@ impl KdTree {
                         return Err(format!("branch {i}: children at {c} out of range"));
                     }
                     let mut left = limits;
-                    left[a][1] = left[a][1].min(node.split(0));
+                    left[a][1] = left[a][1].min(self.grid.value(a, node.plane(0)));
                     let mut right = limits;
-                    right[a][0] = right[a][0].max(node.split(1));
+                    right[a][0] = right[a][0].max(self.grid.value(a, node.plane(1)));
                     stack.push((c, level + 1, branches + 1, left));
                     stack.push((c + 1, level + 1, branches + 1, right));
                 }
@@ -159,7 +165,8 @@ impl KdTree {
                         return Err(format!("slab {i}: its child is a slab"));
                     }
                     let mut inner = limits;
-                    inner[a] = [inner[a][0].max(node.split(0)), inner[a][1].min(node.split(1))];
+                    let range = [0, 1].map(|k| self.grid.value(a, node.plane(k)));
+                    inner[a] = [inner[a][0].max(range[0]), inner[a][1].min(range[1])];
                     stack.push((c, level + 1, branches, inner));
                 }
             }
@@ -231,39 +238,64 @@ struct Segment {
 }
 
 /// Relative widening of split-plane crossings, against float error in `(split - origin) / dir`.
-const WIDEN: f32 = 4.0 * f32::EPSILON;
+pub(crate) const WIDEN: f32 = 4.0 * f32::EPSILON;
 
 /// One axis of a ray, prepared once per query.
 struct RayAxis {
-    o: f32,
-    inv: f32,
-    eps: f32,
+    /// Where the ray crosses the plane at grid step q, widened by the error bound: at least
+    /// `before + q × scale` and at most `after + q × scale` (see `RayAxis::new`).
+    before: f32,
+    after: f32,
+    scale: f32,
+    /// The bit offsets (`Node::plane_shift`) of the plane the ray crosses first and second.
+    first: u32,
+    second: u32,
     /// 1 when the ray runs toward lower coordinates: its near child is the right one, and it
-    /// crosses split 1 first.
+    /// crosses plane 1 first.
     neg: usize,
     /// `inv` is infinite (d is zero or subnormal): the axis is tested by position, not crossing.
     flat: bool,
-    /// d is not zero.
-    along: bool,
+    /// For a flat axis: a plane at step q is at or above the ray when q >= `q_above`, at or below
+    /// it when q <= `q_below` (both always, for a subnormal d: conservative).
+    q_above: i32,
+    q_below: i32,
 }
 
 impl RayAxis {
     #[inline(always)]
     fn new(tree: &KdTree, ray: &Ray, inv: f32, a: usize, slack: f32) -> Self {
         let (o, d) = (ray.origin[a], ray.dir[a]);
-        // A bound on the float error of a plane crossing `(split - o) * inv` anywhere in the tree,
-        // plus slack proportional to t.
-        let reach = tree.bounds.mins[a].abs().max(tree.bounds.maxs[a].abs()) + o.abs();
+        let (origin, step) = (tree.grid.origin[a], tree.grid.step[a]);
+        // The crossing of the plane at step q is `(origin + q × step - o) × inv`, computed as
+        // `base + q × scale`. Against the exact crossing, both forms err by a few roundings of
+        // magnitude `reach × |inv|` plus one of |t|; `eps` allows 8 of the first and 4 of the second.
+        let reach = tree.reach[a] + o.abs();
+        let eps = reach * WIDEN * inv.abs() * 2.0 + slack;
+        let base = (origin - o) * inv;
+        // Axes the ray does not cross at a usable rate: `inv` is infinite, and `0 * inf` would be
+        // NaN.
+        let flat = inv.is_infinite();
+        let (q_above, q_below) = match (flat, d != 0.0) {
+            (true, false) => (tree.grid.first_at_or_above(a, o), tree.grid.last_at_or_below(a, o)),
+            _ => (0, TOP as i32),
+        };
         RayAxis {
-            o,
-            inv,
-            eps: reach * WIDEN * inv.abs() * 2.0 + slack,
+            before: base - eps,
+            after: base + eps,
+            scale: step * inv,
+            first: Node::plane_shift((d < 0.0) as usize),
+            second: Node::plane_shift((d >= 0.0) as usize),
             neg: (d < 0.0) as usize,
-            // Axes the ray does not cross at a usable rate: `inv` is infinite, and `0 * inf` would
-            // be NaN.
-            flat: inv.is_infinite(),
-            along: d != 0.0,
+            flat,
+            q_above,
+            q_below,
         }
+    }
+
+    /// The crossing of the plane at step `q`, from `before` or `after`.
+    #[inline(always)]
+    fn crossing(&self, q: u16, base: f32) -> f32 {
+        base + q as f32 * self.scale
     }
 }
 
@@ -289,6 +321,11 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
             return;
         }
         let (lo, hi) = (aabb.mins, aabb.maxs);
+        // The box in grid steps: a plane at step q is at or above `lo` exactly when q >= `qlo`, at
+        // or below `hi` exactly when q <= `qhi`, so branches compare integers.
+        let grid = &tree.grid;
+        let qlo = [0, 1, 2].map(|a| grid.first_at_or_above(a, lo[a]));
+        let qhi = [0, 1, 2].map(|a| grid.last_at_or_below(a, hi[a]));
         // Pending right children: at most one per branch on the current path.
         let mut stack = [0u32; MAX_DEPTH + 2];
         let mut top = 0;
@@ -297,7 +334,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
             let node = tree.nodes[at];
             match node.kind() {
                 Kind::Branch(a, c) => {
-                    let (l, r) = (node.split(0) >= lo[a], node.split(1) <= hi[a]);
+                    let (l, r) = (node.plane(0) as i32 >= qlo[a], node.plane(1) as i32 <= qhi[a]);
                     if l {
                         if r {
                             stack[top] = c as u32 + 1;
@@ -312,7 +349,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
                     }
                 }
                 Kind::Slab(a, c) => {
-                    if node.split(0) <= hi[a] && lo[a] <= node.split(1) {
+                    if node.plane(0) as i32 <= qhi[a] && qlo[a] <= node.plane(1) as i32 {
                         at = c;
                         continue;
                     }
@@ -363,8 +400,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         }
         // Per ray, once (the article): inverse direction; the bounds clip reuses it.
         let inv = ray.dir.map(|d| 1.0 / d);
-        let lb = tree.bounds.loosened(tree.bounds.extents().norm() * WIDEN + f32::MIN_POSITIVE);
-        let (t0, t1) = lb.clip_ray_inv(&ray.origin, &inv, max_t)?;
+        let (t0, t1) = tree.clip.clip_ray_inv(&ray.origin, &inv, max_t)?;
         let slack = t1.abs().min(f32::MAX / 2.0) * WIDEN;
         let axis = |a: usize| RayAxis::new(tree, ray, inv[a], a, slack);
         let axes = [axis(0), axis(1), axis(2)];
@@ -384,14 +420,14 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
                     // crosses the other's.
                     let ax = &axes[a];
                     let (near_hi, far_lo) = if !ax.flat {
-                        let s = [node.split(0), node.split(1)];
-                        let hi = (s[ax.neg] - ax.o) * ax.inv + ax.eps;
-                        let lo = (s[1 - ax.neg] - ax.o) * ax.inv - ax.eps;
+                        let hi = ax.crossing(node.plane_at(ax.first), ax.after);
+                        let lo = ax.crossing(node.plane_at(ax.second), ax.before);
                         (upto(hi, seg.tmax), from(lo, seg.tmin))
                     } else {
-                        // Constant coordinate (d = 0): all or nothing. Subnormal d: all.
-                        let left = ax.along || ax.o <= node.split(0);
-                        let right = ax.along || ax.o >= node.split(1);
+                        // Constant coordinate (d = 0): all or nothing, by grid steps. Subnormal d:
+                        // all (the steps admit every plane).
+                        let left = node.plane(0) as i32 >= ax.q_above;
+                        let right = node.plane(1) as i32 <= ax.q_below;
                         (
                             if left { seg.tmax } else { f32::NEG_INFINITY },
                             if right { seg.tmin } else { f32::INFINITY },
@@ -421,11 +457,10 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
                     // crossing, left at the other's.
                     let ax = &axes[a];
                     let (lo, hi) = if !ax.flat {
-                        let s = [node.split(0), node.split(1)];
-                        let lo = (s[ax.neg] - ax.o) * ax.inv - ax.eps;
-                        let hi = (s[1 - ax.neg] - ax.o) * ax.inv + ax.eps;
+                        let lo = ax.crossing(node.plane_at(ax.first), ax.before);
+                        let hi = ax.crossing(node.plane_at(ax.second), ax.after);
                         (from(lo, seg.tmin), upto(hi, seg.tmax))
-                    } else if ax.along || (node.split(0) <= ax.o && ax.o <= node.split(1)) {
+                    } else if node.plane(0) as i32 <= ax.q_below && ax.q_above <= node.plane(1) as i32 {
                         (seg.tmin, seg.tmax)
                     } else {
                         (f32::INFINITY, f32::NEG_INFINITY)
