@@ -2,7 +2,8 @@
 //! that hit and rays that miss apart), for the kD tree and parry, with the suite's rays: a probe for
 //! ray traversal work (run it under `perf`). With `BUILDS=k` it times k builds instead.
 //!
-//! `cargo run --release -p voxterra-benches --example kd_ray_probe` (`AABB=1`: box queries instead)
+//! `cargo run --release -p voxterra-benches --example kd_ray_probe` (`AABB=1`: box queries instead;
+//! `CHUNK_BUILDS=k`: builds of the suite's chunk meshes)
 use voxterra_benches::kdtree_suite::{rays, terrain_grid};
 use voxterra_benches::parry_adapter::ParryTriangles;
 use voxterra_benches::world::Rng;
@@ -12,6 +13,16 @@ use voxterra_worldgen::Terrain;
 
 fn main() {
     let terrain = Terrain::new(1, 128);
+    if let Some(k) = std::env::var("CHUNK_BUILDS").ok().and_then(|v| v.parse::<u32>().ok()) {
+        // The suite's 400 chunk meshes, k times.
+        let chunks = voxterra_benches::kdtree_suite::chunk_meshes(&terrain, 400);
+        let t = std::time::Instant::now();
+        let nodes: usize =
+            (0..k).flat_map(|_| &chunks).map(|c| KdTree::build(c).map_or(0, |t| t.stats().nodes)).sum();
+        let per = t.elapsed().as_secs_f64() * 1e6 / (k as usize * chunks.len()) as f64;
+        println!("{k} × 400 chunk builds: {per:.1} µs each ({nodes} nodes)");
+        return;
+    }
     let (positions, triangles) = terrain_grid(&terrain, 317, 40, 40);
     let mesh = TriangleMesh { positions, triangles };
     let t = std::time::Instant::now();

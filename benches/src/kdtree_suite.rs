@@ -67,6 +67,16 @@ pub fn rays(rng: &mut Rng, bounds: &Aabb, n: usize, oblique: bool) -> Vec<Ray> {
         .collect()
 }
 
+/// `count` chunk-sized meshes (12 × 12 quads: 288 triangles, u16 indices) tiling the terrain.
+pub fn chunk_meshes(terrain: &Terrain, count: i32) -> Vec<ChunkMesh> {
+    (0..count)
+        .map(|i| {
+            let (p, t) = terrain_grid(terrain, 12, (i % 40) * 12, (i / 40) * 12);
+            ChunkMesh { positions: p, triangles: t.iter().map(|t| t.map(|v| v as u16)).collect() }
+        })
+        .collect()
+}
+
 /// Boxes of `size` at random surface points.
 pub fn boxes(rng: &mut Rng, mesh: &impl TriangleSource, n: usize, size: f32) -> Vec<Aabb> {
     let p = mesh.positions();
@@ -145,12 +155,7 @@ pub fn run(quick: bool) -> Report {
         || KdTree::build(&big).expect("valid").stats().nodes > 0,
         || ParryTriangles::build(&big).mesh.num_triangles() > 0,
     ));
-    let chunks: Vec<ChunkMesh> = (0..if quick { 40 } else { 400 })
-        .map(|i| {
-            let (p, t) = terrain_grid(&terrain, 12, (i % 40) * 12, (i / 40) * 12);
-            ChunkMesh { positions: p, triangles: t.iter().map(|t| t.map(|v| v as u16)).collect() }
-        })
-        .collect();
+    let chunks = chunk_meshes(&terrain, if quick { 40 } else { 400 });
     let chunk_tris: usize = chunks.iter().map(|c| c.triangle_count()).sum();
     report.cases.push(compare(
         budget,
