@@ -3,7 +3,7 @@
 //! ray traversal work (run it under `perf`). With `BUILDS=k` it times k builds instead.
 //!
 //! `cargo run --release -p voxterra-benches --example kd_ray_probe` (`AABB=1`: box queries instead;
-//! `CHUNK_BUILDS=k`: builds of the suite's chunk meshes)
+//! `CHUNK_BUILDS=k`: builds of the suite's chunk meshes; `CHUNK_AABB=1`: box queries on them)
 use voxterra_benches::kdtree_suite::{rays, terrain_grid};
 use voxterra_benches::parry_adapter::ParryTriangles;
 use voxterra_benches::world::Rng;
@@ -13,6 +13,34 @@ use voxterra_worldgen::Terrain;
 
 fn main() {
     let terrain = Terrain::new(1, 128);
+    if std::env::var("CHUNK_AABB").is_ok() {
+        // The suite's chunk-mesh box queries: 16 boxes on each of 400 chunks.
+        let chunks = voxterra_benches::kdtree_suite::chunk_meshes(&terrain, 400);
+        let trees: Vec<KdTree> = chunks.iter().map(|c| KdTree::build(c).unwrap()).collect();
+        let parry: Vec<ParryTriangles> = chunks.iter().map(ParryTriangles::build).collect();
+        let mut rng = Rng(9);
+        let boxes: Vec<Vec<_>> =
+            chunks.iter().map(|c| voxterra_benches::kdtree_suite::boxes(&mut rng, c, 16, 2.5)).collect();
+        let queries = (16 * chunks.len()) as f64;
+        for side in ["kd", "parry"] {
+            let mut best = f64::MAX;
+            let mut found = 0;
+            for _ in 0..20 {
+                let t = std::time::Instant::now();
+                found = 0;
+                for (i, c) in chunks.iter().enumerate() {
+                    let view = trees[i].with(c);
+                    let idx: &dyn TriangleIndex = if side == "kd" { &view } else { &parry[i] };
+                    for b in &boxes[i] {
+                        idx.triangles_in_aabb(b, &mut |_| found += 1);
+                    }
+                }
+                best = best.min(t.elapsed().as_nanos() as f64 / queries);
+            }
+            println!("chunk aabb {side:6} {best:7.0} ns/query  {found} triangles");
+        }
+        return;
+    }
     if let Some(k) = std::env::var("CHUNK_BUILDS").ok().and_then(|v| v.parse::<u32>().ok()) {
         // The suite's 400 chunk meshes, k times.
         let chunks = voxterra_benches::kdtree_suite::chunk_meshes(&terrain, 400);

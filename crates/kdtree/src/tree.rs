@@ -324,8 +324,9 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         // The box in grid steps: a plane at step q is at or above `lo` exactly when q >= `qlo`, at
         // or below `hi` exactly when q <= `qhi`, so branches compare integers.
         let grid = &tree.grid;
-        let qlo = [0, 1, 2].map(|a| grid.first_at_or_above(a, lo[a]));
-        let qhi = [0, 1, 2].map(|a| grid.last_at_or_below(a, hi[a]));
+        let first = |a: usize| grid.first_at_or_above(a, lo[a]);
+        let last = |a: usize| grid.last_at_or_below(a, hi[a]);
+        let (qlo, qhi) = ([first(0), first(1), first(2)], [last(0), last(1), last(2)]);
         // Pending right children: at most one per branch on the current path.
         let mut stack = [0u32; MAX_DEPTH + 2];
         let mut top = 0;
