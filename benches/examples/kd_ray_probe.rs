@@ -16,7 +16,8 @@ fn main() {
     if std::env::var("CHUNK_AABB").is_ok() {
         // The suite's chunk-mesh box queries: 16 boxes on each of 400 chunks.
         let chunks = voxterra_benches::kdtree_suite::chunk_meshes(&terrain, 400);
-        let trees: Vec<KdTree> = chunks.iter().map(|c| KdTree::build(c).unwrap()).collect();
+        let trees: Vec<KdTree> =
+            chunks.iter().map(|c| KdTree::build(c).unwrap_or_else(|e| panic!("{e}"))).collect();
         let parry: Vec<ParryTriangles> = chunks.iter().map(ParryTriangles::build).collect();
         let mut rng = Rng(9);
         let boxes: Vec<Vec<_>> =
