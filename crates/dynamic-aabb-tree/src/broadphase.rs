@@ -82,6 +82,16 @@ pub struct DynamicAabbTree {
     slots: Vec<Slot>,
     /// Tight boxes by proxy id: pairs are tested on these; fat boxes only prune.
     tight: Vec<Aabb>,
+    /// Fat boxes by proxy id, as the trees' leaves hold them. PERF: a move that stays inside its
+    /// fat box then reads and writes only arrays indexed by id, not the leaf's node (a cache miss
+    /// per move on big trees).
+    fat: Vec<Aabb>,
+    /// Proxies moved since the last pair update, once each (`queued` bit by id); their leaves
+    /// are flagged in the trees when pairs are next updated, all at once.
+    moved: Vec<u32>,
+    queued: Vec<u64>,
+    /// Scratch: `moved` split by tree.
+    moved_kind: [Vec<u32>; 2],
     free_slot: u32,
     live: u32,
     /// Scratch for pair updates.
@@ -142,6 +152,10 @@ impl DynamicAabbTree {
             statics: Tree::default(),
             slots: Vec::new(),
             tight: Vec::new(),
+            fat: Vec::new(),
+            moved: Vec::new(),
+            queued: Vec::new(),
+            moved_kind: [Vec::new(), Vec::new()],
             free_slot: NULL,
             live: 0,
             stack: Vec::new(),
@@ -162,13 +176,6 @@ impl DynamicAabbTree {
     /// No live proxy.
     pub fn is_empty(&self) -> bool {
         self.live == 0
-    }
-
-    fn tree(&self, kind: ProxyKind) -> &Tree {
-        match kind {
-            ProxyKind::Dynamic => &self.dynamic,
-            ProxyKind::Static => &self.statics,
-        }
     }
 
     fn tree_mut(&mut self, kind: ProxyKind) -> &mut Tree {
@@ -213,10 +220,15 @@ impl DynamicAabbTree {
             }
             self.slots.push(Slot { user_data: 0, live: false, kind });
             self.tight.push(aabb);
+            self.fat.push(aabb);
+            if self.slots.len() > self.queued.len() * 64 {
+                self.queued.push(0);
+            }
             self.slots.len() as u32 - 1
         };
         let fat = self.fatten(&aabb, &Vector3::zeros());
         self.tree_mut(kind).insert(fat, id);
+        self.fat[id as usize] = fat;
         self.slots[id as usize] = Slot { user_data, live: true, kind };
         self.tight[id as usize] = aabb;
         self.live += 1;
@@ -240,8 +252,7 @@ impl DynamicAabbTree {
 
     /// The proxy's fat box: the leaf box the tree holds.
     pub fn fat_aabb(&self, id: ProxyId) -> Option<Aabb> {
-        let s = self.slot(id).ok()?;
-        Some(self.tree(s.kind).leaf_box(id.0))
+        self.slot(id).ok().map(|_| self.fat[id.0 as usize])
     }
 
     /// Calls `visit` for every proxy whose box contains `p`; false stops.
@@ -253,6 +264,7 @@ impl DynamicAabbTree {
     /// Collects every pair of overlapping proxies of which at least one moved, as sorted keys.
     fn collect_pairs(&mut self, parallel: bool) {
         self.flush();
+        self.flag_moved();
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
         let (dn, sn, tight) = (&self.dynamic.nodes[..], &self.statics.nodes[..], &self.tight[..]);
@@ -312,6 +324,29 @@ impl DynamicAabbTree {
         self.pairs = pairs;
         self.dynamic.clear_moved();
         self.statics.clear_moved();
+    }
+
+    /// Flags the leaves of the proxies moved since the last pair update (and their ancestors).
+    fn flag_moved(&mut self) {
+        let [dynamic, statics] = &mut self.moved_kind;
+        dynamic.clear();
+        statics.clear();
+        for &id in &self.moved {
+            // Destroyed since (or destroyed and created again, already flagged): nothing to do.
+            match self.slots[id as usize] {
+                Slot { live: false, .. } => {}
+                Slot { kind: ProxyKind::Dynamic, .. } => dynamic.push(id),
+                Slot { kind: ProxyKind::Static, .. } => statics.push(id),
+            }
+        }
+        let queued = &self.queued;
+        let is_queued = |id: u32| queued[id as usize / 64] >> (id % 64) & 1 != 0;
+        self.dynamic.mark_moved_many(dynamic, is_queued);
+        self.statics.mark_moved_many(statics, is_queued);
+        for &id in &self.moved {
+            self.queued[id as usize / 64] &= !(1 << (id % 64));
+        }
+        self.moved.clear();
     }
 
     /// [`Broadphase::update_pairs`] on rayon's pool: the traversal's top is split into tasks run
@@ -380,6 +415,9 @@ impl DynamicAabbTree {
                 }
                 if !fat.contains(&self.tight[item as usize]) {
                     return Err(format!("proxy {item}: fat box does not contain the tight box"));
+                }
+                if *fat != self.fat[item as usize] {
+                    return Err(format!("proxy {item}: the leaf's box is not the proxy's fat box"));
                 }
                 Ok(())
             })?;
@@ -519,17 +557,22 @@ impl Broadphase for DynamicAabbTree {
     fn move_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vector3<f32>) -> Result<(), CoreError> {
         let aabb = check_box(aabb)?;
         let s = self.slot(id)?;
-        self.tight[id.0 as usize] = aabb;
-        let fat = self.tree(s.kind).leaf_box(id.0);
+        let i = id.0 as usize;
+        self.tight[i] = aabb;
+        let fat = self.fat[i];
         let new_fat = self.fatten(&aabb, &displacement);
         // Re-fatten when the box left its fat box, or when the fat box is far too big for it
         // (a fast mover that slowed down); otherwise the tree is not touched.
         let too_big = !new_fat.loosened(4.0 * self.config.margin).contains(&fat);
-        let tree = self.tree_mut(s.kind);
         if !fat.contains(&aabb) || too_big {
-            tree.set_leaf_box(id.0, new_fat);
+            self.tree_mut(s.kind).set_leaf_box(id.0, new_fat);
+            self.fat[i] = new_fat;
         }
-        tree.mark_moved(id.0);
+        let (word, bit) = (i / 64, 1u64 << (i % 64));
+        if self.queued[word] & bit == 0 {
+            self.queued[word] |= bit;
+            self.moved.push(id.0);
+        }
         Ok(())
     }
 

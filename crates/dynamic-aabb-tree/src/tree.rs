@@ -271,12 +271,6 @@ impl Tree {
         Child { r: node, aabb: n.bounds(), moved: n.flags & MOVED_ANY != 0, grew: false }
     }
 
-    /// The item's fat box. The item must be in this tree.
-    pub(crate) fn leaf_box(&self, item: u32) -> Aabb {
-        let (p, s) = split_loc(self.loc[item as usize]);
-        self.nodes[p as usize].boxes[s]
-    }
-
     /// Adds a leaf with box `aabb` holding `item` (below [`MAX_ITEMS`], not already here); it
     /// starts flagged as moved.
     pub(crate) fn insert(&mut self, aabb: Aabb, item: u32) {
@@ -479,6 +473,53 @@ impl Tree {
             s = self.slot_in(p, node);
             node = p;
         }
+    }
+
+    /// Flags the leaves of `items` (all in this tree) and their ancestors as moved. `queued(item)`
+    /// tells whether an item is among them. Few items walk up from each leaf; many (a quarter of
+    /// the leaves or more) take one pass over the tree instead, so their marks cost a streaming
+    /// walk of the nodes rather than a cache miss each.
+    pub(crate) fn mark_moved_many(&mut self, items: &[u32], queued: impl Fn(u32) -> bool) {
+        if self.root == NULL || items.is_empty() {
+            return;
+        }
+        if items.len() * 4 < self.leaves as usize {
+            for &item in items {
+                self.mark_moved(item);
+            }
+            return;
+        }
+        // Post-order: a node's slots are flagged from its leaves' items and its children's flags.
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(self.root << 1);
+        while let Some(e) = stack.pop() {
+            let i = e >> 1;
+            let n = self.nodes[i as usize];
+            if e & 1 == 0 {
+                stack.push(e | 1);
+                for s in 0..2 {
+                    if n.child[s] != NULL && is_node(n.child[s]) {
+                        stack.push(n.child[s] << 1);
+                    }
+                }
+                continue;
+            }
+            let mut flags = n.flags;
+            for s in 0..2 {
+                let c = n.child[s];
+                let moved = if c == NULL {
+                    false
+                } else if is_node(c) {
+                    self.nodes[c as usize].flags & MOVED_ANY != 0
+                } else {
+                    queued(c & !LEAF)
+                };
+                flags |= u32::from(moved) * (MOVED0 << s);
+            }
+            self.nodes[i as usize].flags = flags;
+        }
+        self.stack = stack;
     }
 
     /// Clears every moved flag (walks only the flagged part of the tree).
