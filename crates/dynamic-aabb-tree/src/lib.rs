@@ -22,7 +22,7 @@
 //!   movers are queried and static–static pairs are never visited. Pairs are tested on the tight
 //!   boxes (fat boxes only prune) and reported once each in ascending `(low, high)` id order.
 //!   [`DynamicAabbTree::update_pairs_parallel`] splits the traversal over rayon and gives the
-//!   identical sequence.
+//!   identical sequence (sequentially when fewer than [`TreeConfig::parallel_min_moved`] moved).
 //! - **Queries**: AABB, point, and ray casts whose callback returns the new clip distance (closest
 //!   hit with early termination, or all hits). No heap allocation per query.
 //! - [`DynamicAabbTree::validate`], [`DynamicAabbTree::stats`] and

@@ -182,7 +182,7 @@ proptest! {
 
     #[test]
     fn matches_brute_force(ops in prop::collection::vec(op(), 1..160), margin in 0.0f32..0.5) {
-        let mut p = Pair::new(TreeConfig { margin, displacement_factor: 2.0 });
+        let mut p = Pair::new(TreeConfig { margin, displacement_factor: 2.0, ..TreeConfig::default() });
         for op in &ops {
             p.apply(op);
         }
@@ -195,7 +195,8 @@ proptest! {
 
     #[test]
     fn parallel_pairs_equal_sequential(ops in prop::collection::vec(op(), 1..200)) {
-        let mut seq = Pair::new(TreeConfig::default());
+        // Every update splits, however few moved.
+        let mut seq = Pair::new(TreeConfig { parallel_min_moved: 0, ..TreeConfig::default() });
         for op in ops.iter().filter(|o| !matches!(o, Op::Pairs)) {
             seq.apply(op);
         }
@@ -231,7 +232,9 @@ fn bouncing_scene_matches_brute_force_and_threads() {
         })
         .collect();
     let boxof = |p: &Point3<f32>, h: f32| Aabb::new(p - Vector3::repeat(h), p + Vector3::repeat(h));
-    let mut tree = DynamicAabbTree::new();
+    // The parallel path splits every update here, however few moved.
+    let mut tree =
+        DynamicAabbTree::with_config(TreeConfig { parallel_min_moved: 0, ..TreeConfig::default() });
     let mut brute = BruteForceBroadphase::new();
     let mut ids = vec![];
     for (i, (p, _, h)) in bodies.iter().enumerate() {
@@ -312,13 +315,18 @@ fn bad_boxes_are_rejected() {
         tree.cast_ray(&Ray::new(Point3::new(0.5, 0.5, -1.0), dir), 10.0, &mut |_, _, l| l);
     }
     tree.validate().unwrap();
-    let clamped = DynamicAabbTree::with_config(TreeConfig { margin: f32::NAN, displacement_factor: -1.0 });
-    assert_eq!(clamped.config(), TreeConfig { margin: 0.0, displacement_factor: 0.0 });
+    let bad = TreeConfig { margin: f32::NAN, displacement_factor: -1.0, parallel_min_moved: 7 };
+    let clamped = DynamicAabbTree::with_config(bad);
+    assert_eq!(clamped.config(), TreeConfig { margin: 0.0, displacement_factor: 0.0, parallel_min_moved: 7 });
 }
 
 #[test]
 fn moves_inside_the_fat_box_touch_no_node() {
-    let mut tree = DynamicAabbTree::with_config(TreeConfig { margin: 0.5, displacement_factor: 0.0 });
+    let mut tree = DynamicAabbTree::with_config(TreeConfig {
+        margin: 0.5,
+        displacement_factor: 0.0,
+        ..TreeConfig::default()
+    });
     let cube = |x: f32| Aabb::new(Point3::new(x, 0.0, 0.0), Point3::new(x + 1.0, 1.0, 1.0));
     let ids: Vec<_> = (0..50).map(|i| tree.create_proxy(cube(i as f32 * 3.0), i).unwrap()).collect();
     tree.update_pairs(&mut |_, _| {});
