@@ -62,7 +62,12 @@ impl Bounds {
 
     /// Half the surface area: the surface-area heuristic's weight.
     fn half_area(&self) -> f32 {
-        let e = [0, 1, 2].map(|a| (self.max(a) - self.min(a)).max(0.0));
+        // A plain compare, not `f32::max` (its NaN rule costs five instructions; an empty box's
+        // extent is -inf, never NaN).
+        let e = [0, 1, 2].map(|a| {
+            let e = self.max(a) - self.min(a);
+            if e > 0.0 { e } else { 0.0 }
+        });
         e[0] * e[1] + e[1] * e[2] + e[2] * e[0]
     }
 }
@@ -261,7 +266,7 @@ fn split(prims: &mut [Prim], bounds: &Bounds) -> (usize, usize, Bounds, Bounds) 
     let axis = cheapest_axis(prims, step, &mean, bounds);
     if n <= SMALL {
         // An even left count (2 of 3, 2 of 4 or 5, 4 of 6 to 8), so leaves come out full.
-        return median_split(prims, axis, (n / 2 + 1) & !1);
+        return small_split(prims, axis, (n / 2 + 1) & !1);
     }
     // Partition by midpoint, branch-free (the side is unpredictable): every element is swapped,
     // and both sides' boxes grow.
@@ -282,10 +287,37 @@ fn split(prims: &mut [Prim], bounds: &Bounds) -> (usize, usize, Bounds, Bounds) 
 }
 
 /// Splits `prims` on `axis` with the `l` lowest midpoints on the left.
+#[inline(never)] // PERF: inlined into `split`, it worsened the register use of its loops
 fn median_split(prims: &mut [Prim], axis: usize, l: usize) -> (usize, usize, Bounds, Bounds) {
     prims.select_nth_unstable_by(l, |p, q| p.mid2(axis).total_cmp(&q.mid2(axis)));
     let (lp, rp) = prims.split_at(l);
     (axis, l, bounds_of(lp), bounds_of(rp))
+}
+
+/// [`median_split`] for at most [`SMALL`] triangles: an insertion sort of their midpoints, then
+/// one permutation (PERF: the standard selection cost twice as much on so few).
+#[inline(never)]
+fn small_split(prims: &mut [Prim], axis: usize, l: usize) -> (usize, usize, Bounds, Bounds) {
+    let n = prims.len();
+    debug_assert!(n <= SMALL);
+    let mut order = [(0.0f32, 0u8); SMALL];
+    for (i, p) in prims.iter().enumerate().take(SMALL) {
+        let key = p.mid2(axis);
+        let mut j = i;
+        while j > 0 && order[j - 1].0 > key {
+            order[j] = order[j - 1];
+            j -= 1;
+        }
+        order[j] = (key, i as u8);
+    }
+    let copy: [Prim; SMALL] = std::array::from_fn(|i| prims.get(i).copied().unwrap_or(Bounds::EMPTY));
+    let mut sides = [Bounds::EMPTY; 2];
+    for (k, &(_, i)) in order[..n].iter().enumerate() {
+        let p = copy[i as usize];
+        grow_sides(&mut sides, &p, k < l);
+        prims[k] = p;
+    }
+    (axis, l, sides[0], sides[1])
 }
 
 /// Nodes of at most this many triangles split at the median of the chosen axis with an even left
