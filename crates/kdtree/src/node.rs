@@ -120,7 +120,9 @@ impl Grid {
     /// or above `max`.
     pub(crate) fn new(min: [f32; 3], max: [f32; 3]) -> Self {
         let step = std::array::from_fn(|a| {
-            let mut s = (max[a] - min[a]) / TOP as f32;
+            // Not `(max - min) / TOP`: the extent of finite bounds may overflow f32 (the step
+            // would be infinite and step 0 NaN); the top steps may still overflow, to +inf.
+            let mut s = max[a] / TOP as f32 - min[a] / TOP as f32;
             // Rounding may leave the top step short of `max`: widen until it reaches it.
             while min[a] + TOP as f32 * s < max[a] {
                 s = s.next_up();
@@ -235,6 +237,20 @@ mod tests {
             let s = Node::slab(axis, [3, 65534], SLAB_CHILD_LIMIT - 1);
             assert_eq!(s.kind(), Kind::Slab(axis, SLAB_CHILD_LIMIT - 1));
             assert_eq!((s.plane(0), s.plane(1)), (3, 65534));
+        }
+    }
+
+    #[test]
+    fn extents_beyond_f32_keep_a_finite_grid() {
+        let big = 3.0e38f32;
+        let g = Grid::new([-big; 3], [big; 3]);
+        assert!(g.step[0].is_finite() && g.step[0] > 0.0);
+        assert_eq!(g.value(0, 0), -big);
+        assert!(g.value(0, TOP) >= big);
+        for x in [-big, -1e30, 0.0, 7.5, 1e30, big] {
+            let (up, down) = (g.up(0, x), g.down(0, x));
+            assert!(g.value(0, up) >= x && (up == 0 || g.value(0, up - 1) < x), "{x}");
+            assert!(g.value(0, down) <= x && (down == TOP || g.value(0, down + 1) > x), "{x}");
         }
     }
 
