@@ -122,19 +122,18 @@ impl Aabb {
     ) -> Option<(f32, f32)> {
         let (mut t0, mut t1) = (0.0f32, max_t);
         for i in 0..3 {
-            let (mut a, mut b) =
-                ((self.mins[i] - origin[i]) * inv_dir[i], (self.maxs[i] - origin[i]) * inv_dir[i]);
-            if a > b {
-                std::mem::swap(&mut a, &mut b);
-            }
-            // NaN (origin on a slab plane of a parallel ray) keeps the current bound: max/min skip NaN.
-            t0 = t0.max(a);
-            t1 = t1.min(b);
-            if t0 > t1 {
-                return None;
-            }
+            let a = (self.mins[i] - origin[i]) * inv_dir[i];
+            let b = (self.maxs[i] - origin[i]) * inv_dir[i];
+            // Entry and exit by the direction's sign, not by comparing `a` and `b` (a NaN made that
+            // comparison pick a side arbitrarily).
+            let (near, far) = if inv_dir[i] < 0.0 { (b, a) } else { (a, b) };
+            // A NaN (the origin on a face of a parallel ray) keeps the bound. PERF: plain compares,
+            // one `maxss`/`minss` each, where `f32::max`/`min` cost five instructions.
+            t0 = if near > t0 { near } else { t0 };
+            t1 = if far < t1 { far } else { t1 };
         }
-        Some((t0, t1))
+        // A NaN `max_t` gives `None`.
+        (t0 <= t1).then_some((t0, t1))
     }
 }
 
@@ -265,5 +264,46 @@ mod tests {
         assert!(ray_triangle(&ray, &tri, 10.0, Culling::None).is_none());
         let nan_ray = Ray::new(Point3::origin(), Vector3::new(f32::NAN, 0.0, 0.0));
         assert!(ray_triangle(&nan_ray, &tri, 10.0, Culling::None).is_none());
+        assert_eq!(unit.clip_ray(&ray, f32::NAN), None);
+    }
+
+    #[test]
+    fn parallel_rays_on_a_face_are_inside_whatever_the_zero_sign() {
+        let unit = Aabb::new(Point3::origin(), Point3::new(1.0, 1.0, 1.0));
+        for zero in [0.0f32, -0.0] {
+            for x in [0.0f32, 0.5, 1.0] {
+                let ray = Ray::new(Point3::new(x, 2.0, 0.0), Vector3::new(zero, -1.0, zero));
+                assert_eq!(unit.clip_ray(&ray, 10.0), Some((1.0, 2.0)), "x {x}, zero {zero}");
+            }
+            let outside = Ray::new(Point3::new(1.5, 2.0, 0.5), Vector3::new(zero, -1.0, zero));
+            assert_eq!(unit.clip_ray(&outside, 10.0), None);
+        }
+    }
+
+    proptest::proptest! {
+        /// The slab test against the same intervals in f64.
+        #[test]
+        fn clips_match_an_f64_slab_test(
+            lo in proptest::array::uniform3(-10.0f32..10.0), size in proptest::array::uniform3(0.1f32..5.0),
+            o in proptest::array::uniform3(-20.0f32..20.0), d in proptest::array::uniform3(-1.0f32..1.0),
+            max_t in 0.0f32..100.0,
+        ) {
+            proptest::prop_assume!(d.iter().all(|v| v.abs() > 1e-3));
+            let b = Aabb::new(Point3::from(lo), Point3::from([0, 1, 2].map(|a| lo[a] + size[a])));
+            let ray = Ray::new(Point3::from(o), Vector3::from(d));
+            let (mut t0, mut t1) = (0.0f64, max_t as f64);
+            for a in 0..3 {
+                let (p, q) = ((b.mins[a] as f64 - o[a] as f64) / d[a] as f64, (b.maxs[a] as f64 - o[a] as f64) / d[a] as f64);
+                t0 = t0.max(p.min(q));
+                t1 = t1.min(p.max(q));
+            }
+            match b.clip_ray(&ray, max_t) {
+                Some((a, c)) => {
+                    proptest::prop_assert!(t0 <= t1 + 1e-3, "{:?} vs {}..{}", (a, c), t0, t1);
+                    proptest::prop_assert!((a as f64 - t0).abs() < 1e-3 && (c as f64 - t1).abs() < 1e-3);
+                }
+                None => proptest::prop_assert!(t0 > t1 - 1e-3, "missed {}..{}", t0, t1),
+            }
+        }
     }
 }
