@@ -5,6 +5,8 @@
 
 use std::time::Instant;
 use voxterra_benches::dynamic_tree_suite::{Ours, Scene};
+use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::{Aabb, Broadphase, Ray};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -23,6 +25,45 @@ fn main() {
         times.push(f.elapsed().as_secs_f64() * 1e3);
     }
     let el = t.elapsed();
+    if std::env::var("QUERIES").is_ok() {
+        // The suite's query mix on the moved tree: 2 m boxes, their centres, 20 m rays.
+        let mut rng = voxterra_benches::world::Rng(9);
+        let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        let side = scene.side;
+        let mut pick = || Point3::new(unit() * side, unit() * side, unit() * side);
+        let boxes: Vec<Aabb> = (0..4096)
+            .map(|_| {
+                let c = pick();
+                Aabb::new(c - Vector3::repeat(1.0), c + Vector3::repeat(1.0))
+            })
+            .collect();
+        let rays: Vec<Ray> =
+            boxes.iter().map(|b| Ray::new(b.center(), Vector3::new(0.48, -0.6, 0.64))).collect();
+        let (mut found, t) = (0u64, Instant::now());
+        for _ in 0..50 {
+            for b in &boxes {
+                ours.tree.query_aabb(b, &mut |_| {
+                    found += 1;
+                    true
+                });
+                ours.tree.query_point(&b.center(), &mut |_| {
+                    found += 1;
+                    true
+                });
+            }
+            for r in &rays {
+                ours.tree.cast_ray(r, 20.0, &mut |_, _, limit| {
+                    found += 1;
+                    limit
+                });
+            }
+        }
+        println!(
+            "queries: {found} found, {:.1} ns per box + point + ray",
+            t.elapsed().as_nanos() as f64 / (50.0 * 4096.0)
+        );
+        return;
+    }
     let reps: usize = std::env::var("REBUILDS").map_or(1, |v| v.parse().unwrap());
     let r = Instant::now();
     for _ in 0..reps {
