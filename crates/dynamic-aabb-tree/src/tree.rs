@@ -7,6 +7,7 @@
 
 use voxterra_core::Aabb;
 use voxterra_core::nalgebra::{Point3, Vector3};
+use wide::CmpLe;
 
 /// "No node" (and an empty slot).
 pub(crate) const NULL: u32 = u32::MAX;
@@ -984,12 +985,14 @@ impl Tree {
         if self.root == NULL {
             return true;
         }
+        let q = QueryBox::new(aabb);
         let mut stack = Stack::new();
         stack.push(self.root);
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i as usize];
+            let hits = q.overlaps(n);
             // Only a root's slot 1 can be empty (and an infinite query box overlaps its box).
-            let hits = [overlap(&n.boxes[0], aabb), overlap(&n.boxes[1], aabb) & (n.child[1] != NULL)];
+            let hits = [hits[0], hits[1] & (n.child[1] != NULL)];
             for (&hit, &c) in hits.iter().zip(&n.child) {
                 if !hit {
                     continue;
@@ -1191,6 +1194,50 @@ fn split_small(items: &mut [Item], axis: usize) -> usize {
     at
 }
 
+/// A query box prepared to test both children of a node at once, in three 4-lane compares.
+///
+/// A node's boxes are 12 floats, `min0 max0 min1 max1` (xyz each). Read as three 4-lane vectors,
+/// each lane must be `<=` the matching query bound: a minimum against the query's maximum, a
+/// maximum against the query's minimum with both negated (`-max <= -qmin`). PERF: the scalar
+/// form, 12 compares with their results gathered, was half a query's instructions.
+pub(crate) struct QueryBox {
+    bound: [F4; 3],
+    sign: [F4; 3],
+}
+
+type F4 = wide::f32x4;
+
+impl QueryBox {
+    #[inline]
+    pub(crate) fn new(q: &Aabb) -> Self {
+        let (lo, hi) = (q.mins, q.maxs);
+        let (m, p) = (-0.0f32, 0.0f32); // sign masks: flip, keep
+        QueryBox {
+            bound: [
+                F4::new([hi.x, hi.y, hi.z, -lo.x]),
+                F4::new([-lo.y, -lo.z, hi.x, hi.y]),
+                F4::new([hi.z, -lo.x, -lo.y, -lo.z]),
+            ],
+            sign: [F4::new([p, p, p, m]), F4::new([m, m, p, p]), F4::new([p, m, m, m])],
+        }
+    }
+
+    /// Whether each of `n`'s two boxes overlaps the query box (as [`overlap`]: touching counts, a
+    /// NaN fails).
+    #[inline(always)]
+    pub(crate) fn overlaps(&self, n: &Node) -> [bool; 2] {
+        let [a, b] = &n.boxes;
+        let v = [
+            F4::new([a.mins.x, a.mins.y, a.mins.z, a.maxs.x]),
+            F4::new([a.maxs.y, a.maxs.z, b.mins.x, b.mins.y]),
+            F4::new([b.mins.z, b.maxs.x, b.maxs.y, b.maxs.z]),
+        ];
+        let lanes = |k: usize| (v[k] ^ self.sign[k]).cmp_le(self.bound[k]).move_mask() as u32;
+        let all = lanes(0) | lanes(1) << 4 | lanes(2) << 8;
+        [all & 0x3f == 0x3f, all >> 6 == 0x3f]
+    }
+}
+
 /// A traversal stack on the call's stack frame: 32 entries cover the traversals of any tree of
 /// height below 31 (a million balanced leaves; rotations and SAH rebuilds keep real trees near
 /// balanced); a deeper traversal spills to the heap rather than fail. PERF: clearing 128 entries
@@ -1248,6 +1295,25 @@ impl Stack {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn arb_box() -> impl Strategy<Value = Aabb> {
+        // Coordinates on a coarse grid, so touching boxes are common.
+        let c = prop_oneof![15 => (-4i8..4).prop_map(|v| v as f32 * 0.5), 1 => Just(f32::NAN)];
+        (proptest::array::uniform3(c.clone()), proptest::array::uniform3(0u8..4)).prop_map(|(lo, e)| {
+            let lo = Point3::from(lo);
+            Aabb::new(lo, lo + Vector3::from(e.map(|e| e as f32 * 0.5)))
+        })
+    }
+
+    proptest! {
+        /// The 4-lane test of both children agrees with [`overlap`] box by box.
+        #[test]
+        fn query_boxes_test_both_children_as_overlap(a in arb_box(), b in arb_box(), q in arb_box()) {
+            let n = Node { boxes: [a, b], ..Node::FREE };
+            prop_assert_eq!(QueryBox::new(&q).overlaps(&n), [overlap(&a, &q), overlap(&b, &q)]);
+        }
+    }
 
     #[test]
     fn stacks_spill_past_their_inline_part_and_stay_lifo() {
