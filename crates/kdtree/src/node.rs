@@ -141,13 +141,16 @@ impl Grid {
     /// The lowest step at or above `x` on axis `a` (`x` within the grid's span).
     #[inline]
     pub(crate) fn up(&self, a: usize, x: f32) -> u16 {
-        // The estimate is within a step or two unless steps are far below the coordinates' ulp
-        // (then runs of steps share a value): check its neighbourhood, search only past it.
+        // The estimate is within a step unless steps are far below the coordinates' ulp (then
+        // runs of steps share a value): check its neighbourhood with two values, search only past it.
         let e = self.estimate(a, x);
-        for q in [e, e.saturating_add(1), e.saturating_add(2)] {
-            if self.value(a, q) >= x && (q == 0 || self.value(a, q - 1) < x) {
-                return q;
+        let v = self.value(a, e);
+        if v >= x {
+            if e == 0 || self.value(a, e - 1) < x {
+                return e;
             }
+        } else if e < TOP && self.value(a, e + 1) >= x {
+            return e + 1;
         }
         self.search(a, |v| v >= x)
     }
@@ -156,10 +159,13 @@ impl Grid {
     #[inline]
     pub(crate) fn down(&self, a: usize, x: f32) -> u16 {
         let e = self.estimate(a, x);
-        for q in [e, e.saturating_sub(1), e.saturating_add(1)] {
-            if self.value(a, q) <= x && (q == TOP || self.value(a, q + 1) > x) {
-                return q;
+        let v = self.value(a, e);
+        if v <= x {
+            if e == TOP || self.value(a, e + 1) > x {
+                return e;
             }
+        } else if e > 0 && self.value(a, e - 1) <= x {
+            return e - 1;
         }
         // The highest step at or below is one below the lowest step above (none: the top).
         match self.search(a, |v| v > x) {
