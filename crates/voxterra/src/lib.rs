@@ -9,7 +9,7 @@
 //! | [`store`] | voxterra-voxel-store | sparse row-packed 32³ chunks with mips; fast reads, dirty regions |
 //! | [`codec`] | voxterra-codec | the RLE voxel format, LZ4, atomic world files, undo snapshots |
 //! | [`broadphase`] | voxterra-bit-broadphase | dilated 8³ solid/water masks, bit-parallel box queries, contacts |
-//! | [`kdtree`] | voxterra-kdtree | the 12-byte loose kD tree over triangles: AABB and ray queries |
+//! | [`kdtree`] | voxterra-kdtree | the loose kD tree over triangles (8-byte nodes): AABB and ray queries |
 //! | [`mesher`] | voxterra-mesher | dual surface extraction: smooth or sharp vertices, seamless chunks, render and physics meshes |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
 //!
