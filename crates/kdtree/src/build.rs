@@ -11,53 +11,69 @@ use crate::node::{Grid, Node, SLAB_CHILD_LIMIT, TOP};
 use crate::{KdTree, KdTreeError};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, Positions, TriangleIndices, TriangleSource};
+use wide::{CmpLt, f32x4};
 
-/// A box as `[min x, min y, min z, _, -max x, -max y, -max z, _]`: with the maxima negated, growing
-/// a box is one 8-lane minimum (PERF: the build's per-triangle loops vectorise; with `f32::min`
-/// per coordinate the split statistics cost twice as much).
+/// A box as minima `[x, y, z, spare]` and negated maxima `[-x, -y, -z, -1]`: with the maxima
+/// negated, growing a box is two 4-lane minimums (PERF: explicit lanes; as an `[f32; 8]` the
+/// compiler assembled the lanes of each triangle with shuffles, and the axis choice cost 83
+/// instructions a sample).
 #[derive(Clone, Copy, Debug)]
-#[repr(C, align(32))]
-struct Bounds([f32; 8]);
+struct Bounds {
+    lo: f32x4,
+    nhi: f32x4,
+}
+
+/// Added to a triangle index to make the bits of its spare lane a normal float (exponent field 1 to
+/// 64): lane-wise arithmetic also runs on the spare lane, and on a subnormal it costs a microcode
+/// assist per operation (PERF: with the raw index, a quarter of the build time). The lane of
+/// `mids2` is then exactly 1.0 (that float is far below 1.0's ulp), so sums stay normal too.
+const INDEX_BIAS: u32 = 1 << 23;
 
 impl Bounds {
-    const EMPTY: Bounds = Bounds([f32::INFINITY; 8]);
+    const EMPTY: Bounds = Bounds { lo: f32x4::new([f32::INFINITY; 4]), nhi: f32x4::new([f32::INFINITY; 4]) };
 
-    fn new(min: [f32; 3], max: [f32; 3], spare: f32) -> Self {
-        Bounds([min[0], min[1], min[2], spare, -max[0], -max[1], -max[2], 0.0])
+    /// A triangle's bounds, with its index.
+    fn new(min: [f32; 3], max: [f32; 3], index: u32) -> Self {
+        let index = f32::from_bits(index + INDEX_BIAS);
+        Bounds {
+            lo: f32x4::new([min[0], min[1], min[2], index]),
+            nhi: f32x4::new([-max[0], -max[1], -max[2], -1.0]),
+        }
     }
 
     #[inline]
     fn grow(&mut self, other: &Bounds) {
-        // No NaN reaches a build (vertices are checked finite), so a plain compare is exact. Whole
-        // arrays, not a loop over `iter_mut`: the loop got a run-time aliasing check per call.
-        let (mut r, o) = (self.0, other.0);
-        for (m, &v) in r.iter_mut().zip(&o) {
-            *m = if v < *m { v } else { *m };
-        }
-        self.0 = r;
+        // No NaN reaches a build (vertices are checked finite), so `minps` is exact.
+        self.lo = self.lo.fast_min(other.lo);
+        self.nhi = self.nhi.fast_min(other.nhi);
     }
 
     #[inline]
     fn min(&self, axis: usize) -> f32 {
-        self.0[axis]
+        self.lo.as_array_ref()[axis]
     }
 
     #[inline]
     fn max(&self, axis: usize) -> f32 {
-        -self.0[4 + axis]
+        -self.nhi.as_array_ref()[axis]
     }
 
     /// Of a triangle's bounds: twice its midpoint on `axis`.
     #[inline]
     fn mid2(&self, axis: usize) -> f32 {
-        self.0[axis] - self.0[4 + axis]
+        self.lo.as_array_ref()[axis] - self.nhi.as_array_ref()[axis]
     }
 
-    /// Of a triangle's bounds: its index, kept in the spare lane (as bits; an index below 2^29 is
-    /// a small positive float, so the lane's minimum in a grown box is harmless and never read).
+    /// Of a triangle's bounds: twice its midpoint on each axis (lane 3: its index bits).
+    #[inline]
+    fn mids2(&self) -> f32x4 {
+        self.lo - self.nhi
+    }
+
+    /// Of a triangle's bounds: its index, kept in the spare lane.
     #[inline]
     fn index(&self) -> u32 {
-        self.0[3].to_bits()
+        self.lo.as_array_ref()[3].to_bits() - INDEX_BIAS
     }
 
     /// Half the surface area: the surface-area heuristic's weight.
@@ -173,7 +189,7 @@ fn prims_of(
         let pick = |a: f32, b: f32, low: bool| if (a < b) == low { a } else { b };
         let lo = [0, 1, 2].map(|a| pick(pick(q[0][a], q[1][a], true), q[2][a], true));
         let hi = [0, 1, 2].map(|a| pick(pick(q[0][a], q[1][a], false), q[2][a], false));
-        prims.push(Prim::new(lo, hi, f32::from_bits(i as u32)));
+        prims.push(Prim::new(lo, hi, i as u32));
     }
     Ok(())
 }
@@ -251,19 +267,17 @@ const SAH_SAMPLES: usize = 16;
 fn split(prims: &mut [Prim], bounds: &Bounds) -> (usize, usize, Bounds, Bounds) {
     let n = prims.len();
     let step = (n / SAH_SAMPLES).max(1);
-    let mut sum = [0.0f32; 3];
-    let mut sampled = 0;
     // The mean midpoint, estimated on the sample the axis choice uses. Midpoints are taken relative
     // to the box centre, so f32 sums keep their precision far from the origin.
-    let centre = [0, 1, 2].map(|a| bounds.min(a) + bounds.max(a));
+    let centre = bounds.mids2();
+    let mut sum = f32x4::ZERO;
+    let mut sampled = 0;
     for p in prims.iter().step_by(step) {
-        for a in 0..3 {
-            sum[a] += p.mid2(a) - centre[a];
-        }
+        sum += p.mids2() - centre;
         sampled += 1;
     }
-    let mean = [0, 1, 2].map(|a| centre[a] + sum[a] / sampled as f32);
-    let axis = cheapest_axis(prims, step, &mean, bounds);
+    let mean = centre + sum / sampled as f32;
+    let axis = cheapest_axis(prims, step, mean, bounds);
     if n <= SMALL {
         // An even left count (2 of 3, 2 of 4 or 5, 4 of 6 to 8), so leaves come out full.
         return small_split(prims, axis, (n / 2 + 1) & !1);
@@ -274,9 +288,11 @@ fn split(prims: &mut [Prim], bounds: &Bounds) -> (usize, usize, Bounds, Bounds) 
     let mut l = 0;
     for i in 0..n {
         let p = prims[i];
-        let is_left = p.mid2(axis) < mean[axis];
+        let is_left = p.mids2().cmp_lt(mean).move_mask() >> axis & 1 != 0;
         grow_sides(&mut sides, &p, is_left);
-        prims.swap(i, l);
+        // A swap through registers (`slice::swap` went through the stack).
+        prims[i] = prims[l];
+        prims[l] = p;
         l += is_left as usize;
     }
     if fair(l, n) {
@@ -338,15 +354,17 @@ fn longest(bounds: &Bounds) -> usize {
 
 /// The axis whose mean split (at `mean`) has the lowest surface-area cost on every `step`-th
 /// triangle, among those giving each side at least a quarter; the longest if none does.
-fn cheapest_axis(prims: &[Prim], step: usize, mean: &[f32; 3], bounds: &Bounds) -> usize {
+fn cheapest_axis(prims: &[Prim], step: usize, mean: f32x4, bounds: &Bounds) -> usize {
     let mut boxes = [[Bounds::EMPTY; 2]; 3];
     let mut left = [0usize; 3];
     let mut sampled = 0;
     for p in prims.iter().step_by(step) {
-        for a in 0..3 {
-            let is_left = p.mid2(a) < mean[a];
-            grow_sides(&mut boxes[a], p, is_left);
-            left[a] += is_left as usize;
+        // One compare for the three axes; bit `a` of the mask: left of the split on axis `a`.
+        let mask = p.mids2().cmp_lt(mean).move_mask() as usize;
+        for (a, (boxes, left)) in boxes.iter_mut().zip(&mut left).enumerate() {
+            let is_left = mask >> a & 1;
+            grow_sides(boxes, p, is_left != 0);
+            *left += is_left;
         }
         sampled += 1;
     }
