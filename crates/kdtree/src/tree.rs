@@ -88,13 +88,21 @@ impl KdTree {
 
     /// Statistics.
     pub fn stats(&self) -> KdTreeStats {
-        let count = |f: fn(Kind) -> bool| self.nodes.iter().filter(|n| f(n.kind())).count();
-        let leaves = count(|k| matches!(k, Kind::Leaf(_)));
+        // One pass: [branches, leaves, slabs].
+        let mut kinds = [0usize; 3];
+        for n in &self.nodes {
+            kinds[match n.kind() {
+                Kind::Branch(..) => 0,
+                Kind::Leaf(_) => 1,
+                Kind::Slab(..) => 2,
+            }] += 1;
+        }
+        let leaves = kinds[1];
         KdTreeStats {
             triangles: self.triangles as usize,
             nodes: self.nodes.len(),
             leaves,
-            slabs: count(|k| matches!(k, Kind::Slab(..))),
+            slabs: kinds[2],
             depth: self.depth,
             bytes: self.nodes.len() * std::mem::size_of::<Node>() + std::mem::size_of::<Self>(),
             triangles_per_leaf: self.triangles as f32 / leaves.max(1) as f32,
