@@ -16,8 +16,9 @@
 //! - [`KdTree::build`]: from any [`TriangleSource`](voxterra_core::TriangleSource) (f32 or 16-bit
 //!   quantised positions, u16 or u32 indices, so compact chunk meshes plug in without copying). Split at the mean midpoint, planes
 //!   fitted to all 3 vertices, halves of the midpoint order when a side would get under 25%; the
-//!   axis by surface-area cost (Y needing a 25% margin), small nodes at the median so leaves come
-//!   out full. O(n log n), one scratch buffer.
+//!   axis by surface-area cost (sampled on large nodes, estimated from the box on nodes of up to 32
+//!   triangles; Y needing a 25% margin), small nodes at the median so leaves come out full.
+//!   O(n log n), one scratch buffer.
 //! - [`KdTree::with`] pairs the tree with its mesh: a [`KdTreeView`] implementing
 //!   [`TriangleIndex`](voxterra_core::TriangleIndex) — triangles overlapping an AABB, the closest ray
 //!   hit by segment traversal (near child first, early exit, planes widened against float error), and
