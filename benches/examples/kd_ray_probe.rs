@@ -3,7 +3,8 @@
 //! ray traversal work (run it under `perf`). With `BUILDS=k` it times k builds instead.
 //!
 //! `cargo run --release -p voxterra-benches --example kd_ray_probe` (`AABB=1`: box queries instead;
-//! `CHUNK_BUILDS=k`: builds of the suite's chunk meshes; `CHUNK_AABB=1`: box queries on them)
+//! `CHUNK_BUILDS=k`: k rounds of builds of the suite's chunk meshes, best and median round and a
+//! hash of the trees; `CHUNK_AABB=1`: box queries on them)
 use voxterra_benches::kdtree_suite::{rays, terrain_grid};
 use voxterra_benches::parry_adapter::ParryTriangles;
 use voxterra_benches::world::Rng;

@@ -65,7 +65,7 @@ impl Bounds {
         self.lo.as_array_ref()[axis] - self.nhi.as_array_ref()[axis]
     }
 
-    /// Of a triangle's bounds: twice its midpoint on each axis (lane 3: its index bits).
+    /// Of a triangle's bounds: twice its midpoint on each axis (lane 3: 1.0, unused).
     #[inline]
     fn mids2(&self) -> f32x4 {
         self.lo - self.nhi
