@@ -329,12 +329,9 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
             return;
         }
         let (lo, hi) = (aabb.mins, aabb.maxs);
-        // The box in grid steps: a plane at step q is at or above `lo` exactly when q >= `qlo`, at
-        // or below `hi` exactly when q <= `qhi`, so branches compare integers.
-        let grid = &tree.grid;
-        let first = |a: usize| grid.first_at_or_above(a, lo[a]);
-        let last = |a: usize| grid.last_at_or_below(a, hi[a]);
-        let (qlo, qhi) = ([first(0), first(1), first(2)], [last(0), last(1), last(2)]);
+        // The box in grid steps (a plane at or above `lo` has a step of at least `qlo`, one at or
+        // below `hi` at most `qhi`), so branches compare integers.
+        let (qlo, qhi) = tree.grid.loose_steps(lo.into(), hi.into());
         // Pending right children: at most one per branch on the current path.
         let mut stack = [0u32; MAX_DEPTH + 2];
         let mut top = 0;
