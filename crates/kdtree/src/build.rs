@@ -180,7 +180,9 @@ fn prims_of(
     // highest index first, branch-free; the culprit only when it is out of range.
     if tris.clone().map(|v| v[0].max(v[1]).max(v[2])).max().is_some_and(|m| m as usize >= len) {
         let out_of_range = |v: &[u32; 3]| v.iter().copied().find(|&vi| vi as usize >= len);
-        if let Some((triangle, vertex)) = tris.clone().enumerate().find_map(|(i, v)| Some((i, out_of_range(&v)?))) {
+        if let Some((triangle, vertex)) =
+            tris.clone().enumerate().find_map(|(i, v)| Some((i, out_of_range(&v)?)))
+        {
             return Err(KdTreeError::IndexOutOfRange { triangle, vertex });
         }
     }

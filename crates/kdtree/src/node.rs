@@ -233,8 +233,7 @@ impl Grid {
         let top = f32x4::splat(TOP as f32);
         // Estimates clamped to the steps, so the truncation is exact; a NaN (flat axis: 0 × inf)
         // becomes 0 through `maxps`, which returns its second operand then.
-        let estimate =
-            |x: f32x4| ((x - origin) * inv).fast_max(f32x4::ZERO).fast_min(top).fast_trunc_int();
+        let estimate = |x: f32x4| ((x - origin) * inv).fast_max(f32x4::ZERO).fast_min(top).fast_trunc_int();
         let (lo4, hi4) = (lanes(lo, 0.0), lanes(hi, -1.0));
         let one = i32x4::splat(1);
         let (qlo, qhi) = (estimate(lo4) - one, estimate(hi4) + one);
