@@ -571,8 +571,8 @@ mod tests {
     use voxterra_core::nalgebra::Vector3;
 
     proptest::proptest! {
-        /// The shallow stack and the deepest one give the same hits (trees here are shallow, so
-        /// the deep instantiation, kept for deep trees, is only run here and in deep builds).
+        /// The shallow stack and the deepest one give the same hits. The deep instantiation serves
+        /// trees over [`SHALLOW`] levels, which no other test builds; here it runs on shallow ones.
         #[test]
         fn both_stack_sizes_agree(
             seeds in proptest::collection::vec((0.0f32..20.0, 0.0f32..20.0, 0.0f32..5.0), 3..200),
