@@ -980,20 +980,58 @@ impl Tree {
     }
 
     /// Calls `visit(item)` for each leaf whose box overlaps `aabb`; false stops.
+    ///
+    /// Breadth first, through a ring of [`RING`] nodes: the next nodes are known long before they
+    /// are tested, and each is loaded once as it enters the ring (a load whose value is unused: a
+    /// prefetch without `unsafe`), so their cache misses overlap where a depth-first walk waits
+    /// for one miss a level. PERF: on the `compare` suite's 100k-box tree (6.4 MB of nodes, past
+    /// L2), box queries take about a fifth less time than depth first. A node's children enter the
+    /// ring branch-free (which of them overlaps is unpredictable). When the ring has no room for
+    /// both, they are searched depth first at once, so no query allocates, whatever its size.
     #[inline]
     pub(crate) fn query(&self, aabb: &Aabb, visit: &mut impl FnMut(u32) -> bool) -> bool {
         if self.root == NULL {
             return true;
         }
         let q = QueryBox::new(aabb);
+        let mut ring = [0u32; RING];
+        ring[0] = self.root;
+        let (mut head, mut tail) = (0usize, 1usize);
+        while head != tail {
+            let i = ring[head % RING];
+            head += 1;
+            let hits = q.hits(&self.nodes[i as usize]);
+            if tail - head <= RING - 2 {
+                for (hit, c) in hits {
+                    let node = hit & is_node(c);
+                    // Without a child to load, the current node's line again (branch-free).
+                    std::hint::black_box(self.nodes[if node { c } else { i } as usize].flags);
+                    ring[tail % RING] = c;
+                    tail += usize::from(node);
+                }
+            } else {
+                for (hit, c) in hits {
+                    if hit & is_node(c) && !self.query_depth_first(c, &q, visit) {
+                        return false;
+                    }
+                }
+            }
+            for (hit, c) in hits {
+                if hit & !is_node(c) && !visit(c & ITEM_MASK) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// [`Tree::query`] below `top`, depth first on the call's stack.
+    #[inline(never)]
+    fn query_depth_first(&self, top: u32, q: &QueryBox, visit: &mut impl FnMut(u32) -> bool) -> bool {
         let mut stack = Stack::new();
-        stack.push(self.root);
+        stack.push(top);
         while let Some(i) = stack.pop() {
-            let n = &self.nodes[i as usize];
-            let hits = q.overlaps(n);
-            // Only a root's slot 1 can be empty (and an infinite query box overlaps its box).
-            let hits = [hits[0], hits[1] & (n.child[1] != NULL)];
-            for (&hit, &c) in hits.iter().zip(&n.child) {
+            for (hit, c) in q.hits(&self.nodes[i as usize]) {
                 if !hit {
                     continue;
                 }
@@ -1019,6 +1057,7 @@ impl Tree {
         if self.root == NULL || limit <= 0.0 {
             return limit;
         }
+        let clip = RayClip::new(origin, inv_dir);
         let mut stack = Stack::new();
         stack.push_t(self.root, 0.0);
         while let Some((r, t_enter)) = stack.pop_t() {
@@ -1033,12 +1072,10 @@ impl Tree {
                 continue;
             }
             let n = &self.nodes[r as usize];
-            let hit = |s: usize| match n.child[s] {
-                NULL => None,
-                _ => n.boxes[s].clip_ray_inv(origin, inv_dir, limit),
-            };
-            match (hit(0), hit(1)) {
-                (Some((t0, _)), Some((t1, _))) => {
+            let ([h0, h1], [t0, t1]) = clip.both(n, limit);
+            // Only a root's slot 1 can be empty.
+            match (h0, h1 & (n.child[1] != NULL)) {
+                (true, true) => {
                     // Push the far one first so the near one is visited first.
                     if t0 <= t1 {
                         stack.push_t(n.child[1], t1);
@@ -1048,9 +1085,9 @@ impl Tree {
                         stack.push_t(n.child[1], t1);
                     }
                 }
-                (Some((t0, _)), None) => stack.push_t(n.child[0], t0),
-                (None, Some((t1, _))) => stack.push_t(n.child[1], t1),
-                (None, None) => {}
+                (true, false) => stack.push_t(n.child[0], t0),
+                (false, true) => stack.push_t(n.child[1], t1),
+                (false, false) => {}
             }
         }
         limit
@@ -1236,6 +1273,79 @@ impl QueryBox {
         let all = lanes(0) | lanes(1) << 4 | lanes(2) << 8;
         [all & 0x3f == 0x3f, all >> 6 == 0x3f]
     }
+
+    /// [`QueryBox::overlaps`] paired with the children, an empty slot (only a root's slot 1 can
+    /// be one, and an infinite query box overlaps its box) never hit.
+    #[inline(always)]
+    fn hits(&self, n: &Node) -> [(bool, u32); 2] {
+        let [h0, h1] = self.overlaps(n);
+        [(h0, n.child[0]), (h1 & (n.child[1] != NULL), n.child[1])]
+    }
+}
+
+/// A ray prepared to clip both children of a node at once.
+///
+/// A node's boxes are 12 floats, `min0 max0 min1 max1` (xyz each). Four 4-lane vectors, from
+/// floats 0, 3, 5 and 8, put each box's minima and maxima in matching lanes (box 0 in lanes 0-2,
+/// box 1 in lanes 1-3; the spare lanes hold other box floats and are multiplied by zero). Each
+/// slab's entry and exit are then the lane-wise minimum and maximum of its two plane distances.
+/// PERF: the scalar form was 138 instructions a node, half of them reloads; this is 70.
+///
+/// Bit for bit [`Aabb::clip_ray_inv`] when no distance can be NaN: a finite origin and a direction
+/// with no zero, infinite or NaN component. Other rays (axis-parallel ones among them, where a ray
+/// in a slab's plane makes `0 × ∞`) take the scalar form at every node.
+pub(crate) struct RayClip {
+    origin: [F4; 2],
+    inv: [F4; 2],
+    scalar: Option<(Point3<f32>, Vector3<f32>)>,
+}
+
+impl RayClip {
+    #[inline]
+    pub(crate) fn new(o: &Point3<f32>, inv: &Vector3<f32>) -> Self {
+        let fast = o.iter().all(|v| v.is_finite()) && inv.iter().all(|v| v.is_normal());
+        let (p, i) = if fast { (*o, *inv) } else { (Point3::origin(), Vector3::zeros()) };
+        RayClip {
+            origin: [F4::new([p.x, p.y, p.z, 0.0]), F4::new([0.0, p.x, p.y, p.z])],
+            inv: [F4::new([i.x, i.y, i.z, 0.0]), F4::new([0.0, i.x, i.y, i.z])],
+            scalar: (!fast).then_some((*o, *inv)),
+        }
+    }
+
+    /// Whether the ray meets each of `n`'s boxes within `[0, limit]`, and where it enters them.
+    #[inline(always)]
+    pub(crate) fn both(&self, n: &Node, limit: f32) -> ([bool; 2], [f32; 2]) {
+        if let Some((o, inv)) = &self.scalar {
+            let clip = |b: &Aabb| b.clip_ray_inv(o, inv, limit);
+            let [c0, c1] = [clip(&n.boxes[0]), clip(&n.boxes[1])];
+            return ([c0.is_some(), c1.is_some()], [c0.map_or(0.0, |c| c.0), c1.map_or(0.0, |c| c.0)]);
+        }
+        let [a, b] = &n.boxes;
+        let load = |x: [f32; 4]| F4::new(x);
+        let lo0 = load([a.mins.x, a.mins.y, a.mins.z, a.maxs.x]);
+        let hi0 = load([a.maxs.x, a.maxs.y, a.maxs.z, b.mins.x]);
+        let lo1 = load([a.maxs.z, b.mins.x, b.mins.y, b.mins.z]);
+        let hi1 = load([b.mins.z, b.maxs.x, b.maxs.y, b.maxs.z]);
+        let t = |v: F4, k: usize| (v - self.origin[k]) * self.inv[k];
+        let (l0, h0, l1, h1) = (t(lo0, 0), t(hi0, 0), t(lo1, 1), t(hi1, 1));
+        let (near0, far0) = (l0.fast_min(h0), l0.fast_max(h0));
+        let (near1, far1) = (l1.fast_min(h1), l1.fast_max(h1));
+        // Lanes 0-2 of box 0 and 1-3 of box 1 reduced to lane 0 (box 0) and lane 2 (box 1).
+        let reduce = |x: F4, y: F4, max: bool| {
+            let (x, y) = (x.to_array(), y.to_array());
+            let m1 = F4::new([x[0], x[1], y[2], y[3]]);
+            let m2 = F4::new([x[2], x[2], y[1], y[1]]);
+            let m = if max { m1.fast_max(m2) } else { m1.fast_min(m2) };
+            let a = m.to_array();
+            let sw = F4::new([a[1], a[0], a[3], a[2]]);
+            if max { m.fast_max(sw) } else { m.fast_min(sw) }
+        };
+        let enter = reduce(near0, near1, true).fast_max(F4::ZERO);
+        let exit = reduce(far0, far1, false).fast_min(F4::splat(limit));
+        let mask = enter.cmp_le(exit).move_mask();
+        let e = enter.to_array();
+        ([mask & 1 != 0, mask & 4 != 0], [e[0], e[2]])
+    }
 }
 
 /// A traversal stack on the call's stack frame: 32 entries cover the traversals of any tree of
@@ -1249,6 +1359,10 @@ struct Stack {
 }
 
 const STACK_INLINE: usize = 32;
+
+/// Nodes in flight in a breadth-first box query: on the `compare` suite's 100k-box tree, 2 m query
+/// boxes keep at most 15 in flight, 4 m ones 32.
+const RING: usize = 64;
 
 impl Stack {
     #[inline]
@@ -1312,6 +1426,38 @@ mod tests {
         fn query_boxes_test_both_children_as_overlap(a in arb_box(), b in arb_box(), q in arb_box()) {
             let n = Node { boxes: [a, b], ..Node::FREE };
             prop_assert_eq!(QueryBox::new(&q).overlaps(&n), [overlap(&a, &q), overlap(&b, &q)]);
+        }
+
+        /// The 4-lane clip of both children agrees with [`Aabb::clip_ray_inv`] box by box, bit for
+        /// bit: hits and entry distances, for rays along axes, in box faces' planes, with signed
+        /// zeros, infinite or NaN components.
+        #[test]
+        fn rays_clip_both_children_as_clip_ray_inv(
+            a in arb_box(),
+            b in arb_box(),
+            o in proptest::array::uniform3(prop_oneof![
+                6 => (-6i8..6).prop_map(|v| v as f32 * 0.5),
+                3 => -4.0f32..4.0,
+                1 => prop_oneof![Just(f32::NAN), Just(f32::INFINITY), Just(-1e38f32)],
+            ]),
+            d in proptest::array::uniform3(prop_oneof![
+                1 => Just(0.0f32), 1 => Just(-0.0f32), 1 => Just(1.0f32), 1 => Just(-0.5f32),
+                5 => -1.0f32..1.0,
+                1 => prop_oneof![Just(f32::NAN), Just(f32::INFINITY), Just(1e-39f32)],
+            ]),
+            limit in prop_oneof![Just(f32::INFINITY), Just(0.5f32), 0.0f32..10.0],
+        ) {
+            prop_assume!(a.mins.iter().chain(b.mins.iter()).all(|v| v.is_finite()));
+            let (o, inv) = (Point3::from(o), Vector3::from(d.map(|d| 1.0 / d)));
+            let n = Node { boxes: [a, b], ..Node::FREE };
+            let (hits, t) = RayClip::new(&o, &inv).both(&n, limit);
+            for (s, bx) in [a, b].iter().enumerate() {
+                let want = bx.clip_ray_inv(&o, &inv, limit);
+                prop_assert_eq!(hits[s], want.is_some(), "box {}", s);
+                if let Some((enter, _)) = want {
+                    prop_assert_eq!(t[s].to_bits(), enter.to_bits(), "box {} entry", s);
+                }
+            }
         }
     }
 

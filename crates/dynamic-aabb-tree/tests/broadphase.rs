@@ -210,6 +210,119 @@ proptest! {
     }
 }
 
+/// A ray component: an axis-parallel or signed-zero direction half the time.
+fn dir_component() -> impl Strategy<Value = f32> {
+    prop_oneof![1 => Just(0.0f32), 1 => Just(-0.0f32), 1 => Just(1.0f32), 1 => Just(-1.0f32), 4 => -1.0f32..1.0]
+}
+
+/// An origin component: often on the integer planes that snapped boxes' faces lie in, sometimes
+/// not finite.
+fn origin_component() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        4 => (-2i32..27).prop_map(|v| v as f32),
+        4 => -5.0f32..30.0,
+        1 => prop_oneof![Just(f32::NAN), Just(f32::INFINITY), Just(f32::NEG_INFINITY)],
+    ]
+}
+
+/// The proxies a callback sees, sorted.
+fn sorted(mut v: Vec<ProxyId>) -> Vec<ProxyId> {
+    v.sort();
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Rays along axes, in box faces' planes, with signed zeros and non-finite origins, against a
+    /// tree deep enough for every node test to matter: the same boxes as brute force, all hits and
+    /// closest.
+    #[test]
+    fn awkward_rays_match_brute_force(
+        boxes in prop::collection::vec((aabb(), any::<bool>()), 1..300),
+        rays in prop::collection::vec(([origin_component(), origin_component(), origin_component()],
+            [dir_component(), dir_component(), dir_component()]), 1..16),
+    ) {
+        // No margin: node boxes then have faces in the integer planes too.
+        let mut tree = DynamicAabbTree::with_config(TreeConfig { margin: 0.0, ..TreeConfig::default() });
+        let mut brute = BruteForceBroadphase::new();
+        for (i, &(b, still)) in boxes.iter().enumerate() {
+            let kind = if still { ProxyKind::Static } else { ProxyKind::Dynamic };
+            prop_assert_eq!(tree.create(b, i as u64, kind).unwrap(), brute.create_proxy(b, i as u64).unwrap());
+        }
+        for (origin, dir) in rays {
+            let ray = Ray::new(Point3::from(origin), Vector3::from(dir));
+            let all = |bp: &dyn Broadphase| {
+                let mut v = vec![];
+                bp.cast_ray(&ray, 40.0, &mut |id, _, l| {
+                    v.push(id);
+                    l
+                });
+                sorted(v)
+            };
+            prop_assert_eq!(all(&tree), all(&brute), "all hits of {:?}", ray);
+            let closest = |bp: &dyn Broadphase| {
+                let mut best = (f32::INFINITY, None);
+                bp.cast_ray(&ray, 40.0, &mut |id, r, l| {
+                    let t = boxes[id.0 as usize].0.clip_ray(r, l).unwrap().0;
+                    if t < best.0 || (t == best.0 && Some(id) < best.1) {
+                        best = (t, Some(id));
+                    }
+                    if t > 0.0 { t } else { 0.0 }
+                });
+                best.0
+            };
+            prop_assert_eq!(closest(&tree).to_bits(), closest(&brute).to_bits(), "closest hit of {:?}", ray);
+        }
+    }
+
+    /// Box queries from points to the whole world on up to 3000 proxies: wide enough that the
+    /// breadth-first ring overflows into its depth-first fallback. The same set as brute force,
+    /// and a visitor that stops after `k` results is called exactly `min(k, all)` times.
+    #[test]
+    fn big_queries_match_brute_force(
+        n in 1usize..3000,
+        seed in any::<u64>(),
+        queries in prop::collection::vec(([0.0f32..60.0, 0.0f32..60.0, 0.0f32..60.0], 0.0f32..70.0, 0usize..50), 1..8),
+    ) {
+        let mut tree = DynamicAabbTree::new();
+        let mut brute = BruteForceBroadphase::new();
+        let mut rng = seed | 1;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 40) as f32 / (1u64 << 24) as f32
+        };
+        for i in 0..n {
+            let c = Point3::new(next() * 60.0, next() * 60.0, next() * 60.0);
+            let b = Aabb::new(c, c + Vector3::new(next(), next(), next()) * 2.0);
+            let kind = if i % 5 == 0 { ProxyKind::Static } else { ProxyKind::Dynamic };
+            tree.create(b, i as u64, kind).unwrap();
+            brute.create_proxy(b, i as u64).unwrap();
+        }
+        for (corner, size, k) in queries {
+            let q = Aabb::new(Point3::from(corner), Point3::from(corner) + Vector3::repeat(size));
+            let found = |bp: &dyn Broadphase| {
+                let mut v = vec![];
+                bp.query_aabb(&q, &mut |id| {
+                    v.push(id);
+                    true
+                });
+                v
+            };
+            let all = found(&tree);
+            prop_assert_eq!(sorted(all.clone()), found(&brute));
+            let mut seen = vec![];
+            tree.query_aabb(&q, &mut |id| {
+                seen.push(id);
+                seen.len() < k
+            });
+            prop_assert_eq!(&seen[..], &all[..k.clamp(1, all.len().max(1)).min(all.len())]);
+        }
+    }
+}
+
 /// A bigger scene of bodies bouncing in a box, as the benchmark runs it: identical pair lists to
 /// brute force every frame, with 1 and 2 threads, under some churn, and a tree that keeps its
 /// quality.
