@@ -65,6 +65,17 @@ fn main() {
         }
         let hash = std::hash::Hasher::finish(&h);
         println!("{k} × 400 chunk builds: {per} µs each ({nodes} nodes, trees {hash:016x})");
+        // parry's TriMesh on the same meshes, a quarter as many rounds.
+        let mut rounds: Vec<f64> = (0..k.div_ceil(4))
+            .map(|_| {
+                let t = std::time::Instant::now();
+                let tris: usize = chunks.iter().map(|c| ParryTriangles::build(c).mesh.num_triangles()).sum();
+                std::hint::black_box(tris);
+                t.elapsed().as_secs_f64() * 1e6 / chunks.len() as f64
+            })
+            .collect();
+        rounds.sort_by(f64::total_cmp);
+        println!("parry: best {:.1}, median {:.1} µs each", rounds[0], rounds[rounds.len() / 2]);
         return;
     }
     let (positions, triangles) = terrain_grid(&terrain, 317, 40, 40);

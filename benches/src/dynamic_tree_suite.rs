@@ -577,6 +577,13 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
     black_box(&scene);
 }
 
+/// Only the query cases, on `n` boxes (for probes).
+pub fn run_queries(quick: bool, n: usize) -> Report {
+    let mut report = Report { suite: "dynamic-aabb-tree queries".into(), ..Report::default() };
+    queries(&mut report, Budget::new(quick), n);
+    report
+}
+
 /// Runs the suite. `--quick`: 10k boxes only, fewer frames.
 pub fn run(quick: bool) -> Report {
     let budget = Budget::new(quick);
