@@ -327,6 +327,14 @@ fn large_grid_is_shallow_and_small() {
     assert!(s.bytes as f32 / s.triangles as f32 <= 9.0, "{s:?}");
     assert!(s.depth <= 40, "{s:?}");
     assert!(s.triangles_per_leaf > 1.95, "{s:?}");
+    // Past the size where rays prefetch leaves' triangles: the same hits as brute force.
+    let rays: Vec<Ray> = (0..32)
+        .flat_map(|i| {
+            let o = Point3::new(i as f32 * 6.1 + 0.3, 5.0, i as f32 * 5.3 + 0.7);
+            [Ray::new(o, Vector3::new(0.0, -1.0, 0.0)), Ray::new(o, Vector3::new(0.6, -0.2, 0.3))]
+        })
+        .collect();
+    check(&mesh, &rays, &[]).unwrap();
 }
 
 #[test]
