@@ -23,8 +23,10 @@
 //!   boxes (fat boxes only prune) and reported once each in ascending `(low, high)` id order.
 //!   [`DynamicAabbTree::update_pairs_parallel`] splits the traversal over rayon and gives the
 //!   identical sequence (sequentially when fewer than [`TreeConfig::parallel_min_moved`] moved).
-//! - **Queries**: AABB, point, and ray casts whose callback returns the new clip distance (closest
-//!   hit with early termination, or all hits). No heap allocation per query.
+//! - **Queries**: AABB and point queries (breadth first, so a big tree's cache misses overlap;
+//!   results in that deterministic order), and ray casts, near child first, whose callback
+//!   returns the new clip distance (closest hit with early termination, or all hits). No heap
+//!   allocation per query.
 //! - [`DynamicAabbTree::validate`], [`DynamicAabbTree::stats`] and
 //!   [`DynamicAabbTree::area_ratio`] (SAH cost against a fresh rebuild).
 //!
