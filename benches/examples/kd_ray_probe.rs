@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release -p voxterra-benches --example kd_ray_probe` (`AABB=1`: box queries instead;
 //! `CHUNK_BUILDS=k`: k rounds of builds of the suite's chunk meshes, best and median round and a
-//! hash of the trees; `CHUNK_AABB=1`: box queries on them)
+//! hash of the trees, then parry's `TriMesh` on them; `CHUNK_AABB=1`: box queries on them)
 use voxterra_benches::kdtree_suite::{rays, terrain_grid};
 use voxterra_benches::parry_adapter::ParryTriangles;
 use voxterra_benches::world::Rng;
