@@ -1328,11 +1328,10 @@ impl RayClip {
             return ([c0.is_some(), c1.is_some()], [c0.map_or(0.0, |c| c.0), c1.map_or(0.0, |c| c.0)]);
         }
         let [a, b] = &n.boxes;
-        let load = |x: [f32; 4]| F4::new(x);
-        let lo0 = load([a.mins.x, a.mins.y, a.mins.z, a.maxs.x]);
-        let hi0 = load([a.maxs.x, a.maxs.y, a.maxs.z, b.mins.x]);
-        let lo1 = load([a.maxs.z, b.mins.x, b.mins.y, b.mins.z]);
-        let hi1 = load([b.mins.z, b.maxs.x, b.maxs.y, b.maxs.z]);
+        let lo0 = F4::new([a.mins.x, a.mins.y, a.mins.z, a.maxs.x]);
+        let hi0 = F4::new([a.maxs.x, a.maxs.y, a.maxs.z, b.mins.x]);
+        let lo1 = F4::new([a.maxs.z, b.mins.x, b.mins.y, b.mins.z]);
+        let hi1 = F4::new([b.mins.z, b.maxs.x, b.maxs.y, b.maxs.z]);
         let t = |v: F4, k: usize| (v - self.origin[k]) * self.inv[k];
         let (l0, h0, l1, h1) = (t(lo0, 0), t(hi0, 0), t(lo1, 1), t(hi1, 1));
         let (near0, far0) = (l0.fast_min(h0), l0.fast_max(h0));

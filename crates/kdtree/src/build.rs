@@ -399,7 +399,7 @@ fn small_split(prims: &mut [Prim], axis: usize, l: usize) -> (usize, usize, Boun
     let mut sides = [Bounds::EMPTY; 2];
     for (k, &(_, i)) in order[..n].iter().enumerate() {
         let p = copy[i as usize];
-        grow_sides(&mut sides, &p, k < l);
+        sides.grow_either(&p, k < l);
         prims[k] = p;
     }
     (axis, l, sides[0], sides[1])
@@ -481,7 +481,7 @@ fn cheapest_axis(prims: &[Prim], step: usize, mean: f32x4, bounds: &Bounds) -> u
         let mask = p.mids2().cmp_lt(mean).move_mask() as usize;
         for (a, (boxes, left)) in boxes.iter_mut().zip(&mut left).enumerate() {
             let is_left = mask >> a & 1;
-            grow_sides(boxes, p, is_left != 0);
+            boxes.grow_either(p, is_left != 0);
             *left += is_left;
         }
         sampled += 1;
@@ -549,13 +549,6 @@ impl GrowEither for [Bounds; 2] {
             b.nhi = (p.nhi | skip).fast_min(b.nhi);
         }
     }
-}
-
-/// Grows `sides[0]` by `p` when `is_left`, else `sides[1]`, branch-free: the side is an index
-/// (PERF: masking both sides cost three times the instructions, and a branch mispredicts).
-#[inline]
-fn grow_sides(sides: &mut [Bounds; 2], p: &Prim, is_left: bool) {
-    sides[!is_left as usize].grow(p);
 }
 
 #[cfg(test)]
