@@ -201,14 +201,12 @@ impl DynamicAabbTree {
 
     fn fatten(&self, aabb: &Aabb, displacement: &Vector3<f32>) -> Aabb {
         let mut fat = aabb.loosened(self.config.margin);
+        // Branch-free: the sign of each component is a coin flip to a branch predictor.
         for k in 0..3 {
             let d = displacement[k] * self.config.displacement_factor;
             let d = if d.is_finite() { d.clamp(-MAX_COORD, MAX_COORD) } else { 0.0 };
-            if d < 0.0 {
-                fat.mins[k] += d;
-            } else {
-                fat.maxs[k] += d;
-            }
+            fat.mins[k] += d.min(0.0);
+            fat.maxs[k] += d.max(0.0);
         }
         fat
     }
