@@ -375,8 +375,10 @@ impl DynamicAabbTree {
     /// Settles pending in-place growth now (partial rebuilds). Pair updates do this themselves;
     /// call it to measure or validate the tree between them.
     pub fn flush(&mut self) {
-        self.dynamic.rebuild_pending();
-        self.statics.rebuild_pending();
+        for tree in [&mut self.dynamic, &mut self.statics] {
+            tree.rebuild_pending();
+            tree.rebuild_inserted();
+        }
         // Once rebuilds have scattered a tree's nodes, lay it out again in traversal order.
         for tree in [&mut self.dynamic, &mut self.statics] {
             if tree.wants_compaction() {
