@@ -1512,4 +1512,38 @@ mod tests {
             assert_eq!(s.pop(), None);
         }
     }
+
+    /// A tree built by insertion is rebuilt by binned SAH in the background once asked, and its
+    /// cost ends where a full rebuild's does.
+    #[test]
+    fn inserted_trees_are_rebuilt_in_the_background() {
+        let mut tree = Tree::default();
+        let mut x = 0x9e37_79b9u32;
+        for item in 0..3000 {
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x >> 8) as f32 / (1 << 24) as f32 * 50.0
+            };
+            let lo = Point3::new(next(), next(), next());
+            tree.insert(Aabb::new(lo, lo + Vector3::repeat(1.0)), item);
+        }
+        let mut fresh = tree.clone();
+        fresh.rebuild_full();
+        let inserted = tree.sah_cost();
+        assert!(inserted > fresh.sah_cost() * 1.02, "{inserted} vs {}", fresh.sah_cost());
+        tree.rebuild_inserted();
+        assert!(tree.background.active);
+        for _ in 0..64 {
+            tree.rebuild_pending();
+        }
+        assert!(!tree.background.active);
+        assert!((tree.sah_cost() - fresh.sah_cost()).abs() <= fresh.sah_cost() * 1e-6);
+        tree.validate(&mut |_, _| Ok(())).unwrap();
+        assert_eq!(tree.leaf_count(), 3000);
+        // Not again until as many leaves come by insertion again.
+        tree.rebuild_inserted();
+        assert!(!tree.background.active);
+    }
 }
