@@ -25,7 +25,7 @@ use parry3d::partitioning::{Bvh, BvhWorkspace};
 use std::hint::black_box;
 use std::time::Instant;
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Aabb, Broadphase, ProxyId, Ray};
+use voxterra_core::{Aabb, Broadphase, ProxyId, ProxyMove, Ray};
 use voxterra_dynamic_aabb_tree::{DynamicAabbTree, ProxyKind};
 
 const DT: f32 = 1.0 / 60.0;
@@ -110,6 +110,7 @@ pub struct Ours {
     /// The broadphase.
     pub tree: DynamicAabbTree,
     ids: Vec<ProxyId>,
+    moves: Vec<ProxyMove>,
 }
 
 impl Ours {
@@ -122,16 +123,18 @@ impl Ours {
                 tree.create(s.aabb(i), i as u64, kind).expect("valid box")
             })
             .collect();
-        Ours { tree, ids }
+        Ours { tree, ids, moves: Vec::new() }
     }
 
-    /// Moves the movers and counts the pairs.
+    /// Moves the movers (one batch, as a physics step would) and counts the pairs.
     pub fn frame(&mut self, s: &Scene, parallel: bool) -> u64 {
+        self.moves.clear();
         for i in 0..s.pos.len() {
             if s.moving[i] {
-                self.tree.move_proxy(self.ids[i], s.aabb(i), s.vel[i] * DT).expect("valid box");
+                self.moves.push(ProxyMove { id: self.ids[i], aabb: s.aabb(i), displacement: s.vel[i] * DT });
             }
         }
+        self.tree.move_proxies(&self.moves).expect("valid boxes");
         let mut n = 0u64;
         if parallel {
             self.tree.update_pairs_parallel(&mut |_, _| n += 1);

@@ -8,6 +8,17 @@ use crate::{Aabb, CoreError, Ray};
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct ProxyId(pub u32);
 
+/// One proxy's move, for [`Broadphase::move_proxies`].
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct ProxyMove {
+    /// The proxy.
+    pub id: ProxyId,
+    /// Its new box.
+    pub aabb: Aabb,
+    /// The motion hint, as for [`Broadphase::move_proxy`].
+    pub displacement: nalgebra::Vector3<f32>,
+}
+
 /// A broadphase over moving AABBs.
 ///
 /// Pair semantics shared by every implementor: [`Broadphase::update_pairs`] reports, once each and in
@@ -27,6 +38,16 @@ pub trait Broadphase {
         aabb: Aabb,
         displacement: nalgebra::Vector3<f32>,
     ) -> Result<(), CoreError>;
+
+    /// Moves many proxies, as [`Broadphase::move_proxy`] on each in order. On the first error the
+    /// moves before it stay applied, and the rest are not. Implementors may settle their
+    /// structures once for the whole batch (a simulation step moves most bodies at once).
+    fn move_proxies(&mut self, moves: &[ProxyMove]) -> Result<(), CoreError> {
+        for m in moves {
+            self.move_proxy(m.id, m.aabb, m.displacement)?;
+        }
+        Ok(())
+    }
 
     /// The user data given at creation.
     fn user_data(&self, id: ProxyId) -> Option<u64>;
@@ -155,6 +176,28 @@ mod tests {
 
     fn cube(x: f32) -> Aabb {
         Aabb::new(Point3::new(x, 0.0, 0.0), Point3::new(x + 1.0, 1.0, 1.0))
+    }
+
+    #[test]
+    fn batched_moves_stop_at_the_first_bad_one() {
+        let mut bp = BruteForceBroadphase::new();
+        let a = bp.create_proxy(cube(0.0), 1).unwrap();
+        let b = bp.create_proxy(cube(5.0), 2).unwrap();
+        let mv = |id, aabb| ProxyMove { id, aabb, displacement: Vector3::zeros() };
+        let nan = Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::origin());
+        let got = bp.move_proxies(&[mv(a, cube(9.0)), mv(b, nan), mv(a, cube(3.0))]);
+        assert!(matches!(got, Err(CoreError::InvalidAabb(_))), "{got:?}");
+        // The first move stands, the third was never made.
+        let mut found = vec![];
+        bp.query_aabb(&cube(9.0), &mut |id| {
+            found.push(id);
+            true
+        });
+        assert_eq!(found, vec![a]);
+        bp.move_proxies(&[mv(b, cube(9.5))]).unwrap();
+        let mut pairs = vec![];
+        bp.update_pairs(&mut |x, y| pairs.push((x, y)));
+        assert_eq!(pairs, vec![(a, b)]);
     }
 
     #[test]

@@ -41,7 +41,7 @@ mod triangles;
 mod voxel;
 mod voxel_io;
 
-pub use broadphase::{Broadphase, BruteForceBroadphase, ProxyId};
+pub use broadphase::{Broadphase, BruteForceBroadphase, ProxyId, ProxyMove};
 pub use error::CoreError;
 pub use geometry::{Aabb, Culling, Ray, RayHit, ray_triangle};
 pub use material::{MaterialInfo, MaterialKind, MaterialTable, SurfaceShape, materials};

@@ -4,7 +4,7 @@
 use crate::tree::{ITEM_MASK, LEAF, LEAF_MOVED, MAX_ITEMS, MOVED_ANY, NULL, Node, Tree, is_node, overlap};
 use rayon::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Aabb, Broadphase, CoreError, ProxyId, Ray};
+use voxterra_core::{Aabb, Broadphase, CoreError, ProxyId, ProxyMove, Ray};
 use wide::CmpLe;
 
 /// The largest coordinate magnitude a proxy box may have. Far beyond any game world; it keeps
@@ -100,6 +100,8 @@ pub struct DynamicAabbTree {
     moved_kind: [Vec<u32>; 2],
     free_slot: u32,
     live: u32,
+    /// Scratch for [`Broadphase::move_proxies`]: new fat boxes by tree.
+    refat: [Vec<(u32, Aabb)>; 2],
     /// Scratch for pair updates.
     stack: Vec<(u32, u32)>,
     pairs: Vec<u64>,
@@ -165,6 +167,7 @@ impl DynamicAabbTree {
             moved_kind: [Vec::new(), Vec::new()],
             free_slot: NULL,
             live: 0,
+            refat: [Vec::new(), Vec::new()],
             stack: Vec::new(),
             pairs: Vec::new(),
         }
@@ -264,6 +267,34 @@ impl DynamicAabbTree {
     pub fn query_point(&self, p: &Point3<f32>, visit: &mut dyn FnMut(ProxyId) -> bool) {
         let probe = Aabb::new(*p, *p);
         self.query_aabb(&probe, visit);
+    }
+
+    /// A move without the tree's part: the proxy's kind and new fat box when its leaf needs one.
+    fn move_one(
+        &mut self,
+        id: ProxyId,
+        aabb: Aabb,
+        displacement: Vector3<f32>,
+    ) -> Result<Option<(ProxyKind, Aabb)>, CoreError> {
+        let aabb = check_box(aabb)?;
+        let s = self.slot(id)?;
+        let i = id.0 as usize;
+        self.tight[i] = aabb;
+        let fat = self.fat[i];
+        let new_fat = self.fatten(&aabb, &displacement);
+        // Re-fatten when the box left its fat box, or when the fat box is far too big for it
+        // (a fast mover that slowed down); otherwise the tree is not touched.
+        let too_big = !new_fat.loosened(4.0 * self.config.margin).contains(&fat);
+        let (word, bit) = (i / 64, 1u64 << (i % 64));
+        if self.queued[word] & bit == 0 {
+            self.queued[word] |= bit;
+            self.moved.push(id.0);
+        }
+        if !fat.contains(&aabb) || too_big {
+            self.fat[i] = new_fat;
+            return Ok(Some((s.kind, new_fat)));
+        }
+        Ok(None)
     }
 
     /// Collects every pair of overlapping proxies of which at least one moved, as sorted keys.
@@ -689,25 +720,35 @@ impl Broadphase for DynamicAabbTree {
     }
 
     fn move_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vector3<f32>) -> Result<(), CoreError> {
-        let aabb = check_box(aabb)?;
-        let s = self.slot(id)?;
-        let i = id.0 as usize;
-        self.tight[i] = aabb;
-        let fat = self.fat[i];
-        let new_fat = self.fatten(&aabb, &displacement);
-        // Re-fatten when the box left its fat box, or when the fat box is far too big for it
-        // (a fast mover that slowed down); otherwise the tree is not touched.
-        let too_big = !new_fat.loosened(4.0 * self.config.margin).contains(&fat);
-        if !fat.contains(&aabb) || too_big {
-            self.tree_mut(s.kind).set_leaf_box(id.0, new_fat);
-            self.fat[i] = new_fat;
-        }
-        let (word, bit) = (i / 64, 1u64 << (i % 64));
-        if self.queued[word] & bit == 0 {
-            self.queued[word] |= bit;
-            self.moved.push(id.0);
+        if let Some((kind, fat)) = self.move_one(id, aabb, displacement)? {
+            self.tree_mut(kind).set_leaf_box(id.0, fat);
         }
         Ok(())
+    }
+
+    /// Many moves settle the trees once: when many leaves leave their fat boxes, their new boxes
+    /// are written with prefetches and every internal box refitted in one pass, instead of each
+    /// leaf walking up its ancestors (a cache miss a level on big trees). The pair update would
+    /// have refitted the tree anyway.
+    fn move_proxies(&mut self, moves: &[ProxyMove]) -> Result<(), CoreError> {
+        let mut refat = std::mem::take(&mut self.refat);
+        refat.iter_mut().for_each(Vec::clear);
+        let mut result = Ok(());
+        for m in moves {
+            match self.move_one(m.id, m.aabb, m.displacement) {
+                Ok(Some((kind, fat))) => refat[kind as usize].push((m.id.0, fat)),
+                Ok(None) => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        // Applied on error too: the moves before it stand.
+        self.dynamic.set_leaf_boxes(&refat[ProxyKind::Dynamic as usize]);
+        self.statics.set_leaf_boxes(&refat[ProxyKind::Static as usize]);
+        self.refat = refat;
+        result
     }
 
     fn user_data(&self, id: ProxyId) -> Option<u64> {

@@ -567,18 +567,44 @@ impl Tree {
     pub(crate) fn rebuild_pending(&mut self) {
         if !self.enlarged.is_empty() {
             if self.enlarged.len() * REFIT_SHARE > self.leaves as usize {
-                self.enlarged.clear();
-                let c = self.refit_all();
-                if c > self.rebuilt_cost * REBUILD_RATIO {
-                    self.rebuild_full();
-                } else if !self.background.active && c > self.rebuilt_cost * BACKGROUND_RATIO {
-                    self.start_background();
-                }
+                self.refit_and_schedule();
             } else {
                 self.rebuild_grown();
             }
         }
         self.step_background();
+    }
+
+    /// Refits every box (settling all growth) and schedules a rebuild if quality calls for one.
+    fn refit_and_schedule(&mut self) {
+        self.enlarged.clear();
+        let c = self.refit_all();
+        if c > self.rebuilt_cost * REBUILD_RATIO {
+            self.rebuild_full();
+        } else if !self.background.active && c > self.rebuilt_cost * BACKGROUND_RATIO {
+            self.start_background();
+        }
+    }
+
+    /// [`Tree::set_leaf_box`] for many items at once. When so many that the next pair update
+    /// would refit the whole tree anyway ([`REFIT_SHARE`]), the leaf boxes are written (their
+    /// nodes prefetched a few items ahead) and the tree refitted now, with no walk up from each.
+    pub(crate) fn set_leaf_boxes(&mut self, items: &[(u32, Aabb)]) {
+        if items.len() * REFIT_SHARE <= self.leaves as usize {
+            for &(item, aabb) in items {
+                self.set_leaf_box(item, aabb);
+            }
+            return;
+        }
+        const AHEAD: usize = 8;
+        for (k, &(item, aabb)) in items.iter().enumerate() {
+            if let Some(&(next, _)) = items.get(k + AHEAD) {
+                prefetch_index::prefetch_index(&self.nodes, (self.loc[next as usize] >> 1) as usize);
+            }
+            let (p, s) = split_loc(self.loc[item as usize]);
+            self.nodes[p as usize].boxes[s] = aabb;
+        }
+        self.refit_and_schedule();
     }
 
     /// Starts a background rebuild when many leaves came by insertion since the last full

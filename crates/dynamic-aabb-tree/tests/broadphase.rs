@@ -7,17 +7,36 @@
 
 use proptest::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Aabb, Broadphase, BruteForceBroadphase, CoreError, ProxyId, Ray};
+use voxterra_core::{Aabb, Broadphase, BruteForceBroadphase, CoreError, ProxyId, ProxyMove, Ray};
 use voxterra_dynamic_aabb_tree::{DynamicAabbTree, ProxyKind, TreeConfig};
 
 #[derive(Clone, Debug)]
 enum Op {
-    Create { b: Aabb, kind: ProxyKind },
-    Move { pick: usize, b: Aabb, d: [f32; 3] },
-    Destroy { pick: usize },
+    Create {
+        b: Aabb,
+        kind: ProxyKind,
+    },
+    Move {
+        pick: usize,
+        b: Aabb,
+        d: [f32; 3],
+    },
+    /// Moves in one batch; `bad` puts a NaN box at that position.
+    MoveMany {
+        moves: Vec<(usize, Aabb, [f32; 3])>,
+        bad: Option<usize>,
+    },
+    Destroy {
+        pick: usize,
+    },
     Pairs,
-    Query { b: Aabb },
-    Ray { origin: [f32; 3], dir: [f32; 3] },
+    Query {
+        b: Aabb,
+    },
+    Ray {
+        origin: [f32; 3],
+        dir: [f32; 3],
+    },
 }
 
 fn aabb() -> impl Strategy<Value = Aabb> {
@@ -38,6 +57,11 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(b, kind)| Op::Create { b, kind }),
         6 => (any::<usize>(), aabb(), [-3.0f32..3.0, -3.0f32..3.0, -3.0f32..3.0])
             .prop_map(|(pick, b, d)| Op::Move { pick, b, d }),
+        2 => (
+            prop::collection::vec((any::<usize>(), aabb(), [-3.0f32..3.0, -3.0f32..3.0, -3.0f32..3.0]), 0..40),
+            prop::option::weighted(0.2, any::<usize>()),
+        )
+            .prop_map(|(moves, bad)| Op::MoveMany { moves, bad }),
         1 => any::<usize>().prop_map(|pick| Op::Destroy { pick }),
         3 => Just(Op::Pairs),
         1 => aabb().prop_map(|b| Op::Query { b }),
@@ -88,6 +112,35 @@ impl Pair {
                 self.tree.move_proxy(id, to, disp).unwrap();
                 self.brute.move_proxy(id, to, disp).unwrap();
                 assert!(self.tree.fat_aabb(id).unwrap().contains(&to));
+            }
+            Op::MoveMany { moves, bad } => {
+                if self.live.is_empty() {
+                    return;
+                }
+                let mut batch: Vec<ProxyMove> = moves
+                    .iter()
+                    .map(|&(pick, b, d)| {
+                        let id = self.live[pick % self.live.len()].0;
+                        let to = if pick % 2 == 0 { nudge(self.tree.aabb(id).unwrap(), d) } else { b };
+                        ProxyMove { id, aabb: to, displacement: Vector3::from(d) }
+                    })
+                    .collect();
+                let bad = bad.filter(|_| !batch.is_empty()).map(|k| k % batch.len());
+                if let Some(k) = bad {
+                    batch[k].aabb.mins.x = f32::NAN;
+                }
+                let got = self.tree.move_proxies(&batch);
+                let applied = bad.unwrap_or(batch.len());
+                for m in &batch[..applied] {
+                    self.brute.move_proxy(m.id, m.aabb, m.displacement).unwrap();
+                }
+                assert_eq!(got.is_err(), bad.is_some(), "{got:?}");
+                // The moves before a bad one stand (a proxy may appear twice: the last one wins).
+                for m in &batch[..applied] {
+                    let last = batch[..applied].iter().rev().find(|n| n.id == m.id).unwrap();
+                    assert_eq!(self.tree.aabb(m.id), Some(last.aabb));
+                    assert!(self.tree.fat_aabb(m.id).unwrap().contains(&last.aabb));
+                }
             }
             Op::Destroy { pick } => {
                 if self.live.is_empty() {
