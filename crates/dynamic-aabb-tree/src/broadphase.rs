@@ -240,6 +240,7 @@ impl DynamicAabbTree {
         self.slots[id as usize] = Slot { user_data, live: true, kind };
         self.tight[id as usize] = aabb;
         self.live += 1;
+        self.queue(id);
         Ok(ProxyId(id))
     }
 
@@ -269,6 +270,16 @@ impl DynamicAabbTree {
         self.query_aabb(&probe, visit);
     }
 
+    /// Adds a proxy to the ones moved (or created) since the last pair update, once.
+    #[inline]
+    fn queue(&mut self, id: u32) {
+        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
+        if self.queued[word] & bit == 0 {
+            self.queued[word] |= bit;
+            self.moved.push(id);
+        }
+    }
+
     /// A move without the tree's part: the proxy's kind and new fat box when its leaf needs one.
     fn move_one(
         &mut self,
@@ -285,11 +296,7 @@ impl DynamicAabbTree {
         // Re-fatten when the box left its fat box, or when the fat box is far too big for it
         // (a fast mover that slowed down); otherwise the tree is not touched.
         let too_big = !new_fat.loosened(4.0 * self.config.margin).contains(&fat);
-        let (word, bit) = (i / 64, 1u64 << (i % 64));
-        if self.queued[word] & bit == 0 {
-            self.queued[word] |= bit;
-            self.moved.push(id.0);
-        }
+        self.queue(id.0);
         if !fat.contains(&aabb) || too_big {
             self.fat[i] = new_fat;
             return Ok(Some((s.kind, new_fat)));
@@ -358,8 +365,9 @@ impl DynamicAabbTree {
             pairs.sort_unstable();
             self.pairs = pairs;
         }
-        self.dynamic.clear_moved();
-        self.statics.clear_moved();
+        // The moved flags are cleared (or recomputed) when the next pair update marks movers.
+        self.dynamic.moved_flags_stale = true;
+        self.statics.moved_flags_stale = true;
     }
 
     /// Flags the leaves of the proxies moved since the last pair update (and their ancestors).

@@ -159,6 +159,10 @@ pub(crate) struct Tree {
     churn: usize,
     /// Insertions since the last full rebuild (or the start of a background one).
     inserted: usize,
+    /// The moved flags are from before the last pair update. They are left standing (consistent,
+    /// only too many) until the next marking: recomputing them then costs nothing extra when
+    /// many leaves moved, so the clearing pass is skipped.
+    pub(crate) moved_flags_stale: bool,
     /// Normalised SAH cost right after the last full rebuild (0 before any).
     rebuilt_cost: f64,
     /// Sum of the areas of the nodes built (below the build's top) since it was last reset.
@@ -183,6 +187,7 @@ impl Default for Tree {
             stack: Vec::new(),
             churn: 0,
             inserted: 0,
+            moved_flags_stale: false,
             rebuilt_cost: 0.0,
             built_area: 0.0,
             spare: Vec::new(),
@@ -486,15 +491,21 @@ impl Tree {
         }
     }
 
-    /// Flags the leaves of `items` (all in this tree) and their ancestors as moved. `queued(item)`
-    /// tells whether an item is among them. Few items walk up from each leaf; many (a quarter of
-    /// the leaves or more) take one pass over the tree instead, so their marks cost a streaming
-    /// walk of the nodes rather than a cache miss each.
+    /// Flags the leaves of `items` (all in this tree) and their ancestors as moved, and no other:
+    /// `items` must hold every leaf created or moved since the last pair update. `queued(item)`
+    /// tells whether an item is among them. Few items walk up from each leaf (after clearing stale
+    /// flags); many (a quarter of the leaves or more) take one pass over the tree instead that
+    /// recomputes every flag, so their marks cost a streaming walk of the nodes rather than a
+    /// cache miss each, and no clearing pass.
     pub(crate) fn mark_moved_many(&mut self, items: &[u32], queued: impl Fn(u32) -> bool) {
-        if self.root == NULL || items.is_empty() {
+        let stale = std::mem::replace(&mut self.moved_flags_stale, false);
+        if self.root == NULL {
             return;
         }
         if items.len() * 4 < self.leaves as usize {
+            if stale {
+                self.clear_moved();
+            }
             for &item in items {
                 self.mark_moved(item);
             }
@@ -516,7 +527,7 @@ impl Tree {
                 }
                 continue;
             }
-            let mut flags = n.flags;
+            let mut flags = n.flags & !MOVED_ANY;
             for s in 0..2 {
                 let c = n.child[s];
                 let moved = if c == NULL {
@@ -534,7 +545,7 @@ impl Tree {
     }
 
     /// Clears every moved flag (walks only the flagged part of the tree).
-    pub(crate) fn clear_moved(&mut self) {
+    fn clear_moved(&mut self) {
         if self.root == NULL {
             return;
         }
