@@ -505,6 +505,11 @@ fn moves_inside_the_fat_box_touch_no_node() {
     let mut pairs = vec![];
     tree.update_pairs(&mut |a, b| pairs.push((a, b)));
     assert!(pairs.is_empty());
+    // A static proxy starts with no margin; moved, it is fattened as any other.
+    let wall = tree.create_static_proxy(cube(200.0), 99).unwrap();
+    assert_eq!(tree.fat_aabb(wall), Some(cube(200.0)));
+    tree.move_proxy(wall, cube(200.2), Vector3::zeros()).unwrap();
+    assert_eq!(tree.fat_aabb(wall), Some(cube(200.2).loosened(0.5)));
     tree.validate().unwrap();
 }
 
