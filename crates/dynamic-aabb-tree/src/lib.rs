@@ -6,7 +6,9 @@
 //!
 //! - **Proxies** ([`DynamicAabbTree::create`], [`Broadphase::move_proxy`], destroy) carry user
 //!   data and a *fat* box: the tight box grown by a margin and stretched along the motion hint.
-//!   A move that stays inside its fat box touches no node.
+//!   A move that stays inside its fat box touches no node. [`Broadphase::move_proxies`] moves a
+//!   batch: when many leave their fat boxes, the tree is refitted once rather than walked up from
+//!   each leaf. Static proxies start with no margin.
 //! - **The tree**: wide 64-byte nodes (one cache line) in an index arena with a free list; each
 //!   internal node holds both children's boxes, and leaves live in their parent's child slots, so
 //!   a visit tests both children without loading them. Insertion picks the sibling by the
@@ -19,7 +21,8 @@
 //!   everything at once.
 //! - **Pairs** ([`Broadphase::update_pairs`]): one self-traversal of the moving tree and one
 //!   traversal against the static tree, both pruned to subtrees that hold a moved proxy; so only
-//!   movers are queried and static–static pairs are never visited. Pairs are tested on the tight
+//!   movers are queried and static–static pairs are never visited. The traversal tests child pairs
+//!   without branching and visits pairs from a ring whose entries are prefetched as they enter. Pairs are tested on the tight
 //!   boxes (fat boxes only prune) and reported once each in ascending `(low, high)` id order.
 //!   [`DynamicAabbTree::update_pairs_parallel`] splits the traversal over rayon and gives the
 //!   identical sequence (sequentially when fewer than [`TreeConfig::parallel_min_moved`] moved).
@@ -31,7 +34,7 @@
 //!   [`DynamicAabbTree::area_ratio`] (SAH cost against a fresh rebuild).
 //!
 //! ```
-//! use voxterra_core::{Aabb, Broadphase, Ray};
+//! use voxterra_core::{Aabb, Broadphase, ProxyMove, Ray};
 //! use voxterra_core::nalgebra::{Point3, Vector3};
 //! use voxterra_dynamic_aabb_tree::DynamicAabbTree;
 //!
@@ -45,8 +48,8 @@
 //! tree.update_pairs(&mut |p, q| pairs.push((p, q)));
 //! assert_eq!(pairs, [(a, ground), (b, ground)]);
 //!
-//! // b slides onto a: only pairs with a mover are reported.
-//! tree.move_proxy(b, cube(0.5), Vector3::new(-2.5, 0.0, 0.0)).unwrap();
+//! // b slides onto a (a batch of one move): only pairs with a mover are reported.
+//! tree.move_proxies(&[ProxyMove { id: b, aabb: cube(0.5), displacement: Vector3::new(-2.5, 0.0, 0.0) }]).unwrap();
 //! pairs.clear();
 //! tree.update_pairs(&mut |p, q| pairs.push((p, q)));
 //! assert_eq!(pairs, [(a, b), (b, ground)]);
