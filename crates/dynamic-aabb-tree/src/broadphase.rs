@@ -1,7 +1,9 @@
 //! [`DynamicAabbTree`]: proxies with fat boxes in two trees (moving and static), incremental pairs,
 //! queries, and core's [`Broadphase`] trait.
 
-use crate::tree::{ITEM_MASK, LEAF, LEAF_MOVED, MAX_ITEMS, MOVED_ANY, NULL, Node, Tree, is_node, overlap};
+use crate::tree::{
+    F4, ITEM_MASK, LEAF, LEAF_MOVED, MAX_ITEMS, MOVED_ANY, NULL, Node, Tree, is_node, overlap,
+};
 use rayon::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Aabb, Broadphase, CoreError, ProxyId, ProxyMove, Ray};
@@ -556,8 +558,6 @@ impl<T> From<Vec<T>> for Sink<T> {
     }
 }
 
-type F4 = wide::f32x4;
-
 /// A box as two 4-lane vectors, minima and maxima in lanes 0-2. Lane 3 holds whatever float
 /// follows in memory (LLVM then loads each vector whole) and is ignored.
 #[derive(Clone, Copy)]
@@ -620,22 +620,9 @@ const AHEAD: usize = 32;
 /// gained nothing (a misprediction discards the loads in flight), together they took 30% off a
 /// frame of the suite's 100k boxes all moving, and 40–55% off the scenes where a tenth moves.
 fn run(t: Task, dn: &[Node], sn: &[Node], tight: &[Aabb], stack: &mut Sink<(u32, u32)>, out: &mut Sink<u64>) {
-    // Locals for the loop (the callers' sinks are behind references, so their fields would be
-    // reloaded after every write through them).
-    let (mut st, mut o) = (std::mem::take(stack), std::mem::take(out));
-    run_local(t, dn, sn, tight, &mut st, &mut o);
-    (*stack, *out) = (st, o);
-}
-
-#[inline(always)]
-fn run_local(
-    t: Task,
-    dn: &[Node],
-    sn: &[Node],
-    tight: &[Aabb],
-    stack: &mut Sink<(u32, u32)>,
-    out: &mut Sink<u64>,
-) {
+    // Locals for the loop: the callers' sinks are behind references, so their fields would be
+    // reloaded after every write through them (PERF: 9% of the traversal's instructions).
+    let (mut st, mut found) = (std::mem::take(stack), std::mem::take(out));
     let bn = if t.cross { sn } else { dn };
     let fetch = |nodes: &[Node], r: u32| {
         if is_node(r) {
@@ -644,14 +631,14 @@ fn run_local(
             prefetch_index::prefetch_index(tight, (r & ITEM_MASK) as usize);
         }
     };
-    stack.len = 0;
-    stack.room(1);
-    stack.put((t.a, t.b), true);
+    st.len = 0;
+    st.room(1);
+    st.put((t.a, t.b), true);
     let mut ring = [(0u32, 0u32); AHEAD];
     let (mut head, mut queued) = (0usize, 0usize);
     loop {
         while queued < AHEAD
-            && let Some((a, b)) = stack.pop()
+            && let Some((a, b)) = st.pop()
         {
             fetch(dn, a);
             fetch(bn, b);
@@ -659,13 +646,14 @@ fn run_local(
             queued += 1;
         }
         if queued == 0 {
-            return;
+            break;
         }
         let (a, b) = ring[head];
         head = (head + 1) % AHEAD;
         queued -= 1;
-        visit(a, b, t.cross, dn, bn, tight, stack, out);
+        visit(a, b, t.cross, dn, bn, tight, &mut st, &mut found);
     }
+    (*stack, *out) = (st, found);
 }
 
 /// Visits one unit (see [`Task`]): every child pair is tested (moved bits, overlap), then kept

@@ -1308,7 +1308,7 @@ pub(crate) struct QueryBox {
     sign: [F4; 3],
 }
 
-type F4 = wide::f32x4;
+pub(crate) type F4 = wide::f32x4;
 
 impl QueryBox {
     #[inline]
