@@ -191,7 +191,8 @@ impl Parry {
 /// obvhs's `Bvh2`: leaves moved when they leave their fat box, pairs by one AABB traversal per
 /// mover.
 pub struct Obvhs {
-    bvh: Bvh2,
+    /// The tree.
+    pub bvh: Bvh2,
     fat: Vec<Aabb>,
     tight: Vec<Aabb>,
     moving: Vec<bool>,
