@@ -1,5 +1,7 @@
 //! Runs the dynamic-tree benchmark scene for voxterra alone, for profiling:
 //! `cargo run --release -p voxterra-benches --example dyn_tree_profile -- N SHARE FRAMES`.
+//! `WARM=k`: k untimed frames first (the suite's warm-up is 60); `SLOW=k`: print the k slowest
+//! frames with their index.
 
 #![allow(clippy::unwrap_used)] // a profiling harness: failures should stop it
 
@@ -15,6 +17,10 @@ fn main() {
     let frames: usize = args.get(3).map_or(300, |s| s.parse().unwrap());
     let mut scene = Scene::new(n, share, 1);
     let mut ours = Ours::new(&scene);
+    for _ in 0..std::env::var("WARM").map_or(0, |v| v.parse().unwrap()) {
+        scene.step();
+        ours.frame(&scene, false);
+    }
     let t = Instant::now();
     let mut pairs = 0;
     let mut times = Vec::with_capacity(frames);
@@ -70,6 +76,12 @@ fn main() {
         ours.tree.rebuild();
     }
     println!("a full rebuild and compaction: {:.3} ms", r.elapsed().as_secs_f64() * 1e3 / reps as f64);
+    let slow: usize = std::env::var("SLOW").map_or(0, |v| v.parse().unwrap());
+    if slow > 0 {
+        let mut by: Vec<(usize, f64)> = times.iter().copied().enumerate().collect();
+        by.sort_by(|a, b| b.1.total_cmp(&a.1));
+        println!("slowest frames (index, ms): {:?}", &by[..slow.min(by.len())]);
+    }
     times.sort_by(f64::total_cmp);
     let mean = times.iter().sum::<f64>() / frames as f64;
     let p99 = times[(frames * 99 / 100).min(frames - 1)];

@@ -28,8 +28,9 @@
 //!   identical sequence (sequentially when fewer than [`TreeConfig::parallel_min_moved`] moved).
 //! - **Queries**: AABB and point queries (breadth first, so a big tree's cache misses overlap;
 //!   results in that deterministic order), and ray casts, near child first, whose callback
-//!   returns the new clip distance (closest hit with early termination, or all hits). No heap
-//!   allocation per query.
+//!   returns the new clip distance (closest hit with early termination, or all hits). Each
+//!   node a query will visit is prefetched with the nodes the builds lay out after it (its
+//!   first descendants). No heap allocation per query.
 //! - [`DynamicAabbTree::validate`], [`DynamicAabbTree::stats`] and
 //!   [`DynamicAabbTree::area_ratio`] (SAH cost against a fresh rebuild).
 //!
