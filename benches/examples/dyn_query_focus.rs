@@ -5,9 +5,8 @@
 //! the suite's interleaving does. `REBUILD=1`: ours is rebuilt (and compacted) first. Prints the
 //! mean time a query over the timed passes.
 use std::hint::black_box;
-use voxterra_benches::dynamic_tree_suite::{Obvhs, Ours, Scene};
-use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Aabb, Broadphase, Ray};
+use voxterra_benches::dynamic_tree_suite::{Obvhs, Ours, QuerySet, Scene, oray};
+use voxterra_core::Broadphase;
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -24,32 +23,16 @@ fn main() {
     if std::env::var("REBUILD").is_ok() {
         ours.tree.rebuild();
     }
-    let mut rng = voxterra_benches::world::Rng(9);
-    let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
-    let side = scene.side;
-    let points: Vec<Point3<f32>> =
-        (0..4096).map(|_| Point3::new(unit() * side, unit() * side, unit() * side)).collect();
-    let rays: Vec<Ray> = (0..4096)
-        .map(|_| {
-            let o = Point3::new(unit() * side, unit() * side, unit() * side);
-            let d = Vector3::new(unit() - 0.5, unit() - 0.5, unit() - 0.5);
-            Ray::new(o, if d.norm() > 1e-3 { d.normalize() } else { Vector3::x() })
-        })
-        .collect();
+    // The suite's query set (the boxes' centres as points).
+    let QuerySet { boxes, points, rays } = QuerySet::new(scene.side);
     let pollute = std::env::var("POLLUTE").is_ok();
     let mut el = std::time::Duration::ZERO;
     let mut s = 0u64;
     for _ in 0..reps {
         if pollute {
             for r in &rays {
-                let or = obvhs::ray::Ray::new(
-                    glam::Vec3A::new(r.origin.x, r.origin.y, r.origin.z),
-                    glam::Vec3A::new(r.dir.x, r.dir.y, r.dir.z),
-                    0.0,
-                    20.0,
-                );
                 let mut hit = obvhs::ray::RayHit::none();
-                black_box(obvhs.bvh.ray_traverse(or, &mut hit, |_, _| f32::INFINITY));
+                black_box(obvhs.bvh.ray_traverse(oray(r, 20.0), &mut hit, |_, _| f32::INFINITY));
             }
         }
         let t = std::time::Instant::now();
@@ -63,9 +46,8 @@ fn main() {
                 }
             }
             ("ours", "box") => {
-                for p in &points {
-                    let b = Aabb::new(p - Vector3::repeat(1.0), p + Vector3::repeat(1.0));
-                    ours.tree.query_aabb(&b, &mut |id| {
+                for b in &boxes {
+                    ours.tree.query_aabb(b, &mut |id| {
                         s += u64::from(id.0) + 1;
                         true
                     });
@@ -96,15 +78,9 @@ fn main() {
             }
             ("obvhs", "ray") => {
                 for r in &rays {
-                    let or = obvhs::ray::Ray::new(
-                        glam::Vec3A::new(r.origin.x, r.origin.y, r.origin.z),
-                        glam::Vec3A::new(r.dir.x, r.dir.y, r.dir.z),
-                        0.0,
-                        20.0,
-                    );
                     let mut hit = obvhs::ray::RayHit::none();
                     let bvh = &obvhs.bvh;
-                    if bvh.ray_traverse(or, &mut hit, |ray, prim_index| {
+                    if bvh.ray_traverse(oray(r, 20.0), &mut hit, |ray, prim_index| {
                         let prim = bvh.primitive_indices[prim_index];
                         scene.aabb(prim as usize).clip_ray(r, ray.tmax).map_or(f32::INFINITY, |(t, _)| t)
                     }) {

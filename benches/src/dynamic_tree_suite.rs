@@ -356,6 +356,50 @@ fn obvhs_all_pairs(o: &Obvhs, with_static: bool) -> u64 {
 }
 
 /// Query cases on the 100%-moving scene of `n` boxes after some frames.
+/// The suite's queries in a cube of side `side`: 4096 boxes of side 2 m at random places, their
+/// centres as points, and 4096 rays from random places in random directions.
+pub struct QuerySet {
+    /// The query boxes.
+    pub boxes: Vec<Aabb>,
+    /// The boxes' centres.
+    pub points: Vec<Point3<f32>>,
+    /// The rays (unit directions).
+    pub rays: Vec<Ray>,
+}
+
+impl QuerySet {
+    /// The suite's set for a cube of side `side` (fixed seed).
+    pub fn new(side: f32) -> Self {
+        let mut rng = Rng(9);
+        let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        let boxes: Vec<Aabb> = (0..4096)
+            .map(|_| {
+                let c = Point3::new(unit() * side, unit() * side, unit() * side);
+                Aabb::new(c - Vector3::repeat(1.0), c + Vector3::repeat(1.0))
+            })
+            .collect();
+        let points = boxes.iter().map(|b| b.center()).collect();
+        let rays = (0..4096)
+            .map(|_| {
+                let o = Point3::new(unit() * side, unit() * side, unit() * side);
+                let d = Vector3::new(unit() - 0.5, unit() - 0.5, unit() - 0.5);
+                Ray::new(o, if d.norm() > 1e-3 { d.normalize() } else { Vector3::x() })
+            })
+            .collect();
+        QuerySet { boxes, points, rays }
+    }
+}
+
+/// `r` as obvhs's ray over `[0, max_t]`.
+pub fn oray(r: &Ray, max_t: f32) -> obvhs::ray::Ray {
+    obvhs::ray::Ray::new(
+        glam::Vec3A::new(r.origin.x, r.origin.y, r.origin.z),
+        glam::Vec3A::new(r.dir.x, r.dir.y, r.dir.z),
+        0.0,
+        max_t,
+    )
+}
+
 fn queries(report: &mut Report, budget: Budget, n: usize) {
     let mut scene = Scene::new(n, 1.0, 77);
     let mut ours = Ours::new(&scene);
@@ -367,23 +411,7 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
         parry.frame(&scene);
         obvhs.frame(&scene);
     }
-    let mut rng = Rng(9);
-    let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
-    let side = scene.side;
-    let boxes: Vec<Aabb> = (0..4096)
-        .map(|_| {
-            let c = Point3::new(unit() * side, unit() * side, unit() * side);
-            Aabb::new(c - Vector3::repeat(1.0), c + Vector3::repeat(1.0))
-        })
-        .collect();
-    let points: Vec<Point3<f32>> = boxes.iter().map(|b| b.center()).collect();
-    let rays: Vec<Ray> = (0..4096)
-        .map(|_| {
-            let o = Point3::new(unit() * side, unit() * side, unit() * side);
-            let d = Vector3::new(unit() - 0.5, unit() - 0.5, unit() - 0.5);
-            Ray::new(o, if d.norm() > 1e-3 { d.normalize() } else { Vector3::x() })
-        })
-        .collect();
+    let QuerySet { boxes, points, rays } = QuerySet::new(scene.side);
     let tight = &scene;
     let ours_aabb = || {
         let mut s = 0u64;
@@ -537,12 +565,7 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
     let obvhs_ray = || {
         let (mut hits, mut mm) = (0u64, 0u64);
         for r in &rays {
-            let or = obvhs::ray::Ray::new(
-                glam::Vec3A::new(r.origin.x, r.origin.y, r.origin.z),
-                glam::Vec3A::new(r.dir.x, r.dir.y, r.dir.z),
-                0.0,
-                max_t,
-            );
+            let or = oray(r, max_t);
             let mut hit = obvhs::ray::RayHit::none();
             let found = obvhs.bvh.ray_traverse(or, &mut hit, |ray, prim_index| {
                 let prim = obvhs.bvh.primitive_indices[prim_index];
