@@ -1,7 +1,7 @@
 //! Runs the dynamic-tree benchmark scene for voxterra alone, for profiling:
 //! `cargo run --release -p voxterra-benches --example dyn_tree_profile -- N SHARE FRAMES`.
 //! `WARM=k`: k untimed frames first (the suite's warm-up is 60); `SLOW=k`: print the k slowest
-//! frames with their index.
+//! frames with their index; `DUMP=1`: print every frame's time in order.
 
 #![allow(clippy::unwrap_used)] // a profiling harness: failures should stop it
 
@@ -81,6 +81,9 @@ fn main() {
         let mut by: Vec<(usize, f64)> = times.iter().copied().enumerate().collect();
         by.sort_by(|a, b| b.1.total_cmp(&a.1));
         println!("slowest frames (index, ms): {:?}", &by[..slow.min(by.len())]);
+    }
+    if std::env::var("DUMP").is_ok() {
+        println!("frame ms: {times:?}");
     }
     times.sort_by(f64::total_cmp);
     let mean = times.iter().sum::<f64>() / frames as f64;
