@@ -70,8 +70,12 @@ fn main() {
             ("obvhs", "point") => {
                 for p in &points {
                     obvhs.bvh.point_traverse(glam::Vec3A::new(p.x, p.y, p.z), |bvh, node| {
-                        s += u64::from(bvh.primitive_indices[bvh.nodes[node as usize].first_index as usize])
-                            + 1;
+                        // As the suite: the tight box decides, as ours does inside `query_point`.
+                        let prim = bvh.primitive_indices[bvh.nodes[node as usize].first_index as usize];
+                        let b = scene.aabb(prim as usize);
+                        if (0..3).all(|i| b.mins[i] <= p[i] && p[i] <= b.maxs[i]) {
+                            s += u64::from(prim) + 1;
+                        }
                         true
                     });
                 }
