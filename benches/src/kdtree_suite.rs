@@ -228,6 +228,27 @@ pub fn run(quick: bool) -> Report {
             || count_rays(&view, &set, true),
             || count_rays(&parry, &set, true),
         ));
+        // The same rays through the batched call, against parry's casts one by one (it has no
+        // batched form). Its results are checked against our single-ray casts first.
+        let mut hits = vec![None; set.len()];
+        view.cast_rays(&set, f32::MAX, Culling::None, &mut hits);
+        assert!(
+            hits.iter().zip(&set).all(|(h, r)| *h == view.cast_ray(r, f32::MAX, Culling::None)),
+            "batched {name} rays differ from single casts"
+        );
+        report.cases.push(compare_prechecked(
+            budget,
+            &format!("closest hit, {name}, batched"),
+            "ray",
+            n as u64,
+            PEER,
+            ">= 2x parry (ours 16 in flight)",
+            || {
+                view.cast_rays(&set, f32::MAX, Culling::None, &mut hits);
+                hits.iter().filter(|h| h.is_some()).count()
+            },
+            || count_rays(&parry, &set, false),
+        ));
         report.metrics.push(Metric {
             name: format!("rays disagreeing, {name}"),
             voxterra: bad as f64,

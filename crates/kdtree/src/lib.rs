@@ -48,6 +48,7 @@
 
 #![forbid(unsafe_code)]
 
+mod batch;
 mod build;
 mod node;
 mod tree;

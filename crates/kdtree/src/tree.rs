@@ -4,8 +4,7 @@ use crate::build::{self, MAX_DEPTH};
 use crate::node::{Grid, Kind, Node, TOP};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{
-    Aabb, Culling, Positions, QuantizedPositions, Ray, RayHit, TriangleIndex, TriangleIndices,
-    TriangleSource, ray_triangle,
+    Aabb, Culling, QuantizedPositions, Ray, RayHit, TriangleIndex, TriangleSource, ray_triangle,
 };
 
 /// Why a tree cannot be built.
@@ -189,22 +188,53 @@ impl KdTree {
     }
 }
 
+impl KdTree {
+    /// A ray's per-axis constants and its segment inside the tree's bounds, or `None` when it
+    /// cannot hit: an empty tree, a ray missing the bounds, a non-finite origin or direction, a
+    /// zero direction or a NaN `max_t` (documented: such rays hit nothing, as with
+    /// `ray_triangle`).
+    #[inline(always)]
+    pub(crate) fn ray_start(&self, ray: &Ray, max_t: f32) -> Option<([RayAxis; 3], Segment)> {
+        let finite = ray.origin.iter().chain(ray.dir.iter()).all(|v| v.is_finite());
+        if self.triangles == 0
+            || !finite
+            || ray.dir == voxterra_core::nalgebra::Vector3::zeros()
+            || max_t.is_nan()
+        {
+            return None;
+        }
+        // Per ray, once (the article): inverse direction; the bounds clip reuses it.
+        let inv = ray.dir.map(|d| 1.0 / d);
+        let (t0, t1) = self.clip.clip_ray_inv(&ray.origin, &inv, max_t)?;
+        let slack = t1.abs().min(f32::MAX / 2.0) * WIDEN;
+        let axis = |a: usize| RayAxis::new(self, ray, inv[a], a, slack);
+        Some(([axis(0), axis(1), axis(2)], Segment { node: 0, tmin: t0, tmax: t1 }))
+    }
+}
+
 /// A tree and its mesh: runs queries. Implements core's [`TriangleIndex`].
 #[derive(Clone, Copy, Debug)]
 pub struct KdTreeView<'a, S: TriangleSource> {
-    tree: &'a KdTree,
-    mesh: &'a S,
+    pub(crate) tree: &'a KdTree,
+    pub(crate) mesh: &'a S,
 }
 
 /// Vertex positions, for a given vertex format (resolved once per query).
-trait Vertices: Copy {
+pub(crate) trait Vertices: Copy {
     fn vertex(self, v: u32) -> Point3<f32>;
+    /// Prefetches vertex `v`.
+    fn ahead(self, v: u32);
 }
 
 impl Vertices for &[Point3<f32>] {
     #[inline]
     fn vertex(self, v: u32) -> Point3<f32> {
         self[v as usize]
+    }
+
+    #[inline(always)]
+    fn ahead(self, v: u32) {
+        prefetch_index::prefetch_index(self, v as usize);
     }
 }
 
@@ -213,11 +243,18 @@ impl Vertices for QuantizedPositions<'_> {
     fn vertex(self, v: u32) -> Point3<f32> {
         self.get(v as usize)
     }
+
+    #[inline(always)]
+    fn ahead(self, v: u32) {
+        prefetch_index::prefetch_index(self.points, v as usize);
+    }
 }
 
 /// Vertex positions of triangle `t`, for a given index type (resolved once per query).
-trait Fetch: Copy {
+pub(crate) trait Fetch: Copy {
     fn fetch(self, positions: impl Vertices, t: u32) -> [Point3<f32>; 3];
+    /// Reads triangle `t`'s indices and prefetches its vertices.
+    fn corners_ahead(self, positions: impl Vertices, t: u32);
 }
 
 impl Fetch for &[[u16; 3]] {
@@ -227,6 +264,14 @@ impl Fetch for &[[u16; 3]] {
         let [a, b, c] = self[t as usize];
         [p.vertex(a.into()), p.vertex(b.into()), p.vertex(c.into())]
     }
+
+    #[inline(always)]
+    fn corners_ahead(self, p: impl Vertices, t: u32) {
+        let [a, b, c] = self[t as usize];
+        p.ahead(a.into());
+        p.ahead(b.into());
+        p.ahead(c.into());
+    }
 }
 
 impl Fetch for &[[u32; 3]] {
@@ -235,27 +280,36 @@ impl Fetch for &[[u32; 3]] {
         let [a, b, c] = self[t as usize];
         [p.vertex(a), p.vertex(b), p.vertex(c)]
     }
+
+    #[inline(always)]
+    fn corners_ahead(self, p: impl Vertices, t: u32) {
+        let [a, b, c] = self[t as usize];
+        p.ahead(a);
+        p.ahead(b);
+        p.ahead(c);
+    }
 }
 
 /// Trees at most this deep (levels, as [`KdTreeStats::depth`]) are ray cast with a stack this long:
 /// a path of that many levels has fewer branches. PERF: clearing a stack for the deepest tree any
 /// input can give cost 68 instructions a ray (2%); box queries, whose stack entries are 4 bytes,
 /// measured no gain.
-const SHALLOW: usize = 32;
+pub(crate) const SHALLOW: usize = 32;
 
 /// A pending ray segment: node and its parameter interval.
 #[derive(Clone, Copy, Default)]
-struct Segment {
-    node: u32,
-    tmin: f32,
-    tmax: f32,
+pub(crate) struct Segment {
+    pub(crate) node: u32,
+    pub(crate) tmin: f32,
+    pub(crate) tmax: f32,
 }
 
 /// Relative widening of split-plane crossings, against float error in `(split - origin) / dir`.
 pub(crate) const WIDEN: f32 = 4.0 * f32::EPSILON;
 
 /// One axis of a ray, prepared once per query.
-struct RayAxis {
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RayAxis {
     /// Where the ray crosses the plane at grid step q, widened by the error bound: at least
     /// `before + q × scale` and at most `after + q × scale` (see `RayAxis::new`).
     before: f32,
@@ -266,7 +320,7 @@ struct RayAxis {
     second: u32,
     /// 1 when the ray runs toward lower coordinates: its near child is the right one, and it
     /// crosses plane 1 first.
-    neg: usize,
+    pub(crate) neg: usize,
     /// `inv` is infinite (d is zero or subnormal): the axis is tested by position, not crossing.
     flat: bool,
     /// For a flat axis: a plane at step q is at or above the ray when q >= `q_above`, at or below
@@ -277,7 +331,7 @@ struct RayAxis {
 
 impl RayAxis {
     #[inline(always)]
-    fn new(tree: &KdTree, ray: &Ray, inv: f32, a: usize, slack: f32) -> Self {
+    pub(crate) fn new(tree: &KdTree, ray: &Ray, inv: f32, a: usize, slack: f32) -> Self {
         let (o, d) = (ray.origin[a], ray.dir[a]);
         let (origin, step) = (tree.grid.origin[a], tree.grid.step[a]);
         // The crossing of the plane at step q is `(origin + q × step - o) × inv`, computed as
@@ -311,18 +365,54 @@ impl RayAxis {
     fn crossing(&self, q: u16, base: f32) -> f32 {
         base + q as f32 * self.scale
     }
+
+    /// At a branch on this axis: where the segment leaves the near child (the one the ray meets
+    /// first) and where it enters the far one, each clipped to the segment. The near child is
+    /// `child + neg`. Left holds points with coordinate <= split 0, right those >= split 1: the
+    /// near child ends where the ray crosses its own plane, the far one starts where it crosses
+    /// the other's.
+    #[inline(always)]
+    pub(crate) fn branch(&self, node: Node, seg: &Segment) -> (f32, f32) {
+        if !self.flat {
+            let hi = self.crossing(node.plane_at(self.first), self.after);
+            let lo = self.crossing(node.plane_at(self.second), self.before);
+            (upto(hi, seg.tmax), from(lo, seg.tmin))
+        } else {
+            // Constant coordinate (d = 0): all or nothing, by grid steps. Subnormal d: all (the
+            // steps admit every plane).
+            let left = node.plane(0) as i32 >= self.q_above;
+            let right = node.plane(1) as i32 <= self.q_below;
+            (if left { seg.tmax } else { f32::NEG_INFINITY }, if right { seg.tmin } else { f32::INFINITY })
+        }
+    }
+
+    /// At a slab on this axis: the part of the segment between its bounds (empty: `lo > hi`).
+    /// Above the lower bound and below the upper one: entered at one plane's crossing, left at
+    /// the other's.
+    #[inline(always)]
+    pub(crate) fn slab(&self, node: Node, seg: &Segment) -> (f32, f32) {
+        if !self.flat {
+            let lo = self.crossing(node.plane_at(self.first), self.before);
+            let hi = self.crossing(node.plane_at(self.second), self.after);
+            (from(lo, seg.tmin), upto(hi, seg.tmax))
+        } else if node.plane(0) as i32 <= self.q_below && self.q_above <= node.plane(1) as i32 {
+            (seg.tmin, seg.tmax)
+        } else {
+            (f32::INFINITY, f32::NEG_INFINITY)
+        }
+    }
 }
 
 /// The end of a span: `t` clipped to `limit`, or `limit` when `t` is NaN (conservative). One
 /// `minss`, where `f32::min`'s NaN handling costs five instructions per plane.
 #[inline(always)]
-fn upto(t: f32, limit: f32) -> f32 {
+pub(crate) fn upto(t: f32, limit: f32) -> f32 {
     if t < limit { t } else { limit }
 }
 
 /// The start of a span: `t` clipped from below by `limit`, or `limit` when `t` is NaN.
 #[inline(always)]
-fn from(t: f32, limit: f32) -> f32 {
+pub(crate) fn from(t: f32, limit: f32) -> f32 {
     if t > limit { t } else { limit }
 }
 
@@ -390,7 +480,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
 
     /// Segment traversal, near child first: each branch clips the current `t` interval against its
     /// two planes, each slab against its range. `any`: stop at the first hit.
-    fn ray_query<const STACK: usize>(
+    pub(crate) fn ray_query<const STACK: usize>(
         &self,
         ray: &Ray,
         max_t: f32,
@@ -400,50 +490,20 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         ahead: impl Fn(u32),
     ) -> Option<RayHit> {
         let tree = self.tree;
-        let finite = ray.origin.iter().chain(ray.dir.iter()).all(|v| v.is_finite());
-        if tree.triangles == 0
-            || !finite
-            || ray.dir == voxterra_core::nalgebra::Vector3::zeros()
-            || max_t.is_nan()
-        {
-            return None; // documented: such rays hit nothing, as with `ray_triangle`
-        }
-        // Per ray, once (the article): inverse direction; the bounds clip reuses it.
-        let inv = ray.dir.map(|d| 1.0 / d);
-        let (t0, t1) = tree.clip.clip_ray_inv(&ray.origin, &inv, max_t)?;
-        let slack = t1.abs().min(f32::MAX / 2.0) * WIDEN;
-        let axis = |a: usize| RayAxis::new(tree, ray, inv[a], a, slack);
-        let axes = [axis(0), axis(1), axis(2)];
+        let (axes, mut seg) = tree.ray_start(ray, max_t)?;
         let mut stack = [Segment::default(); STACK];
         let big = tree.triangles >= PREFETCH_MIN;
         let mut top = 0;
         // `tmax` is kept at most the best hit's t (segments starting past it are skipped; ties go
         // to the lowest index, so a segment starting at it is not).
-        let mut seg = Segment { node: 0, tmin: t0, tmax: t1 };
         let mut best: Option<RayHit> = None;
         let mut best_t = f32::INFINITY;
         'walk: loop {
             let node = tree.nodes[seg.node as usize];
             match node.kind() {
                 Kind::Branch(a, c) => {
-                    // Left holds points with coordinate <= split 0, right those >= split 1. The near
-                    // child ends where the ray crosses its own plane, the far one starts where it
-                    // crosses the other's.
                     let ax = &axes[a];
-                    let (near_hi, far_lo) = if !ax.flat {
-                        let hi = ax.crossing(node.plane_at(ax.first), ax.after);
-                        let lo = ax.crossing(node.plane_at(ax.second), ax.before);
-                        (upto(hi, seg.tmax), from(lo, seg.tmin))
-                    } else {
-                        // Constant coordinate (d = 0): all or nothing, by grid steps. Subnormal d:
-                        // all (the steps admit every plane).
-                        let left = node.plane(0) as i32 >= ax.q_above;
-                        let right = node.plane(1) as i32 <= ax.q_below;
-                        (
-                            if left { seg.tmax } else { f32::NEG_INFINITY },
-                            if right { seg.tmin } else { f32::INFINITY },
-                        )
-                    };
+                    let (near_hi, far_lo) = ax.branch(node, &seg);
                     let (near, far) = (c + ax.neg, c + 1 - ax.neg);
                     if big {
                         leaves_ahead(&tree.nodes, c, &ahead);
@@ -469,41 +529,17 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
                     }
                 }
                 Kind::Slab(a, c) => {
-                    // Above the lower bound and below the upper one: entered at one plane's
-                    // crossing, left at the other's.
-                    let ax = &axes[a];
-                    let (lo, hi) = if !ax.flat {
-                        let lo = ax.crossing(node.plane_at(ax.first), ax.before);
-                        let hi = ax.crossing(node.plane_at(ax.second), ax.after);
-                        (from(lo, seg.tmin), upto(hi, seg.tmax))
-                    } else if node.plane(0) as i32 <= ax.q_below && ax.q_above <= node.plane(1) as i32 {
-                        (seg.tmin, seg.tmax)
-                    } else {
-                        (f32::INFINITY, f32::NEG_INFINITY)
-                    };
+                    let (lo, hi) = axes[a].slab(node, &seg);
                     if lo <= hi {
                         seg = Segment { node: c as u32, tmin: lo, tmax: hi };
                         continue;
                     }
                 }
                 Kind::Leaf(count) => {
-                    // PERF: fetch both triangles before testing either, so their cache misses overlap.
-                    let ids = node.triangles();
-                    let tris =
-                        [fetch(ids[0]), if count == 2 { fetch(ids[1]) } else { [Point3::origin(); 3] }];
-                    for (&t, tri) in ids.iter().zip(&tris).take(count) {
-                        let limit = best.map_or(max_t, |b| b.t);
-                        if let Some((th, u, v)) = ray_triangle(ray, tri, limit, culling) {
-                            // Ties to the lowest triangle index, as the brute force.
-                            if best.is_none_or(|b| th < b.t || (th == b.t && t < b.triangle)) {
-                                best = Some(RayHit { t: th, triangle: t, u, v });
-                                best_t = th;
-                                if any {
-                                    return best;
-                                }
-                            }
-                        }
+                    if test_leaf(ray, node, count, max_t, culling, any, &fetch, &mut best) {
+                        return best;
                     }
+                    best_t = best.map_or(f32::INFINITY, |b| b.t);
                 }
             }
             // Next pending segment that can still hold a hit no farther than the best.
@@ -523,10 +559,42 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
     }
 }
 
+/// Tests the `count` triangles of leaf `node` against `ray`, replacing `best` by any closer hit
+/// (ties to the lowest triangle index, as the brute force). True when `any` and one was hit: the
+/// query can stop.
+#[allow(clippy::too_many_arguments)] // PERF: inlined into both ray walks; a struct would be rebuilt per leaf
+#[inline(always)]
+pub(crate) fn test_leaf(
+    ray: &Ray,
+    node: Node,
+    count: usize,
+    max_t: f32,
+    culling: Culling,
+    any: bool,
+    fetch: &impl Fn(u32) -> [Point3<f32>; 3],
+    best: &mut Option<RayHit>,
+) -> bool {
+    // PERF: fetch both triangles before testing either, so their cache misses overlap.
+    let ids = node.triangles();
+    let tris = [fetch(ids[0]), if count == 2 { fetch(ids[1]) } else { [Point3::origin(); 3] }];
+    for (&t, tri) in ids.iter().zip(&tris).take(count) {
+        let limit = best.map_or(max_t, |b| b.t);
+        if let Some((th, u, v)) = ray_triangle(ray, tri, limit, culling)
+            && best.is_none_or(|b| th < b.t || (th == b.t && t < b.triangle))
+        {
+            *best = Some(RayHit { t: th, triangle: t, u, v });
+            if any {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// Rays prefetch leaves' triangles ahead on trees of at least this many triangles (their mesh and
 /// tree, about 26 bytes a triangle, are then mostly past L2). On chunk-sized meshes, which stay in
 /// cache, the same prefetch made box queries 7% slower, so small trees skip it.
-const PREFETCH_MIN: u32 = 1 << 15;
+pub(crate) const PREFETCH_MIN: u32 = 1 << 15;
 
 /// Prefetches the triangle indices of whichever of the children at `c` and `c + 1` are leaves
 /// (children are adjacent, so both words share a line the visit loads next anyway). PERF: a leaf
@@ -548,49 +616,52 @@ fn leaves_ahead(nodes: &[Node], c: usize, ahead: &impl Fn(u32)) {
 }
 
 /// Runs `$body` with `$fetch` bound to a closure for this mesh's index type, monomorphised per
-/// type (PERF: a `&dyn Fn` fetch cost an indirect call per triangle), and `$ahead` to one that
-/// prefetches a triangle's indices.
+/// type (PERF: a `&dyn Fn` fetch cost an indirect call per triangle), `$ahead` to one that
+/// prefetches a triangle's indices and `$corners` to one that prefetches its vertices.
 macro_rules! with_fetch {
-    ($view:expr, $fetch:ident, $ahead:ident => $body:expr) => {{
+    ($view:expr, $fetch:ident, $ahead:ident, $corners:ident => $body:expr) => {{
         match $view.mesh.positions() {
-            Positions::F32(p) => with_fetch!(@indices $view, p, $fetch, $ahead => $body),
-            Positions::Quantized(p) => with_fetch!(@indices $view, p, $fetch, $ahead => $body),
+            voxterra_core::Positions::F32(p) => $crate::tree::with_fetch!(@indices $view, p, $fetch, $ahead, $corners => $body),
+            voxterra_core::Positions::Quantized(p) => $crate::tree::with_fetch!(@indices $view, p, $fetch, $ahead, $corners => $body),
         }
     }};
-    (@indices $view:expr, $p:ident, $fetch:ident, $ahead:ident => $body:expr) => {{
+    (@indices $view:expr, $p:ident, $fetch:ident, $ahead:ident, $corners:ident => $body:expr) => {{
         match $view.mesh.indices() {
-            TriangleIndices::U16(t) => {
+            voxterra_core::TriangleIndices::U16(t) => {
                 let $fetch = |i: u32| t.fetch($p, i);
                 let $ahead = |i: u32| prefetch_index::prefetch_index(t, i as usize);
+                let $corners = |i: u32| t.corners_ahead($p, i);
                 $body
             }
-            TriangleIndices::U32(t) => {
+            voxterra_core::TriangleIndices::U32(t) => {
                 let $fetch = |i: u32| t.fetch($p, i);
                 let $ahead = |i: u32| prefetch_index::prefetch_index(t, i as usize);
+                let $corners = |i: u32| t.corners_ahead($p, i);
                 $body
             }
         }
     }};
 }
+pub(crate) use with_fetch;
 
 impl<S: TriangleSource> TriangleIndex for KdTreeView<'_, S> {
     fn triangles_in_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(u32)) {
-        with_fetch!(self, fetch, _ahead => self.aabb_query(aabb, fetch, visit))
+        with_fetch!(self, fetch, _ahead, _corners => self.aabb_query(aabb, fetch, visit))
     }
 
     fn cast_ray(&self, ray: &Ray, max_t: f32, culling: Culling) -> Option<RayHit> {
         if self.tree.depth <= SHALLOW {
-            with_fetch!(self, fetch, ahead => self.ray_query::<SHALLOW>(ray, max_t, culling, false, fetch, ahead))
+            with_fetch!(self, fetch, ahead, _corners => self.ray_query::<SHALLOW>(ray, max_t, culling, false, fetch, ahead))
         } else {
-            with_fetch!(self, fetch, ahead => self.ray_query::<{ MAX_DEPTH + 2 }>(ray, max_t, culling, false, fetch, ahead))
+            with_fetch!(self, fetch, ahead, _corners => self.ray_query::<{ MAX_DEPTH + 2 }>(ray, max_t, culling, false, fetch, ahead))
         }
     }
 
     fn ray_hits_any(&self, ray: &Ray, max_t: f32, culling: Culling) -> bool {
         if self.tree.depth <= SHALLOW {
-            with_fetch!(self, fetch, ahead => self.ray_query::<SHALLOW>(ray, max_t, culling, true, fetch, ahead)).is_some()
+            with_fetch!(self, fetch, ahead, _corners => self.ray_query::<SHALLOW>(ray, max_t, culling, true, fetch, ahead)).is_some()
         } else {
-            with_fetch!(self, fetch, ahead => self.ray_query::<{ MAX_DEPTH + 2 }>(ray, max_t, culling, true, fetch, ahead))
+            with_fetch!(self, fetch, ahead, _corners => self.ray_query::<{ MAX_DEPTH + 2 }>(ray, max_t, culling, true, fetch, ahead))
                 .is_some()
         }
     }

@@ -5,8 +5,8 @@
 use proptest::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{
-    Aabb, BruteForceTriangles, Culling, Positions, QuantizedPositions, Ray, TriangleIndex, TriangleIndices,
-    TriangleMesh, TriangleSource,
+    Aabb, BruteForceTriangles, Culling, Positions, QuantizedPositions, Ray, RayHit, TriangleIndex,
+    TriangleIndices, TriangleMesh, TriangleSource,
 };
 use voxterra_kdtree::{KdTree, KdTreeError};
 
@@ -335,6 +335,24 @@ fn large_grid_is_shallow_and_small() {
         })
         .collect();
     check(&mesh, &rays, &[]).unwrap();
+    // Batched, through the public calls (past the size where they batch): each ray's result as
+    // cast alone, with extra slots left alone and rays past the slots ignored.
+    let view = tree.with(&mesh);
+    let mut hits = vec![None; rays.len() + 3];
+    let untouched = Some(RayHit { t: -1.0, triangle: 7, u: 0.0, v: 0.0 });
+    hits[rays.len()..].fill(untouched);
+    view.cast_rays(&rays, f32::MAX, Culling::None, &mut hits);
+    let alone: Vec<_> = rays.iter().map(|r| view.cast_ray(r, f32::MAX, Culling::None)).collect();
+    assert_eq!(hits[..rays.len()], alone[..]);
+    assert!(hits[rays.len()..].iter().all(|h| *h == untouched));
+    assert!(alone.iter().filter(|h| h.is_some()).count() > rays.len() / 2, "the rays should mostly hit");
+    let mut any = vec![false; rays.len() - 5];
+    // Heights up to 1.2 under origins at 5: a limit of 4.4 lets some rays reach the surface.
+    view.rays_hit_any(&rays, 4.4, Culling::None, &mut any);
+    for (r, a) in rays.iter().zip(&any) {
+        assert_eq!(*a, view.ray_hits_any(r, 4.4, Culling::None), "{r:?}");
+    }
+    assert!(any.contains(&true) && any.contains(&false), "{any:?}");
 }
 
 #[test]
