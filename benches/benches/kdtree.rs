@@ -8,8 +8,8 @@ use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Aabb, Culling, Ray, TriangleIndex, TriangleMesh};
 use voxterra_kdtree::KdTree;
 
-fn kdtree(c: &mut Criterion) {
-    let n = 100u32;
+/// A bumpy `n` × `n` quad grid.
+fn grid(n: u32) -> TriangleMesh {
     let mut mesh = TriangleMesh::default();
     for z in 0..=n {
         for x in 0..=n {
@@ -23,6 +23,11 @@ fn kdtree(c: &mut Criterion) {
             mesh.triangles.push([i + 1, i + n + 1, i + n + 2]);
         }
     }
+    mesh
+}
+
+fn kdtree(c: &mut Criterion) {
+    let mesh = grid(100);
     let tree = KdTree::build(&mesh).unwrap();
     let view = tree.with(&mesh);
     let ray = Ray::new(Point3::new(37.3, 10.0, 61.7), Vector3::new(0.0, -1.0, 0.0));
@@ -38,6 +43,29 @@ fn kdtree(c: &mut Criterion) {
             let mut k = 0;
             view.triangles_in_aabb(&aabb, &mut |_| k += 1);
             k
+        })
+    });
+    // 1024 rays on an 80k-triangle grid (past the size where `cast_rays` batches), one by one
+    // and batched.
+    let big = grid(200);
+    let big_tree = KdTree::build(&big).unwrap();
+    let big_view = big_tree.with(&big);
+    let rays: Vec<Ray> = (0..1024u32)
+        .map(|i| {
+            let (x, z) = ((i * 7919) % 19_900, (i * 104_729) % 19_900);
+            let o = Point3::new(x as f32 / 100.0, 5.0, z as f32 / 100.0);
+            Ray::new(o, Vector3::new(0.3, -1.0, 0.2).normalize())
+        })
+        .collect();
+    let mut hits = vec![None; rays.len()];
+    g.throughput(Throughput::Elements(rays.len() as u64));
+    g.bench_function("closest hit, 1024 oblique rays, one by one", |b| {
+        b.iter(|| rays.iter().filter(|r| big_view.cast_ray(r, f32::MAX, Culling::None).is_some()).count())
+    });
+    g.bench_function("closest hit, 1024 oblique rays, batched", |b| {
+        b.iter(|| {
+            big_view.cast_rays(&rays, f32::MAX, Culling::None, &mut hits);
+            hits.iter().filter(|h| h.is_some()).count()
         })
     });
     g.finish();
