@@ -24,6 +24,10 @@
 //!   hit by segment traversal (near child first, early exit, planes widened against float error), and
 //!   an any-hit ray. No heap allocation per query: traversal stacks are fixed arrays sized by the
 //!   depth bound the build guarantees.
+//! - [`KdTreeView::cast_rays`] and [`KdTreeView::rays_hit_any`]: many rays at once, up to 16 in
+//!   flight so their cache misses overlap; the same results as one call per ray, faster on large
+//!   meshes out of cache (1.9× downward, 1.15× oblique on a cold 200k-triangle terrain) and slower
+//!   on meshes in L2 (see their docs).
 //! - [`KdTree::stats`] and [`KdTree::validate`].
 //!
 //! ```
