@@ -249,20 +249,13 @@ fn turn(
                 return true;
             }
         }
-        (Phase::Visit, Kind::Leaf(count)) => {
-            let ids = node.triangles();
-            for &t in &ids[..count] {
-                ahead(t);
+        (Phase::Visit | Phase::Corners, Kind::Leaf(count)) => {
+            // First the triangles' indices, a turn later (once they are in) their vertices.
+            let first = lane.phase == Phase::Visit;
+            for &t in &node.triangles()[..count] {
+                if first { ahead(t) } else { corners(t) }
             }
-            lane.phase = Phase::Corners;
-            return true;
-        }
-        (Phase::Corners, Kind::Leaf(count)) => {
-            let ids = node.triangles();
-            for &t in &ids[..count] {
-                corners(t);
-            }
-            lane.phase = Phase::Test;
+            lane.phase = if first { Phase::Corners } else { Phase::Test };
             return true;
         }
         (_, Kind::Leaf(count)) => {
