@@ -24,7 +24,7 @@
 use crate::node::{Kind, Node};
 use crate::tree::{Fetch, KdTreeView, PREFETCH_MIN, RayAxis, SHALLOW, Segment, test_leaf, upto};
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Culling, Ray, RayHit, TriangleIndex, TriangleSource};
+use voxterra_core::{Culling, Ray, RayHit, TriangleSource};
 
 /// Rays in flight at once (a lane is about 550 bytes: 16 take 9 KB of the stack).
 const LANES: usize = 16;
@@ -56,7 +56,7 @@ struct Lane {
 
 impl<S: TriangleSource> KdTreeView<'_, S> {
     /// Casts every ray of `rays`, writing ray `i`'s closest hit, as
-    /// [`cast_ray`](TriangleIndex::cast_ray) gives it, to `hits[i]` (when the slices differ in
+    /// [`cast_ray`](voxterra_core::TriangleIndex::cast_ray) gives it, to `hits[i]` (when the slices differ in
     /// length, the longer one's tail is left alone). Bit for bit the results of one call per ray,
     /// and faster where the mesh is not in cache: up to 16 rays walk the tree together, each
     /// prefetching what it loads next while the others work, so their cache misses overlap. On
@@ -84,47 +84,34 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
     /// # Ok::<(), voxterra_kdtree::KdTreeError>(())
     /// ```
     pub fn cast_rays(&self, rays: &[Ray], max_t: f32, culling: Culling, hits: &mut [Option<RayHit>]) {
-        if self.tree.triangles < PREFETCH_MIN {
-            for (ray, hit) in rays.iter().zip(hits) {
-                *hit = self.cast_ray(ray, max_t, culling);
-            }
-            return;
-        }
-        let len = hits.len();
-        self.batch(rays, max_t, culling, false, &mut |i, hit| hits[i] = hit, len);
+        let rays = &rays[..rays.len().min(hits.len())];
+        let lanes = self.tree.triangles >= PREFETCH_MIN;
+        self.batch(rays, max_t, culling, false, lanes, &mut |i, hit| hits[i] = hit);
     }
 
-    /// [`ray_hits_any`](TriangleIndex::ray_hits_any) for every ray of `rays`, into `hits` (as
+    /// [`ray_hits_any`](voxterra_core::TriangleIndex::ray_hits_any) for every ray of `rays`, into `hits` (as
     /// [`cast_rays`](Self::cast_rays), whose batching it shares: each ray stops at its first hit).
     pub fn rays_hit_any(&self, rays: &[Ray], max_t: f32, culling: Culling, hits: &mut [bool]) {
-        if self.tree.triangles < PREFETCH_MIN {
-            for (ray, hit) in rays.iter().zip(hits) {
-                *hit = self.ray_hits_any(ray, max_t, culling);
-            }
-            return;
-        }
-        let len = hits.len();
-        self.batch(rays, max_t, culling, true, &mut |i, hit| hits[i] = hit.is_some(), len);
+        let rays = &rays[..rays.len().min(hits.len())];
+        let lanes = self.tree.triangles >= PREFETCH_MIN;
+        self.batch(rays, max_t, culling, true, lanes, &mut |i, hit| hits[i] = hit.is_some());
     }
 
-    /// The batched walk over the first `len.min(rays.len())` rays, whatever the tree's size;
-    /// `emit(i, hit)` once per ray. Trees deeper than the lanes' stacks are cast one by one.
+    /// Casts `rays` (closest hit, or with `any` the first found), calling `emit(i, hit)` once per
+    /// ray: in lanes when `lanes` is set and the tree is shallow enough for their stacks, else
+    /// one ray at a time.
     pub(crate) fn batch(
         &self,
         rays: &[Ray],
         max_t: f32,
         culling: Culling,
         any: bool,
+        lanes: bool,
         emit: &mut dyn FnMut(usize, Option<RayHit>),
-        len: usize,
     ) {
-        let rays = &rays[..len.min(rays.len())];
-        if self.tree.depth > SHALLOW {
+        if !lanes || self.tree.depth > SHALLOW {
             for (i, ray) in rays.iter().enumerate() {
-                emit(
-                    i,
-                    crate::tree::with_fetch!(self, fetch, ahead, _corners => self.ray_query::<{ crate::build::MAX_DEPTH + 2 }>(ray, max_t, culling, any, fetch, ahead)),
-                );
+                emit(i, self.cast_one(ray, max_t, culling, any));
             }
             return;
         }
@@ -284,8 +271,8 @@ fn turn(
 mod tests {
     use super::*;
     use crate::KdTree;
-    use voxterra_core::TriangleMesh;
     use voxterra_core::nalgebra::Vector3;
+    use voxterra_core::{TriangleIndex, TriangleMesh};
 
     /// A random heightfield-like soup and rays through it, some degenerate.
     fn scene(seeds: &[(f32, f32, f32)]) -> TriangleMesh {
@@ -333,8 +320,7 @@ mod tests {
                 .collect();
             for any in [false, true] {
                 let mut got = vec![Some(RayHit { t: -1.0, triangle: u32::MAX, u: 0.0, v: 0.0 }); rays.len()];
-                let len = rays.len();
-                view.batch(&rays, max_t, culling, any, &mut |i, hit| got[i] = hit, len);
+                view.batch(&rays, max_t, culling, any, true, &mut |i, hit| got[i] = hit);
                 for (ray, hit) in rays.iter().zip(&got) {
                     let want = if any {
                         view.ray_hits_any(ray, max_t, culling).then_some(())

@@ -480,7 +480,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
 
     /// Segment traversal, near child first: each branch clips the current `t` interval against its
     /// two planes, each slab against its range. `any`: stop at the first hit.
-    pub(crate) fn ray_query<const STACK: usize>(
+    fn ray_query<const STACK: usize>(
         &self,
         ray: &Ray,
         max_t: f32,
@@ -650,19 +650,21 @@ impl<S: TriangleSource> TriangleIndex for KdTreeView<'_, S> {
     }
 
     fn cast_ray(&self, ray: &Ray, max_t: f32, culling: Culling) -> Option<RayHit> {
-        if self.tree.depth <= SHALLOW {
-            with_fetch!(self, fetch, ahead, _corners => self.ray_query::<SHALLOW>(ray, max_t, culling, false, fetch, ahead))
-        } else {
-            with_fetch!(self, fetch, ahead, _corners => self.ray_query::<{ MAX_DEPTH + 2 }>(ray, max_t, culling, false, fetch, ahead))
-        }
+        self.cast_one(ray, max_t, culling, false)
     }
 
     fn ray_hits_any(&self, ray: &Ray, max_t: f32, culling: Culling) -> bool {
+        self.cast_one(ray, max_t, culling, true).is_some()
+    }
+}
+
+impl<S: TriangleSource> KdTreeView<'_, S> {
+    /// One ray, closest hit or (`any`) the first found, with the stack the tree's depth needs.
+    pub(crate) fn cast_one(&self, ray: &Ray, max_t: f32, culling: Culling, any: bool) -> Option<RayHit> {
         if self.tree.depth <= SHALLOW {
-            with_fetch!(self, fetch, ahead, _corners => self.ray_query::<SHALLOW>(ray, max_t, culling, true, fetch, ahead)).is_some()
+            with_fetch!(self, fetch, ahead, _corners => self.ray_query::<SHALLOW>(ray, max_t, culling, any, fetch, ahead))
         } else {
-            with_fetch!(self, fetch, ahead, _corners => self.ray_query::<{ MAX_DEPTH + 2 }>(ray, max_t, culling, true, fetch, ahead))
-                .is_some()
+            with_fetch!(self, fetch, ahead, _corners => self.ray_query::<{ MAX_DEPTH + 2 }>(ray, max_t, culling, any, fetch, ahead))
         }
     }
 }
