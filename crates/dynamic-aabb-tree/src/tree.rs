@@ -186,7 +186,6 @@ pub(crate) struct Tree {
     built_area: f64,
     /// Scratch for compaction and background rebuilds.
     spare: Vec<Node>,
-    spare_loc: Vec<u32>,
     background: Background,
 }
 
@@ -208,7 +207,6 @@ impl Default for Tree {
             rebuilt_cost: 0.0,
             built_area: 0.0,
             spare: Vec::new(),
-            spare_loc: Vec::new(),
             background: Background::default(),
         }
     }
@@ -693,9 +691,24 @@ impl Tree {
     /// moved bits, refitted bottom up.
     fn finish_background(&mut self) {
         let mut nodes = std::mem::take(&mut self.background.nodes);
-        let mut loc = std::mem::take(&mut self.spare_loc);
-        loc.clear();
-        loc.resize(self.loc.len(), NULL);
+        // PERF: leaves' live locations and slots are scattered (indexed by proxy id, over both
+        // trees' proxies): prefetch all the locations, then all the slots, so their misses
+        // overlap, before the pass that reads them.
+        for n in &nodes {
+            for c in n.child {
+                if c != NULL && !is_node(c) {
+                    prefetch_index::prefetch_index(&self.loc, (c & ITEM_MASK) as usize);
+                }
+            }
+        }
+        for n in &nodes {
+            for c in n.child {
+                if c != NULL && !is_node(c) {
+                    let p = self.loc[(c & ITEM_MASK) as usize] >> 1;
+                    prefetch_index::prefetch_index(&self.nodes, p as usize);
+                }
+            }
+        }
         let mut sum = 0.0f64;
         for i in (0..nodes.len()).rev() {
             let mut n = nodes[i];
@@ -713,13 +726,16 @@ impl Tree {
                     let live = &self.nodes[p as usize];
                     n.boxes[s] = live.boxes[t];
                     n.flags |= u32::from(live.moved(t)) * (MOVED0 << s);
-                    loc[item as usize] = ((i as u32) << 1) | s as u32;
+                    // In place: each leaf appears once, so its live location is read before
+                    // this overwrites it. PERF: a fresh array had to be sized for every proxy
+                    // id, both trees' (a 1 050-leaf moving tree beside 99k statics cleared
+                    // 400 KB a swap).
+                    self.loc[item as usize] = ((i as u32) << 1) | s as u32;
                 }
             }
             nodes[i] = n;
         }
         self.spare = std::mem::replace(&mut self.nodes, nodes);
-        self.spare_loc = std::mem::replace(&mut self.loc, loc);
         self.root = 0;
         self.free = NULL;
         self.enlarged.clear();
