@@ -1,7 +1,8 @@
 //! Runs the dynamic-tree benchmark scene for voxterra alone, for profiling:
 //! `cargo run --release -p voxterra-benches --example dyn_tree_profile -- N SHARE FRAMES`.
 //! `WARM=k`: k untimed frames first (the suite's warm-up is 60); `SLOW=k`: print the k slowest
-//! frames with their index; `DUMP=1`: print every frame's time in order.
+//! frames with their index; `DUMP=1`: print every frame's time in order; `REPLAYS=k`: play the
+//! scene k times from scratch and take each frame's median, as the suite does.
 
 #![allow(clippy::unwrap_used)] // a profiling harness: failures should stop it
 
@@ -15,22 +16,38 @@ fn main() {
     let n: usize = args.get(1).map_or(10_000, |s| s.parse().unwrap());
     let share: f64 = args.get(2).map_or(0.1, |s| s.parse().unwrap());
     let frames: usize = args.get(3).map_or(300, |s| s.parse().unwrap());
-    let mut scene = Scene::new(n, share, 1);
-    let mut ours = Ours::new(&scene);
-    for _ in 0..std::env::var("WARM").map_or(0, |v| v.parse().unwrap()) {
-        scene.step();
-        ours.frame(&scene, false);
+    let warm: usize = std::env::var("WARM").map_or(0, |v| v.parse().unwrap());
+    let play = || {
+        let mut scene = Scene::new(n, share, 1);
+        let mut ours = Ours::new(&scene);
+        for _ in 0..warm {
+            scene.step();
+            ours.frame(&scene, false);
+        }
+        let t = Instant::now();
+        let mut pairs = 0;
+        let mut times = Vec::with_capacity(frames);
+        for _ in 0..frames {
+            scene.step();
+            let f = Instant::now();
+            pairs += ours.frame(&scene, false);
+            times.push(f.elapsed().as_secs_f64() * 1e3);
+        }
+        (scene, ours, times, pairs, t.elapsed())
+    };
+    let (scene, mut ours, mut times, pairs, el) = play();
+    // As the suite: each frame's time the median over the replays, so a frame slowed by the
+    // machine rather than by its work drops out.
+    let replays: usize = std::env::var("REPLAYS").map_or(1, |v| v.parse().unwrap());
+    if replays > 1 {
+        let mut all = vec![times.clone()];
+        all.extend((1..replays).map(|_| play().2));
+        for (f, t) in times.iter_mut().enumerate() {
+            let mut v: Vec<f64> = all.iter().map(|r| r[f]).collect();
+            v.sort_by(f64::total_cmp);
+            *t = v[v.len() / 2];
+        }
     }
-    let t = Instant::now();
-    let mut pairs = 0;
-    let mut times = Vec::with_capacity(frames);
-    for _ in 0..frames {
-        scene.step();
-        let f = Instant::now();
-        pairs += ours.frame(&scene, false);
-        times.push(f.elapsed().as_secs_f64() * 1e3);
-    }
-    let el = t.elapsed();
     if std::env::var("QUERIES").is_ok() {
         // The suite's query mix on the moved tree: 2 m boxes, their centres, 20 m rays.
         let mut rng = voxterra_benches::world::Rng(9);
