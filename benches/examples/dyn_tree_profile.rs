@@ -2,7 +2,8 @@
 //! `cargo run --release -p voxterra-benches --example dyn_tree_profile -- N SHARE FRAMES`.
 //! `WARM=k`: k untimed frames first (the suite's warm-up is 60); `SLOW=k`: print the k slowest
 //! frames with their index; `DUMP=1`: print every frame's time in order; `REPLAYS=k`: play the
-//! scene k times from scratch and take each frame's median, as the suite does.
+//! scene k times from scratch and take each frame's median, as the suite does; `SWEEP=MB`: read
+//! that many MB before each timed frame (the suite reads 4).
 
 #![allow(clippy::unwrap_used)] // a profiling harness: failures should stop it
 
@@ -17,6 +18,9 @@ fn main() {
     let share: f64 = args.get(2).map_or(0.1, |s| s.parse().unwrap());
     let frames: usize = args.get(3).map_or(300, |s| s.parse().unwrap());
     let warm: usize = std::env::var("WARM").map_or(0, |v| v.parse().unwrap());
+    // As the suite: a cache sweep of this many MB before each timed frame.
+    let sweep_mb: usize = std::env::var("SWEEP").map_or(0, |v| v.parse().unwrap());
+    let junk = vec![1u64; sweep_mb << 17];
     let play = || {
         let mut scene = Scene::new(n, share, 1);
         let mut ours = Ours::new(&scene);
@@ -29,6 +33,7 @@ fn main() {
         let mut times = Vec::with_capacity(frames);
         for _ in 0..frames {
             scene.step();
+            std::hint::black_box(junk.iter().step_by(8).fold(0u64, |a, &b| a.wrapping_add(b)));
             let f = Instant::now();
             pairs += ours.frame(&scene, false);
             times.push(f.elapsed().as_secs_f64() * 1e3);

@@ -4,7 +4,8 @@
 //! Scenario (the issue's): N boxes of size U[0.5, 1.5] in a cube of side (4N)^(1/3), speeds
 //! U[0, 3] m/s in random directions, bouncing off the walls at 60 Hz; a share of the boxes moves,
 //! the rest stay still. Each frame the scene advances once and every side updates its tree and
-//! finds its pairs, in alternating order. Each cell is played three times from scratch (the
+//! finds its pairs, in a fixed order, each starting with 4 MB read since the side before it
+//! (L1 and L2 as cold for every side as a game's physics step finds them). Each cell is played three times from scratch (the
 //! same work each time, checked): a frame's time is its median over the three, and the figures
 //! are medians and the p99 over the timed frames. The p99 of the worst single round is reported
 //! beside it.
@@ -276,8 +277,26 @@ struct Round {
     area_ratio: f64,
 }
 
-/// Plays one (N, share) cell from scratch: warm-up, then timed frames for each side in
-/// alternating order. The scene and every side are deterministic, so each replay does the same
+/// Bytes read between two sides' timed frames: four times this machine's L2 (1 MB a core), so
+/// every side starts its frame with L1 and L2 holding none of its data, as a physics step does in
+/// a game, after the frame's rendering and logic. The sides run in one fixed order every frame,
+/// so each finds the other three run since its last frame, and L3 as they left it.
+///
+/// Before (session 19), sides ran in alternating order (`0 1 2 3`, then `3 2 1 0`) with no
+/// sweep: the first and last ran back to back every other frame and found their data in cache,
+/// the middle two never did (session 17: the 2-thread row of ours, the same sequential code at
+/// 10k, measured 5% slower than the first), and a side's frames alternated between two cache
+/// states, likely why 100k/1% had p99/mean 1.60–1.68 in two full runs with the sweep and the
+/// alternation, against 1.17–1.30 in two cell probes in the fixed order.
+const SWEEP_BYTES: usize = 4 << 20;
+
+/// Reads one word of every cache line of `junk` (see [`SWEEP_BYTES`]).
+fn sweep(junk: &[u64]) {
+    black_box(junk.iter().step_by(8).fold(0u64, |a, &b| a.wrapping_add(b)));
+}
+
+/// Plays one (N, share) cell from scratch: warm-up, then timed frames for each side in a fixed
+/// order, each after a cache sweep. The scene and every side are deterministic, so each replay does the same
 /// work frame by frame.
 fn round(n: usize, share: f64, warm: usize, frames: usize) -> Round {
     let mut scene = Scene::new(n, share, 0x00d7_a4b1 ^ n as u64);
@@ -293,11 +312,12 @@ fn round(n: usize, share: f64, warm: usize, frames: usize) -> Round {
     assert_eq!(p0, o0, "frame 0: parry and obvhs disagree on all pairs");
     let mut times = [vec![], vec![], vec![], vec![]];
     let mut pair_sum = 0u64;
+    let junk = vec![1u64; SWEEP_BYTES / 8];
     for f in 0..warm + frames {
         scene.step();
         let mut counts = [0u64; 4];
-        let order: [usize; 4] = if f % 2 == 0 { [0, 1, 2, 3] } else { [3, 2, 1, 0] };
-        for side in order {
+        for side in 0..4 {
+            sweep(&junk);
             let t = Instant::now();
             counts[side] = match side {
                 0 => ours.frame(&scene, false),
@@ -662,7 +682,7 @@ pub fn run(quick: bool) -> Report {
         suite: "dynamic-aabb-tree".into(),
         setup: format!(
             "boxes U[0.5,1.5] in a cube of side (4N)^(1/3), speeds U[0,3] m/s, 60 Hz, {warm} warm-up + {frames} timed frames, each frame's time the median of {rounds} replays; \
-             ours = all tight pairs with a mover (= obvhs, checked each frame); parry = rapier's driver, changed leaves only"
+             sides in a fixed order, a 4 MB cache sweep before each side's frame; ours = all tight pairs with a mover (= obvhs, checked each frame); parry = rapier's driver, changed leaves only"
         ),
         ..Report::default()
     };
