@@ -5,10 +5,10 @@
 //! U[0, 3] m/s in random directions, bouncing off the walls at 60 Hz; a share of the boxes moves,
 //! the rest stay still. Each frame the scene advances once and every side updates its tree and
 //! finds its pairs, in a fixed order, each starting with 4 MB read since the side before it
-//! (L1 and L2 as cold for every side as a game's physics step finds them). Each cell is played three times from scratch (the
-//! same work each time, checked): a frame's time is its median over the three, and the figures
-//! are medians and the p99 over the timed frames. The p99 of the worst single round is reported
-//! beside it.
+//! (L1 and L2 as cold for every side as a game's physics step finds them). Each cell is played
+//! three times from scratch (the same work each time, checked): a frame's time is its median over
+//! the three, and the figures are medians and the p99 over the timed frames. The p99 of the worst
+//! single round is reported beside it.
 //!
 //! What each side computes per frame:
 //! - voxterra: every pair of overlapping tight boxes with a mover, sorted, exact (the
@@ -296,8 +296,8 @@ fn sweep(junk: &[u64]) {
 }
 
 /// Plays one (N, share) cell from scratch: warm-up, then timed frames for each side in a fixed
-/// order, each after a cache sweep. The scene and every side are deterministic, so each replay does the same
-/// work frame by frame.
+/// order, each after a cache sweep. The scene and every side are deterministic, so each replay
+/// does the same work frame by frame.
 fn round(n: usize, share: f64, warm: usize, frames: usize) -> Round {
     let mut scene = Scene::new(n, share, 0x00d7_a4b1 ^ n as u64);
     let mut ours = Ours::new(&scene);

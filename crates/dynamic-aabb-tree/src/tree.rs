@@ -1239,8 +1239,9 @@ fn split(items: &mut [Item]) -> usize {
         return n / 2;
     }
     let scale = BINS as f32 / ext;
-    // PERF: boxes as 4-lane vectors, a union two instructions; each item keeps its bin for the
-    // partition.
+    // PERF: boxes as 4-lane vectors, a union two instructions (`fast_min`/`fast_max`, without
+    // `min`/`max`'s NaN blend: boxes are finite, checked when given); each item keeps its bin
+    // for the partition.
     let mut bin_lo = [F4::splat(f32::MAX); BINS];
     let mut bin_hi = [F4::splat(-f32::MAX); BINS];
     let mut counts = [0u32; BINS];
