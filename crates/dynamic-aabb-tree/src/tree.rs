@@ -1591,6 +1591,98 @@ mod tests {
         }
     }
 
+    /// The binned SAH split written plainly (scalar boxes, bins recomputed in the partition):
+    /// the reference for [`split`]'s 4-lane form. Returns the split point and the items' order.
+    fn split_reference(items: &mut [Item]) -> usize {
+        let n = items.len();
+        if n == 2 {
+            return 1;
+        }
+        let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
+        for it in items.iter() {
+            for k in 0..3 {
+                lo[k] = lo[k].min(it.center2(k));
+                hi[k] = hi[k].max(it.center2(k));
+            }
+        }
+        let ext = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
+        let axis = if ext[0] >= ext[1] && ext[0] >= ext[2] {
+            0
+        } else if ext[1] >= ext[2] {
+            1
+        } else {
+            2
+        };
+        if n <= SMALL {
+            return split_small(items, axis);
+        }
+        let (lo, ext) = (lo[axis], ext[axis]);
+        if ext <= 0.0 || !ext.is_finite() {
+            return n / 2;
+        }
+        let scale = BINS as f32 / ext;
+        let bin_of = |c: f32| (((c - lo) * scale) as usize).min(BINS - 1);
+        let mut boxes = [EMPTY_BOX; BINS];
+        let mut counts = [0u32; BINS];
+        for it in items.iter() {
+            let b = bin_of(it.center2(axis));
+            counts[b] += 1;
+            boxes[b] = union(&boxes[b], &it.aabb);
+        }
+        let cost = |range: std::ops::Range<usize>| {
+            let (bx, cnt) = range.fold((EMPTY_BOX, 0u32), |(a, c), b| (union(&a, &boxes[b]), c + counts[b]));
+            (area(&bx) * cnt as f32, cnt)
+        };
+        let mut best = (f32::INFINITY, 0usize);
+        for b in 0..BINS - 1 {
+            let ((l, lc), (r, rc)) = (cost(0..b + 1), cost(b + 1..BINS));
+            if lc > 0 && rc > 0 && l + r < best.0 {
+                best = (l + r, b);
+            }
+        }
+        if !best.0.is_finite() {
+            return n / 2;
+        }
+        let (mut i, mut j) = (0, n);
+        while i < j {
+            if bin_of(items[i].center2(axis)) <= best.1 {
+                i += 1;
+            } else {
+                j -= 1;
+                items.swap(i, j);
+            }
+        }
+        if i == 0 || i == n { n / 2 } else { i }
+    }
+
+    proptest! {
+        /// [`split`] splits as the plain scalar reference does: the same point and the same items
+        /// on each side, in the same order (few items, many, coinciding centres).
+        #[test]
+        fn split_is_the_plain_binned_sah(
+            boxes in proptest::collection::vec(
+                (proptest::array::uniform3(-50.0f32..50.0), proptest::array::uniform3(0.0f32..4.0)),
+                2..200,
+            ),
+            same in any::<bool>(),
+        ) {
+            let mut items: Vec<Item> = boxes
+                .iter()
+                .enumerate()
+                .map(|(i, &(lo, e))| {
+                    let (lo, e) = if same { ([1.0, 2.0, 3.0], [0.5; 3]) } else { (lo, e) };
+                    let lo = Point3::from(lo);
+                    Item { aabb: Aabb::new(lo, lo + Vector3::from(e)), r: LEAF | i as u32, moved: false, bin: 0 }
+                })
+                .collect();
+            let mut want = items.clone();
+            let mid = split(&mut items);
+            prop_assert_eq!(mid, split_reference(&mut want));
+            prop_assert!(mid >= 1 && mid < items.len());
+            prop_assert_eq!(items.iter().map(|it| it.r).collect::<Vec<_>>(), want.iter().map(|it| it.r).collect::<Vec<_>>());
+        }
+    }
+
     #[test]
     fn stacks_spill_past_their_inline_part_and_stay_lifo() {
         let mut s = Stack::new();
