@@ -290,8 +290,9 @@ struct Round {
 /// alternation, against 1.17–1.30 in two cell probes in the fixed order.
 const SWEEP_BYTES: usize = 4 << 20;
 
-/// Reads one word of every cache line of `junk` (see [`SWEEP_BYTES`]).
-fn sweep(junk: &[u64]) {
+/// Reads one word of every cache line of `junk` (see [`SWEEP_BYTES`]); the probes sweep with it
+/// too.
+pub fn sweep(junk: &[u64]) {
     black_box(junk.iter().step_by(8).fold(0u64, |a, &b| a.wrapping_add(b)));
 }
 
