@@ -111,6 +111,12 @@ impl Item {
     }
 }
 
+/// [`EMPTY_BOX`] as [`Item::lanes`] gives a box: minima and maxima that any union passes over.
+#[inline(always)]
+fn empty_lanes() -> (F4, F4) {
+    (F4::splat(f32::MAX), F4::splat(-f32::MAX))
+}
+
 /// [`area`] of the box with minima `lo` and maxima `hi` in lanes 0–2 (bit for bit).
 #[inline(always)]
 fn area_lanes(lo: F4, hi: F4) -> f32 {
@@ -1242,8 +1248,8 @@ fn split(items: &mut [Item]) -> usize {
     // PERF: boxes as 4-lane vectors, a union two instructions (`fast_min`/`fast_max`, without
     // `min`/`max`'s NaN blend: boxes are finite, checked when given); each item keeps its bin
     // for the partition.
-    let mut bin_lo = [F4::splat(f32::MAX); BINS];
-    let mut bin_hi = [F4::splat(-f32::MAX); BINS];
+    let (empty_lo, empty_hi) = empty_lanes();
+    let (mut bin_lo, mut bin_hi) = ([empty_lo; BINS], [empty_hi; BINS]);
     let mut counts = [0u32; BINS];
     for it in items.iter_mut() {
         let b = (((it.center2(axis) - lo) * scale) as usize).min(BINS - 1);
@@ -1257,7 +1263,7 @@ fn split(items: &mut [Item]) -> usize {
     // Empty bins keep the inverted box: unions skip it, and its area is never used (a plane
     // is only costed with items on both sides).
     let mut right_cost = [0.0f32; BINS];
-    let (mut acc_lo, mut acc_hi) = (F4::splat(f32::MAX), F4::splat(-f32::MAX));
+    let (mut acc_lo, mut acc_hi) = empty_lanes();
     let mut cnt = 0u32;
     for b in (1..BINS).rev() {
         acc_lo = acc_lo.fast_min(bin_lo[b]);
@@ -1268,7 +1274,7 @@ fn split(items: &mut [Item]) -> usize {
         }
     }
     let mut best = (f32::INFINITY, 0usize);
-    (acc_lo, acc_hi) = (F4::splat(f32::MAX), F4::splat(-f32::MAX));
+    (acc_lo, acc_hi) = empty_lanes();
     cnt = 0;
     for b in 0..BINS - 1 {
         acc_lo = acc_lo.fast_min(bin_lo[b]);
