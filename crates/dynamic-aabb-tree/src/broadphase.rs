@@ -50,6 +50,10 @@ pub enum ProxyKind {
     Static,
 }
 
+/// EXPERIMENT: see [`DynamicAabbTree::quad_snapshot`].
+#[doc(hidden)]
+pub struct QuadSnapshot(crate::quad::QuadTree);
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     /// The user's data, or for a free slot the next free slot.
@@ -270,6 +274,51 @@ impl DynamicAabbTree {
     /// The proxy's fat box: the leaf box the tree holds.
     pub fn fat_aabb(&self, id: ProxyId) -> Option<Aabb> {
         self.slot(id).ok().map(|_| self.fat[id.0 as usize])
+    }
+
+    /// EXPERIMENT (branch `wip/quad-tree`): a read-only 4-wide tree over the moving proxies'
+    /// fat boxes, for probes against the binary tree.
+    #[doc(hidden)]
+    pub fn quad_snapshot(&self) -> QuadSnapshot {
+        let leaves: Vec<(Aabb, u32)> = (0..self.slots.len() as u32)
+            .filter(|&i| self.slots[i as usize].live && self.slots[i as usize].kind == ProxyKind::Dynamic)
+            .map(|i| (self.fat[i as usize], i))
+            .collect();
+        QuadSnapshot(crate::quad::QuadTree::build(&leaves))
+    }
+
+    /// EXPERIMENT: [`DynamicAabbTree::query_point`] through a snapshot (moving proxies only).
+    #[doc(hidden)]
+    pub fn quad_query_point(
+        &self,
+        q: &QuadSnapshot,
+        p: &Point3<f32>,
+        visit: &mut dyn FnMut(ProxyId) -> bool,
+    ) {
+        let probe = Aabb::new(*p, *p);
+        let tight = &self.tight;
+        q.0.query(&probe, &mut |item| !overlap(&tight[item as usize], &probe) || visit(ProxyId(item)));
+    }
+
+    /// EXPERIMENT: [`Broadphase::cast_ray`] through a snapshot (moving proxies only).
+    #[doc(hidden)]
+    pub fn quad_cast_ray(
+        &self,
+        q: &QuadSnapshot,
+        ray: &Ray,
+        max_t: f32,
+        visit: &mut dyn FnMut(ProxyId, &Ray, f32) -> f32,
+    ) {
+        let inv = ray.dir.map(|d| 1.0 / d);
+        let tight = &self.tight;
+        q.0.cast_ray(&ray.origin, &inv, max_t, &mut |item, limit| match tight[item as usize].clip_ray_inv(
+            &ray.origin,
+            &inv,
+            limit,
+        ) {
+            Some(_) => visit(ProxyId(item), ray, limit),
+            None => limit,
+        });
     }
 
     /// Calls `visit` for every proxy whose box contains `p`; false stops.

@@ -87,15 +87,20 @@ const NO_CHILD: Child = Child { r: NULL, aabb: EMPTY_BOX, moved: false, grew: fa
 
 /// A rebuild item: a leaf or a kept subtree, with the box and moved bit its slot had.
 #[derive(Clone, Copy, Debug)]
-struct Item {
-    aabb: Aabb,
-    r: u32,
+pub(crate) struct Item {
+    pub(crate) aabb: Aabb,
+    pub(crate) r: u32,
     moved: bool,
     /// Scratch for [`split`]: the item's bin, so the partition need not compute it again.
     bin: u8,
 }
 
 impl Item {
+    /// A leaf holding `item` with box `aabb`.
+    pub(crate) fn leaf(aabb: Aabb, item: u32) -> Self {
+        Item { aabb, r: LEAF | item, moved: false, bin: 0 }
+    }
+
     /// Twice the box centre on `axis` (binning only compares, so the halving is skipped).
     #[inline]
     fn center2(&self, axis: usize) -> f32 {
@@ -1232,7 +1237,7 @@ fn collect_leaves(nodes: &[Node], items: &mut Vec<Item>) {
 
 /// Partitions `items` by binned SAH on the centres (longest centroid axis); returns the split
 /// point, always in `1..len`. Falls back to halving when the centres coincide or SAH finds nothing.
-fn split(items: &mut [Item]) -> usize {
+pub(crate) fn split(items: &mut [Item]) -> usize {
     let n = items.len();
     if n == 2 {
         return 1;

@@ -1,0 +1,119 @@
+//! EXPERIMENT (branch `wip/quad-tree`): the crate's 4-wide tree (a read-only snapshot of the
+//! moving proxies) against the binary tree and obvhs, on the dynamic-tree suite's query scene.
+//! `cargo run --release -p voxterra-benches --example dyn_quad_crate_probe -- point|ray [REPS]`
+//! The three sides run interleaved in a shuffled order each rep (the suite's cache regime);
+//! medians. `N=` sets the box count (default 100 000).
+use std::hint::black_box;
+use voxterra_benches::dynamic_tree_suite::{Obvhs, Ours, QuerySet, Scene, oray};
+use voxterra_core::Broadphase;
+use voxterra_core::nalgebra::Point3;
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let mode = a.get(1).map_or("point", |s| s.as_str()).to_string();
+    let reps: usize = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(30);
+    let n: usize = std::env::var("N").ok().and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let mut scene = Scene::new(n, 1.0, 77);
+    let mut ours = Ours::new(&scene);
+    let mut obvhs = Obvhs::new(&scene);
+    for _ in 0..60 {
+        scene.step();
+        ours.frame(&scene, false);
+        obvhs.frame(&scene);
+    }
+    let quad = ours.tree.quad_snapshot();
+    let QuerySet { points, rays, .. } = QuerySet::new(scene.side);
+    let contains =
+        |b: &voxterra_core::Aabb, p: &Point3<f32>| (0..3).all(|i| b.mins[i] <= p[i] && p[i] <= b.maxs[i]);
+    let max_t = 20.0f32;
+    let mut run = |side: usize| -> u64 {
+        let mut s = 0u64;
+        match (mode.as_str(), side) {
+            ("point", 0) => {
+                for p in &points {
+                    ours.tree.query_point(p, &mut |id| {
+                        s += u64::from(id.0) + 1;
+                        true
+                    });
+                }
+            }
+            ("point", 1) => {
+                for p in &points {
+                    ours.tree.quad_query_point(&quad, p, &mut |id| {
+                        s += u64::from(id.0) + 1;
+                        true
+                    });
+                }
+            }
+            ("point", _) => {
+                for p in &points {
+                    obvhs.bvh.point_traverse(glam::Vec3A::new(p.x, p.y, p.z), |bvh, node| {
+                        let prim = bvh.primitive_indices[bvh.nodes[node as usize].first_index as usize];
+                        if contains(&scene.aabb(prim as usize), p) {
+                            s += u64::from(prim) + 1;
+                        }
+                        true
+                    });
+                }
+            }
+            ("ray", 0 | 1) => {
+                for r in &rays {
+                    let mut best = f32::INFINITY;
+                    let mut f = |id: voxterra_core::ProxyId, ray: &voxterra_core::Ray, limit: f32| match scene
+                        .aabb(id.0 as usize)
+                        .clip_ray(ray, limit)
+                    {
+                        Some((t, _)) => {
+                            best = best.min(t);
+                            t
+                        }
+                        None => limit,
+                    };
+                    if side == 0 {
+                        ours.tree.cast_ray(r, max_t, &mut f);
+                    } else {
+                        ours.tree.quad_cast_ray(&quad, r, max_t, &mut f);
+                    }
+                    if best.is_finite() {
+                        s += 1 + (best * 1000.0).round() as u64;
+                    }
+                }
+            }
+            ("ray", _) => {
+                for r in &rays {
+                    let mut hit = obvhs::ray::RayHit::none();
+                    let bvh = &obvhs.bvh;
+                    if bvh.ray_traverse(oray(r, max_t), &mut hit, |ray, prim_index| {
+                        let prim = bvh.primitive_indices[prim_index];
+                        scene.aabb(prim as usize).clip_ray(r, ray.tmax).map_or(f32::INFINITY, |(t, _)| t)
+                    }) {
+                        s += 1 + (hit.t * 1000.0).round() as u64;
+                    }
+                }
+            }
+            _ => panic!("usage: point|ray [REPS]"),
+        }
+        s
+    };
+    let names = ["binary", "quad", "obvhs"];
+    let checks: Vec<u64> = (0..3).map(&mut run).collect();
+    println!("checks {checks:?} (binary and quad must agree; obvhs within rounding for rays)");
+    let mut times = vec![Vec::new(); 3];
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..reps {
+        let mut order = [0usize, 1, 2];
+        for i in (1..3).rev() {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            order.swap(i, (seed >> 33) as usize % (i + 1));
+        }
+        for &k in &order {
+            let t = std::time::Instant::now();
+            black_box(run(k));
+            times[k].push(t.elapsed().as_nanos() as f64 / 4096.0);
+        }
+    }
+    for (k, t) in times.iter_mut().enumerate() {
+        t.sort_by(f64::total_cmp);
+        println!("{mode} {:7} median {:7.1} ns/query", names[k], t[t.len() / 2]);
+    }
+}
