@@ -189,40 +189,74 @@ impl Probe {
 /// descendants there.
 const DESCENT: usize = 3;
 
-/// A read-only 4-wide tree over leaves with boxes.
+/// A 4-wide tree of leaves with boxes: an arena of nodes with a free list, a leaf in its parent's
+/// slot. A node's *box* is its frame's span (`origin` to step 255 on each axis): it holds the
+/// union of its children's boxes, rounded up by the frame by a few ulps, and is what its parent's
+/// slot bounds. Leaves' exact boxes are kept here by item.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct QuadTree {
     pub(crate) nodes: Vec<QNode>,
+    /// Per node: its parent and slot, `(parent << 2) | slot`, or [`NULL`] for the root; a free
+    /// node's next free node.
+    up: Vec<u32>,
     /// The root: a node, a single `LEAF | item`, or `NULL` when empty.
     pub(crate) root: u32,
-    /// The root's exact box (the root has no parent to hold it).
-    root_box: Option<Aabb>,
+    free: u32,
+    /// Per item: where its leaf is, `(node << 2) | slot`; [`ROOT_LEAF`] when it is the root;
+    /// [`NULL`] when it is not here.
+    loc: Vec<u32>,
+    /// Per item: its leaf's exact box.
+    leaf_box: Vec<Aabb>,
+    leaves: u32,
+}
+
+/// [`QuadTree::loc`] of an item whose leaf is the root.
+const ROOT_LEAF: u32 = NULL - 1;
+
+impl QNode {
+    /// The node's box: its frame's span.
+    pub(crate) fn span(&self) -> Aabb {
+        Aabb::new(
+            Point3::from(self.origin),
+            Point3::from(std::array::from_fn(|a| Axis { origin: self.origin[a], scale: self.scale[a] }.value(TOP))),
+        )
+    }
 }
 
 impl QuadTree {
-    /// The tree over `leaves` (boxes finite, items below [`ITEM_MASK`]), laid out depth first.
+    /// The tree over `leaves` (boxes finite, items below [`ITEM_MASK`], each once), laid out
+    /// depth first.
     pub(crate) fn build(leaves: &[(Aabb, u32)]) -> Self {
+        let mut t = QuadTree { root: NULL, free: NULL, ..QuadTree::default() };
         let mut items: Vec<Item> = leaves.iter().map(|&(aabb, item)| Item::leaf(aabb, item)).collect();
-        let mut t = QuadTree { nodes: Vec::new(), root: NULL, root_box: None };
+        for &(aabb, item) in leaves {
+            t.own(item, aabb);
+        }
+        t.leaves = items.len() as u32;
         match items.len() {
             0 => {}
-            1 => {
-                t.root = items[0].r;
-                t.root_box = Some(items[0].aabb);
-            }
+            1 => t.set_root(items[0].r),
             _ => {
-                let (r, b) = t.node(&mut items);
-                t.root = r;
-                t.root_box = Some(b);
+                let r = t.node(&mut items);
+                t.set_root(r);
             }
         }
         t
     }
 
-    /// Builds the node over `items` (at least 2) and its subtrees; returns it and its exact box.
-    fn node(&mut self, items: &mut [Item]) -> (u32, Aabb) {
-        let me = self.nodes.len() as u32;
-        self.nodes.push(QNode::EMPTY);
+    /// Records `item`'s exact box, growing the per-item arrays.
+    fn own(&mut self, item: u32, aabb: Aabb) {
+        let i = item as usize;
+        if self.loc.len() <= i {
+            self.loc.resize(i + 1, NULL);
+            self.leaf_box.resize(i + 1, Aabb::new(Point3::origin(), Point3::origin()));
+        }
+        self.leaf_box[i] = aabb;
+    }
+
+    /// Builds the node over `items` (at least 2) and its subtrees, depth first; returns it.
+    fn node(&mut self, items: &mut [Item]) -> u32 {
+        let me = self.alloc();
         // Up to four groups: split the group of 2 or more with the largest area until there are
         // four (the binary SAH split, collapsed two levels at a time).
         let bounds = |it: &[Item]| it.iter().skip(1).fold(it[0].aabb, |b, x| b.merged(&x.aabb));
@@ -239,14 +273,226 @@ impl QuadTree {
             groups[g] = (s, m, bounds(&items[s..m]));
             groups.insert(g + 1, (m, e, bounds(&items[m..e])));
         }
-        let mut children = [(NULL, groups[0].2); WIDTH];
-        for (k, &(s, e, b)) in groups.iter().enumerate() {
-            children[k] = if e - s == 1 { (items[s].r, b) } else { (self.node(&mut items[s..e]).0, b) };
+        let mut children = [NULL; WIDTH];
+        for (k, &(s, e, _)) in groups.iter().enumerate() {
+            children[k] = if e - s == 1 { items[s].r } else { self.node(&mut items[s..e]) };
         }
-        let node = QNode::new(&children[..groups.len()]);
-        let b = groups.iter().skip(1).fold(groups[0].2, |b, g| b.merged(&g.2));
-        self.nodes[me as usize] = node;
-        (me, b)
+        self.fill(me, &children[..groups.len()]);
+        me
+    }
+
+    fn alloc(&mut self) -> u32 {
+        if self.free == NULL {
+            self.nodes.push(QNode::EMPTY);
+            self.up.push(NULL);
+            return self.nodes.len() as u32 - 1;
+        }
+        let i = self.free;
+        self.free = self.up[i as usize];
+        self.nodes[i as usize] = QNode::EMPTY;
+        self.up[i as usize] = NULL;
+        i
+    }
+
+    fn release(&mut self, i: u32) {
+        self.nodes[i as usize] = QNode::EMPTY;
+        self.up[i as usize] = self.free;
+        self.free = i;
+    }
+
+    /// The box of child reference `r`: a leaf's exact box, or a node's span.
+    fn box_of(&self, r: u32) -> Aabb {
+        if r & LEAF != 0 { self.leaf_box[(r & ITEM_MASK) as usize] } else { self.nodes[r as usize].span() }
+    }
+
+    /// Points `r` at its place: slot `s` of node `n`.
+    fn link(&mut self, r: u32, n: u32, s: usize) {
+        let at = n << 2 | s as u32;
+        if r & LEAF != 0 {
+            self.loc[(r & ITEM_MASK) as usize] = at;
+        } else {
+            self.up[r as usize] = at;
+        }
+    }
+
+    /// Makes `r` the root.
+    fn set_root(&mut self, r: u32) {
+        self.root = r;
+        if r == NULL {
+        } else if r & LEAF != 0 {
+            self.loc[(r & ITEM_MASK) as usize] = ROOT_LEAF;
+        } else {
+            self.up[r as usize] = NULL;
+        }
+    }
+
+    /// Fills node `n` with `children` (1 to [`WIDTH`]), quantised from their boxes, and links them.
+    fn fill(&mut self, n: u32, children: &[u32]) {
+        let boxes: [(u32, Aabb); WIDTH] =
+            std::array::from_fn(|s| children.get(s).map_or((NULL, EMPTY), |&r| (r, self.box_of(r))));
+        self.nodes[n as usize] = QNode::new(&boxes[..children.len()]);
+        for (s, &r) in children.iter().enumerate() {
+            self.link(r, n, s);
+        }
+    }
+
+    /// Node `n`'s children, in slot order.
+    fn children(&self, n: u32) -> ([u32; WIDTH], usize) {
+        let c = self.nodes[n as usize].child;
+        (c, c.iter().take_while(|&&r| r != NULL).count())
+    }
+
+    /// Fills node `n` with `children` and requantises each ancestor in turn, up to the root or the
+    /// first node whose box comes out as it was.
+    fn refill_up(&mut self, mut n: u32, children: &[u32]) {
+        let mut before = self.nodes[n as usize].span();
+        self.fill(n, children);
+        loop {
+            let p = self.up[n as usize];
+            if p == NULL || self.nodes[n as usize].span() == before {
+                return;
+            }
+            n = p >> 2;
+            before = self.nodes[n as usize].span();
+            let (c, len) = self.children(n);
+            self.fill(n, &c[..len]);
+        }
+    }
+
+    /// Adds a leaf holding `item` (below [`ITEM_MASK`], not already here) with box `aabb`.
+    /// Descends by the surface-area heuristic to the best place: a free slot of a node on the
+    /// way, or a child to pair with under a new node.
+    pub(crate) fn insert(&mut self, aabb: Aabb, item: u32) {
+        self.own(item, aabb);
+        self.leaves += 1;
+        let leaf = LEAF | item;
+        if self.root == NULL {
+            return self.set_root(leaf);
+        }
+        if self.root & LEAF != 0 {
+            let n = self.alloc();
+            let old = self.root;
+            self.fill(n, &[old, leaf]);
+            return self.set_root(n);
+        }
+        let (node, slot) = self.best_place(&aabb);
+        match (node, slot) {
+            // A new root over the old one and the leaf.
+            (NULL, _) => {
+                let n = self.alloc();
+                let old = self.root;
+                self.fill(n, &[old, leaf]);
+                self.set_root(n);
+            }
+            // Into a free slot.
+            (n, None) => {
+                let (mut c, len) = self.children(n);
+                c[len] = leaf;
+                self.refill_up(n, &c[..=len]);
+            }
+            // Paired with the child in slot `s` under a new node.
+            (n, Some(s)) => {
+                let sibling = self.nodes[n as usize].child[s];
+                let m = self.alloc();
+                self.fill(m, &[sibling, leaf]);
+                let (mut c, len) = self.children(n);
+                c[s] = m;
+                self.refill_up(n, &c[..len]);
+            }
+        }
+    }
+
+    /// Where a leaf with box `d` costs least by the surface-area heuristic: `(node, None)` for a
+    /// free slot of `node`, `(node, Some(s))` to pair it with child `s` of `node`, or `(NULL, _)`
+    /// for a new root. A greedy descent bounded by the best cost found (as the binary tree's).
+    fn best_place(&self, d: &Aabb) -> (u32, Option<usize>) {
+        let area_d = area(d);
+        let root_box = self.nodes[self.root as usize].span();
+        let mut best = (NULL, None);
+        let mut best_cost = area(&root_box.merged(d));
+        // Growth of the ancestors of the node being looked at.
+        let mut inherited = 0.0f32;
+        let mut n = self.root;
+        loop {
+            let node = &self.nodes[n as usize];
+            let nb = node.span();
+            let grow = area(&nb.merged(d)) - area(&nb);
+            let here = inherited + grow;
+            let len = node.len();
+            if len < WIDTH && here < best_cost {
+                best = (n, None);
+                best_cost = here;
+            }
+            // Pairing with a child costs the new node's area on top; going below it at least its
+            // growth and a new node's area.
+            let mut next = (f32::INFINITY, NULL);
+            for s in 0..len {
+                let b = node.child_box(s);
+                let u = area(&b.merged(d));
+                if here + u < best_cost {
+                    best = (n, Some(s));
+                    best_cost = here + u;
+                }
+                let c = node.child[s];
+                if c & LEAF == 0 {
+                    let low = here + (u - area(&b)) + area_d;
+                    if low < next.0 {
+                        next = (low, c);
+                    }
+                }
+            }
+            if next.0 >= best_cost {
+                return best;
+            }
+            inherited = here;
+            n = next.1;
+        }
+    }
+
+    /// Removes `item`'s leaf (it must be here).
+    pub(crate) fn remove(&mut self, item: u32) {
+        let at = self.loc[item as usize];
+        self.loc[item as usize] = NULL;
+        self.leaves -= 1;
+        if at == ROOT_LEAF {
+            return self.set_root(NULL);
+        }
+        let (n, s) = (at >> 2, (at & 3) as usize);
+        let (mut c, len) = self.children(n);
+        // The last child takes the freed slot: slots stay packed.
+        c[s] = c[len - 1];
+        c[len - 1] = NULL;
+        if len - 1 >= 2 {
+            return self.refill_up(n, &c[..len - 1]);
+        }
+        // One child left: it takes the node's place.
+        let only = c[0];
+        let p = self.up[n as usize];
+        self.release(n);
+        if p == NULL {
+            return self.set_root(only);
+        }
+        let (pn, ps) = (p >> 2, (p & 3) as usize);
+        let (mut pc, plen) = self.children(pn);
+        pc[ps] = only;
+        self.refill_up(pn, &pc[..plen]);
+    }
+
+    /// Gives `item`'s leaf (it must be here) the box `aabb`, refitting its ancestors.
+    pub(crate) fn set_leaf_box(&mut self, item: u32, aabb: Aabb) {
+        self.leaf_box[item as usize] = aabb;
+        match self.loc[item as usize] {
+            ROOT_LEAF => {}
+            at => {
+                let (c, len) = self.children(at >> 2);
+                self.refill_up(at >> 2, &c[..len]);
+            }
+        }
+    }
+
+    /// The number of leaves.
+    pub(crate) fn leaf_count(&self) -> u32 {
+        self.leaves
     }
 
     #[inline(always)]
@@ -263,7 +509,7 @@ impl QuadTree {
             return true;
         }
         if self.root & LEAF != 0 {
-            let hit = self.root_box.is_some_and(|b| crate::tree::overlap(&b, aabb));
+            let hit = crate::tree::overlap(&self.box_of(self.root), aabb);
             return !hit || visit(self.root & ITEM_MASK);
         }
         let probe = Probe::new(aabb);
@@ -317,7 +563,7 @@ impl QuadTree {
             return limit;
         }
         if self.root & LEAF != 0 {
-            if self.root_box.is_some_and(|b| b.clip_ray_inv(origin, inv, limit).is_some()) {
+            if self.box_of(self.root).clip_ray_inv(origin, inv, limit).is_some() {
                 limit = visit(self.root & ITEM_MASK, limit);
             }
             return limit;
@@ -373,58 +619,73 @@ impl QuadTree {
         limit
     }
 
-    /// Checks that every child's exact box lies within the box its node bounds it by, that
-    /// empty slots come last, and that every node and item is reached once. `exact(item)` is a
-    /// leaf's box.
-    pub(crate) fn validate(&self, exact: &impl Fn(u32) -> Aabb) -> Result<(), String> {
-        let Some(root_box) = self.root_box else {
-            return if self.root == NULL { Ok(()) } else { Err("root without a box".into()) };
-        };
+    /// Checks the tree: every child's box (a leaf's exact box, a node's span) within the box its
+    /// node's steps bound it by; slots packed, at least 2 children a node; parent links and leaf
+    /// locations; every node reached once or free; the leaf count.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.root == NULL {
+            return if self.leaves == 0 { Ok(()) } else { Err(format!("empty root, {} leaves", self.leaves)) };
+        }
         if self.root & LEAF != 0 {
-            return if exact(self.root & ITEM_MASK) == root_box {
-                Ok(())
-            } else {
-                Err("root leaf box".into())
-            };
+            let ok = self.loc.get((self.root & ITEM_MASK) as usize) == Some(&ROOT_LEAF) && self.leaves == 1;
+            return if ok { Ok(()) } else { Err("root leaf's location or count".into()) };
+        }
+        if self.up[self.root as usize] != NULL {
+            return Err("the root has a parent".into());
         }
         let mut reached = vec![false; self.nodes.len()];
-        // (node, its exact box as computed from below)
-        fn walk(
-            t: &QuadTree,
-            i: u32,
-            reached: &mut [bool],
-            exact: &impl Fn(u32) -> Aabb,
-        ) -> Result<Aabb, String> {
+        let mut leaves = 0u32;
+        let mut stack = vec![self.root];
+        while let Some(i) = stack.pop() {
             let slot = reached.get_mut(i as usize).ok_or(format!("node {i} out of range"))?;
             if std::mem::replace(slot, true) {
                 return Err(format!("node {i} reached twice"));
             }
-            let n = &t.nodes[i as usize];
+            let n = &self.nodes[i as usize];
             let len = n.len();
             if len < 2 || n.child[..len].contains(&NULL) {
                 return Err(format!("node {i}: {len} children, or a gap"));
             }
-            let mut total: Option<Aabb> = None;
             for s in 0..len {
                 let c = n.child[s];
-                let b = if c & LEAF != 0 { exact(c & ITEM_MASK) } else { walk(t, c, reached, exact)? };
-                if !n.child_box(s).contains(&b) {
-                    return Err(format!("node {i} slot {s}: {:?} does not hold {b:?}", n.child_box(s)));
+                let at = i << 2 | s as u32;
+                if c & LEAF != 0 {
+                    leaves += 1;
+                    if self.loc.get((c & ITEM_MASK) as usize) != Some(&at) {
+                        return Err(format!("leaf {} at node {i} slot {s}: wrong location", c & ITEM_MASK));
+                    }
+                } else {
+                    if self.up[c as usize] != at {
+                        return Err(format!("node {c} under node {i} slot {s}: wrong parent"));
+                    }
+                    stack.push(c);
                 }
-                total = Some(total.map_or(b, |t| t.merged(&b)));
+                let (b, held) = (self.box_of(c), n.child_box(s));
+                if !held.contains(&b) {
+                    return Err(format!("node {i} slot {s}: {held:?} does not hold {b:?}"));
+                }
             }
-            total.ok_or_else(|| format!("node {i} is empty"))
         }
-        let b = walk(self, self.root, &mut reached, exact)?;
-        if b != root_box {
-            return Err(format!("root box {root_box:?}, children's union {b:?}"));
+        if leaves != self.leaves {
+            return Err(format!("{leaves} leaves reached, {} counted", self.leaves));
         }
-        if let Some(i) = reached.iter().position(|r| !r) {
-            return Err(format!("node {i} is not reached"));
+        let mut free = 0;
+        let mut f = self.free;
+        while f != NULL {
+            free += 1;
+            if free > self.nodes.len() || reached[f as usize] {
+                return Err(format!("free list reaches node {f} twice or in use"));
+            }
+            f = self.up[f as usize];
+        }
+        if reached.iter().filter(|&&r| r).count() + free != self.nodes.len() {
+            return Err("nodes neither reached nor free".into());
         }
         Ok(())
     }
 }
+
+const EMPTY: Aabb = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(0.0, 0.0, 0.0));
 
 fn area(b: &Aabb) -> f32 {
     let e = b.maxs - b.mins;
@@ -479,7 +740,52 @@ mod tests {
         #[test]
         fn builds_validate(boxes in arb_boxes(80)) {
             let t = QuadTree::build(&leaves(&boxes));
-            prop_assert_eq!(t.validate(&|i| boxes[i as usize]), Ok(()));
+            prop_assert_eq!(t.validate(), Ok(()));
+        }
+
+        /// Random inserts, removals and box changes keep the tree valid, and queries then find
+        /// the brute force's set over the live leaves.
+        #[test]
+        fn updates_keep_the_tree_valid(
+            start in arb_boxes(40),
+            ops in prop::collection::vec((0u8..3, 0usize..64, arb_boxes(2)), 0..120),
+            q in arb_boxes(4),
+        ) {
+            let mut t = QuadTree::build(&leaves(&start));
+            let mut live: Vec<Option<Aabb>> = start.iter().map(|b| Some(*b)).collect();
+            live.resize(64.max(live.len()), None);
+            for (op, i, b) in ops {
+                let Some(&b) = b.first() else { continue };
+                match (op, live[i]) {
+                    (0, None) => {
+                        t.insert(b, i as u32);
+                        live[i] = Some(b);
+                    }
+                    (1, Some(_)) => {
+                        t.remove(i as u32);
+                        live[i] = None;
+                    }
+                    (2, Some(_)) => {
+                        t.set_leaf_box(i as u32, b);
+                        live[i] = Some(b);
+                    }
+                    _ => continue,
+                }
+                prop_assert_eq!(t.validate(), Ok(()));
+            }
+            for q in &q {
+                let mut found = vec![0u32; live.len()];
+                t.query(q, &mut |i| {
+                    found[i as usize] += 1;
+                    true
+                });
+                for (i, b) in live.iter().enumerate() {
+                    prop_assert!(found[i] <= 1 && (found[i] == 0 || b.is_some()));
+                    if b.is_some_and(|b| overlap(&b, q)) {
+                        prop_assert_eq!(found[i], 1, "item {} missed", i);
+                    }
+                }
+            }
         }
 
         /// Box and point queries find every leaf whose box overlaps, each once (the tree may add
