@@ -7,10 +7,20 @@
 //! taken four ways), box, point and ray queries, and a validation. Updates, the pair traversal and
 //! the swap into [`crate::DynamicAabbTree`] come next.
 
-use crate::tree::{ITEM_MASK, Item, LEAF, NULL, split};
+use crate::tree::{ITEM_MASK, Item, LEAF, LEAF_MOVED, NULL, split};
 use voxterra_core::Aabb;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use wide::{CmpLe, f32x4, i16x8, i32x8, u8x16};
+
+/// On a child reference: the leaf moved since the last pair update, or the subtree holds one
+/// that did.
+pub(crate) const MOVED: u32 = LEAF_MOVED;
+
+/// The arena index (internal node) or item (leaf) of a child reference.
+#[inline(always)]
+pub(crate) fn index(r: u32) -> usize {
+    (r & ITEM_MASK) as usize
+}
 
 /// Children a node has room for.
 pub(crate) const WIDTH: usize = 4;
@@ -302,16 +312,16 @@ impl QuadTree {
 
     /// The box of child reference `r`: a leaf's exact box, or a node's span.
     fn box_of(&self, r: u32) -> Aabb {
-        if r & LEAF != 0 { self.leaf_box[(r & ITEM_MASK) as usize] } else { self.nodes[r as usize].span() }
+        if r & LEAF != 0 { self.leaf_box[index(r)] } else { self.nodes[index(r)].span() }
     }
 
     /// Points `r` at its place: slot `s` of node `n`.
     fn link(&mut self, r: u32, n: u32, s: usize) {
         let at = n << 2 | s as u32;
         if r & LEAF != 0 {
-            self.loc[(r & ITEM_MASK) as usize] = at;
+            self.loc[index(r)] = at;
         } else {
-            self.up[r as usize] = at;
+            self.up[index(r)] = at;
         }
     }
 
@@ -320,9 +330,9 @@ impl QuadTree {
         self.root = r;
         if r == NULL {
         } else if r & LEAF != 0 {
-            self.loc[(r & ITEM_MASK) as usize] = ROOT_LEAF;
+            self.loc[index(r)] = ROOT_LEAF;
         } else {
-            self.up[r as usize] = NULL;
+            self.up[index(r)] = NULL;
         }
     }
 
@@ -363,6 +373,11 @@ impl QuadTree {
     /// Descends by the surface-area heuristic to the best place: a free slot of a node on the
     /// way, or a child to pair with under a new node.
     pub(crate) fn insert(&mut self, aabb: Aabb, item: u32) {
+        self.insert_unmarked(aabb, item);
+        self.mark_moved(item);
+    }
+
+    fn insert_unmarked(&mut self, aabb: Aabb, item: u32) {
         self.own(item, aabb);
         self.leaves += 1;
         let leaf = LEAF | item;
@@ -407,12 +422,12 @@ impl QuadTree {
     /// for a new root. A greedy descent bounded by the best cost found (as the binary tree's).
     fn best_place(&self, d: &Aabb) -> (u32, Option<usize>) {
         let area_d = area(d);
-        let root_box = self.nodes[self.root as usize].span();
+        let root_box = self.nodes[index(self.root)].span();
         let mut best = (NULL, None);
         let mut best_cost = area(&root_box.merged(d));
         // Growth of the ancestors of the node being looked at.
         let mut inherited = 0.0f32;
-        let mut n = self.root;
+        let mut n = index(self.root) as u32;
         loop {
             let node = &self.nodes[n as usize];
             let nb = node.span();
@@ -437,7 +452,7 @@ impl QuadTree {
                 if c & LEAF == 0 {
                     let low = here + (u - area(&b)) + area_d;
                     if low < next.0 {
-                        next = (low, c);
+                        next = (low, index(c) as u32);
                     }
                 }
             }
@@ -490,6 +505,49 @@ impl QuadTree {
         }
     }
 
+    /// Flags `item`'s leaf and the slots above it as moved (flagged slots have flagged
+    /// ancestors, so the walk stops at the first one).
+    pub(crate) fn mark_moved(&mut self, item: u32) {
+        let mut at = self.loc[item as usize];
+        while at != NULL {
+            if at == ROOT_LEAF {
+                self.root |= MOVED;
+                return;
+            }
+            let (n, s) = ((at >> 2) as usize, (at & 3) as usize);
+            let c = &mut self.nodes[n].child[s];
+            if *c & MOVED != 0 {
+                return;
+            }
+            *c |= MOVED;
+            at = self.up[n];
+        }
+        // Reached the root node: its reference carries the flag too.
+        self.root |= MOVED;
+    }
+
+    /// Clears every moved flag (walks only the flagged part).
+    pub(crate) fn clear_moved(&mut self) {
+        if self.root == NULL || self.root & MOVED == 0 {
+            return;
+        }
+        self.root &= !MOVED;
+        if self.root & LEAF != 0 {
+            return;
+        }
+        let mut stack = vec![index(self.root)];
+        while let Some(i) = stack.pop() {
+            for c in self.nodes[i].child.iter_mut() {
+                if *c != NULL && *c & MOVED != 0 {
+                    *c &= !MOVED;
+                    if *c & LEAF == 0 {
+                        stack.push(index(*c));
+                    }
+                }
+            }
+        }
+    }
+
     /// The number of leaves.
     pub(crate) fn leaf_count(&self) -> u32 {
         self.leaves
@@ -526,7 +584,7 @@ impl QuadTree {
             } else {
                 return true;
             };
-            let n = &self.nodes[i as usize];
+            let n = &self.nodes[index(i)];
             let mut m = probe.hits(n);
             while m != 0 {
                 let s = m.trailing_zeros() as usize;
@@ -537,7 +595,7 @@ impl QuadTree {
                         return false;
                     }
                 } else {
-                    self.prefetch_descent(c as usize);
+                    self.prefetch_descent(index(c));
                     if len < inline.len() {
                         inline[len] = c;
                         len += 1;
@@ -585,7 +643,7 @@ impl QuadTree {
                 }
                 continue;
             }
-            let n = &self.nodes[r as usize];
+            let n = &self.nodes[index(r)];
             let (mut t0, mut t1) = (f32x4::ZERO, f32x4::splat(limit));
             for (a, (lo, hi)) in n.lanes().iter().enumerate() {
                 let (lo, hi) = (f32x4::from(*lo), f32x4::from(*hi));
@@ -611,7 +669,7 @@ impl QuadTree {
             hits.sort_unstable_by(|x, y| y.0.total_cmp(&x.0).then(y.1.cmp(&x.1)));
             for &(t, c) in hits.iter() {
                 if c & LEAF == 0 {
-                    self.prefetch_descent(c as usize);
+                    self.prefetch_descent(index(c));
                 }
                 stack.push((c, t));
             }
@@ -627,15 +685,15 @@ impl QuadTree {
             return if self.leaves == 0 { Ok(()) } else { Err(format!("empty root, {} leaves", self.leaves)) };
         }
         if self.root & LEAF != 0 {
-            let ok = self.loc.get((self.root & ITEM_MASK) as usize) == Some(&ROOT_LEAF) && self.leaves == 1;
+            let ok = self.loc.get(index(self.root)) == Some(&ROOT_LEAF) && self.leaves == 1;
             return if ok { Ok(()) } else { Err("root leaf's location or count".into()) };
         }
-        if self.up[self.root as usize] != NULL {
+        if self.up[index(self.root)] != NULL {
             return Err("the root has a parent".into());
         }
         let mut reached = vec![false; self.nodes.len()];
         let mut leaves = 0u32;
-        let mut stack = vec![self.root];
+        let mut stack = vec![index(self.root) as u32];
         while let Some(i) = stack.pop() {
             let slot = reached.get_mut(i as usize).ok_or(format!("node {i} out of range"))?;
             if std::mem::replace(slot, true) {
@@ -651,14 +709,14 @@ impl QuadTree {
                 let at = i << 2 | s as u32;
                 if c & LEAF != 0 {
                     leaves += 1;
-                    if self.loc.get((c & ITEM_MASK) as usize) != Some(&at) {
+                    if self.loc.get(index(c)) != Some(&at) {
                         return Err(format!("leaf {} at node {i} slot {s}: wrong location", c & ITEM_MASK));
                     }
                 } else {
-                    if self.up[c as usize] != at {
+                    if self.up[index(c)] != at {
                         return Err(format!("node {c} under node {i} slot {s}: wrong parent"));
                     }
-                    stack.push(c);
+                    stack.push(index(c) as u32);
                 }
                 let (b, held) = (self.box_of(c), n.child_box(s));
                 if !held.contains(&b) {
@@ -682,6 +740,128 @@ impl QuadTree {
             return Err("nodes neither reached nor free".into());
         }
         Ok(())
+    }
+}
+
+/// Children's boxes of a node as lanes, per axis `(lows, highs)`, slot `s` in lane `s`.
+type Lanes = [(f32x4, f32x4); 3];
+
+fn lanes(n: &QNode) -> Lanes {
+    n.lanes().map(|(lo, hi)| (f32x4::from(lo), f32x4::from(hi)))
+}
+
+/// Bit `j`: child `j` of `l` overlaps the box `lo..hi` (touching counts).
+#[inline(always)]
+fn touch(l: &Lanes, lo: [f32; 3], hi: [f32; 3]) -> u32 {
+    let mut m = f32x4::splat(f32::from_bits(u32::MAX));
+    for (a, (cl, ch)) in l.iter().enumerate() {
+        m &= cl.cmp_le(f32x4::splat(hi[a])) & f32x4::splat(lo[a]).cmp_le(*ch);
+    }
+    m.move_mask() as u32
+}
+
+/// Slot `s`'s box from lanes, as `(lo, hi)`.
+#[inline(always)]
+fn lane(l: &Lanes, s: usize) -> ([f32; 3], [f32; 3]) {
+    (std::array::from_fn(|a| l[a].0.to_array()[s]), std::array::from_fn(|a| l[a].1.to_array()[s]))
+}
+
+/// Bit `s`: slot `s` holds a moved child.
+#[inline(always)]
+fn moved_mask(n: &QNode) -> u32 {
+    (0..WIDTH).fold(0, |m, s| m | u32::from(n.child[s] != NULL && n.child[s] & MOVED != 0) << s)
+}
+
+/// Collects into `out` the pair keys `(low << 32) | high` of leaves whose boxes (as their nodes
+/// bound them; a leaf met against a node, its tight box) overlap, at least one of them moved:
+/// within `a`, and between `a` and `b` when given. Candidates only: the caller tests tight boxes.
+pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb], out: &mut Vec<u64>) {
+    let key = |x: u32, y: u32| {
+        let (x, y) = (x & ITEM_MASK, y & ITEM_MASK);
+        u64::from(x.min(y)) << 32 | u64::from(x.max(y))
+    };
+    // (x in a, y in a or b, cross)
+    let mut stack: Vec<(u32, u32, bool)> = Vec::new();
+    if a.root != NULL && a.root & LEAF == 0 && a.root & MOVED != 0 {
+        stack.push((a.root, a.root, false));
+    }
+    if let Some(b) = b
+        && a.root != NULL
+        && b.root != NULL
+        && (a.root | b.root) & MOVED != 0
+        && crate::tree::overlap(&a.box_of(a.root), &b.box_of(b.root))
+    {
+        if a.root & b.root & LEAF != 0 {
+            out.push(key(a.root, b.root));
+        } else {
+            stack.push((a.root, b.root, true));
+        }
+    }
+    while let Some((x, y, cross)) = stack.pop() {
+        let bt = if cross { b.unwrap_or(a) } else { a };
+        if !cross && x == y {
+            let n = &a.nodes[index(x)];
+            let (l, moved) = (lanes(n), moved_mask(n));
+            for i in 0..WIDTH {
+                let ci = n.child[i];
+                if ci == NULL {
+                    break;
+                }
+                if ci & LEAF == 0 && ci & MOVED != 0 {
+                    stack.push((ci, ci, false));
+                }
+                let (lo, hi) = lane(&l, i);
+                // Later slots only, each pair once; at least one of the two moved.
+                let mut m = touch(&l, lo, hi) & n.present() & !((2 << i) - 1);
+                if ci & MOVED == 0 {
+                    m &= moved;
+                }
+                while m != 0 {
+                    let j = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let cj = n.child[j];
+                    if ci & cj & LEAF != 0 {
+                        out.push(key(ci, cj));
+                    } else {
+                        stack.push((ci, cj, false));
+                    }
+                }
+            }
+            continue;
+        }
+        // One side's entries (its children, or a leaf with its tight box) against the other's
+        // children (or its tight box): pairs that pass go on as tasks, or out when both leaves.
+        let entries = |t: &QuadTree, r: u32| -> ([(u32, [f32; 3], [f32; 3]); WIDTH], usize) {
+            let mut e = [(NULL, [0.0; 3], [0.0; 3]); WIDTH];
+            if r & LEAF != 0 {
+                let b = &tight[index(r)];
+                e[0] = (r, b.mins.into(), b.maxs.into());
+                return (e, 1);
+            }
+            let n = &t.nodes[index(r)];
+            let l = lanes(n);
+            let len = n.len();
+            for (s, slot) in e.iter_mut().enumerate().take(len) {
+                let (lo, hi) = lane(&l, s);
+                *slot = (n.child[s], lo, hi);
+            }
+            (e, len)
+        };
+        let (ex, nx) = entries(a, x);
+        let (ey, ny) = entries(bt, y);
+        for &(ci, lo, hi) in &ex[..nx] {
+            for &(cj, lo2, hi2) in &ey[..ny] {
+                let touch = (0..3).all(|k| lo[k] <= hi2[k] && lo2[k] <= hi[k]);
+                if !touch || (ci | cj) & MOVED == 0 {
+                    continue;
+                }
+                if ci & cj & LEAF != 0 {
+                    out.push(key(ci, cj));
+                } else {
+                    stack.push((ci, cj, cross));
+                }
+            }
+        }
     }
 }
 
@@ -786,6 +966,48 @@ mod tests {
                     }
                 }
             }
+        }
+
+        /// The candidate pairs, filtered by tight boxes, are the brute force's: every pair of
+        /// overlapping tight boxes with a mover, within the moving tree and across to the static
+        /// one (never static with static), each once.
+        #[test]
+        fn pairs_match_the_brute_force(
+            tight in arb_boxes(70),
+            statics in prop::collection::vec(any::<bool>(), 70),
+            moved in prop::collection::vec(prop::bool::weighted(0.3), 70),
+        ) {
+            let n = tight.len();
+            let fat: Vec<Aabb> = tight.iter().map(|b| b.loosened(0.25)).collect();
+            let is_static = |i: usize| statics[i];
+            let pick = |st: bool| -> Vec<(Aabb, u32)> {
+                (0..n).filter(|&i| is_static(i) == st).map(|i| (fat[i], i as u32)).collect()
+            };
+            let mut a = QuadTree::build(&pick(false));
+            let mut b = QuadTree::build(&pick(true));
+            for i in 0..n {
+                if moved[i] {
+                    if is_static(i) { b.mark_moved(i as u32) } else { a.mark_moved(i as u32) }
+                }
+            }
+            let mut got = Vec::new();
+            candidate_pairs(&a, Some(&b), &tight, &mut got);
+            got.retain(|&k| overlap(&tight[(k >> 32) as usize], &tight[(k as u32) as usize]));
+            got.sort_unstable();
+            let mut want = Vec::new();
+            for i in 0..n {
+                for j in i + 1..n {
+                    if (moved[i] || moved[j]) && !(is_static(i) && is_static(j)) && overlap(&tight[i], &tight[j]) {
+                        want.push((i as u64) << 32 | j as u64);
+                    }
+                }
+            }
+            prop_assert_eq!(&got, &want);
+            a.clear_moved();
+            b.clear_moved();
+            got.clear();
+            candidate_pairs(&a, Some(&b), &tight, &mut got);
+            prop_assert!(got.is_empty());
         }
 
         /// Box and point queries find every leaf whose box overlaps, each once (the tree may add
