@@ -1,6 +1,6 @@
 //! EXPERIMENT (branch `wip/quad-tree`): the crate's 4-wide tree (a read-only snapshot of the
 //! moving proxies) against the binary tree and obvhs, on the dynamic-tree suite's query scene.
-//! `cargo run --release -p voxterra-benches --example dyn_quad_crate_probe -- point|ray [REPS]`
+//! `cargo run --release -p voxterra-benches --example dyn_quad_crate_probe -- point|ray|pairs [REPS]`
 //! The three sides run interleaved in a shuffled order each rep (the suite's cache regime);
 //! medians. `N=` sets the box count (default 100 000).
 use std::hint::black_box;
@@ -21,7 +21,38 @@ fn main() {
         ours.frame(&scene, false);
         obvhs.frame(&scene);
     }
-    let quad = ours.tree.quad_snapshot();
+    let mut quad = ours.tree.quad_snapshot();
+    if mode == "pairs" {
+        // The 100%-moving pair update: the binary tree's (every proxy moved within its fat box,
+        // so no tree change) against the snapshot's traversal.
+        let ids: Vec<voxterra_core::ProxyId> = (0..n as u32).map(voxterra_core::ProxyId).collect();
+        let (mut tb, mut tq) = (Vec::new(), Vec::new());
+        let (mut kb, mut kq) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            for (i, id) in ids.iter().enumerate() {
+                ours.tree
+                    .move_proxy(*id, scene.aabb(i), voxterra_core::nalgebra::Vector3::zeros())
+                    .expect("move");
+            }
+            kb.clear();
+            let t = std::time::Instant::now();
+            ours.tree.update_pairs(&mut |x, y| kb.push(u64::from(x.0) << 32 | u64::from(y.0)));
+            tb.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = std::time::Instant::now();
+            ours.tree.quad_all_pairs(&mut quad, &mut kq);
+            tq.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        assert_eq!(kb, kq, "pairs differ");
+        tb.sort_by(f64::total_cmp);
+        tq.sort_by(f64::total_cmp);
+        println!(
+            "pairs ({}): binary {:.2} ms, quad {:.2} ms (medians)",
+            kb.len(),
+            tb[tb.len() / 2],
+            tq[tq.len() / 2]
+        );
+        return;
+    }
     let QuerySet { points, rays, .. } = QuerySet::new(scene.side);
     let contains =
         |b: &voxterra_core::Aabb, p: &Point3<f32>| (0..3).all(|i| b.mins[i] <= p[i] && p[i] <= b.maxs[i]);

@@ -287,6 +287,21 @@ impl DynamicAabbTree {
         QuadSnapshot(crate::quad::QuadTree::build(&leaves))
     }
 
+    /// EXPERIMENT: every moving proxy flagged as moved in the snapshot, then all pairs of
+    /// overlapping tight boxes among them (sorted keys `(low << 32) | high`).
+    #[doc(hidden)]
+    pub fn quad_all_pairs(&self, q: &mut QuadSnapshot, out: &mut Vec<u64>) {
+        let all: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&i| self.slots[i as usize].live && self.slots[i as usize].kind == ProxyKind::Dynamic)
+            .collect();
+        q.0.mark_moved_many(&all, |_| true);
+        out.clear();
+        crate::quad::candidate_pairs(&q.0, None, &self.tight, out);
+        let tight = &self.tight;
+        out.retain(|&k| overlap(&tight[(k >> 32) as usize], &tight[(k as u32) as usize]));
+        out.sort_unstable();
+    }
+
     /// EXPERIMENT: [`DynamicAabbTree::query_point`] through a snapshot (moving proxies only).
     #[doc(hidden)]
     pub fn quad_query_point(

@@ -228,7 +228,9 @@ impl QNode {
     pub(crate) fn span(&self) -> Aabb {
         Aabb::new(
             Point3::from(self.origin),
-            Point3::from(std::array::from_fn(|a| Axis { origin: self.origin[a], scale: self.scale[a] }.value(TOP))),
+            Point3::from(std::array::from_fn(|a| {
+                Axis { origin: self.origin[a], scale: self.scale[a] }.value(TOP)
+            })),
         )
     }
 }
@@ -477,7 +479,7 @@ impl QuadTree {
         // The last child takes the freed slot: slots stay packed.
         c[s] = c[len - 1];
         c[len - 1] = NULL;
-        if len - 1 >= 2 {
+        if len > 2 {
             return self.refill_up(n, &c[..len - 1]);
         }
         // One child left: it takes the node's place.
@@ -524,6 +526,55 @@ impl QuadTree {
         }
         // Reached the root node: its reference carries the flag too.
         self.root |= MOVED;
+    }
+
+    /// Flags exactly the leaves of `items` and the slots above them as moved; `queued(item)` tells
+    /// whether an item is among them. Many items (a quarter of the leaves or more) take one
+    /// pass over the nodes in reverse arena order, which is bottom-up for a depth-first layout
+    /// and otherwise repeated until settled; few clear the flags and walk up from each leaf.
+    pub(crate) fn mark_moved_many(&mut self, items: &[u32], queued: impl Fn(u32) -> bool) {
+        if self.root == NULL {
+            return;
+        }
+        if items.len() * 4 < self.leaves as usize {
+            self.clear_moved();
+            for &item in items {
+                self.mark_moved(item);
+            }
+            return;
+        }
+        if self.root & LEAF != 0 {
+            self.root = if queued(index(self.root) as u32) { self.root | MOVED } else { self.root & !MOVED };
+            return;
+        }
+        // Post-order over the live nodes: children's flags before their parents'.
+        let mut order = Vec::with_capacity(self.nodes.len());
+        let mut stack = vec![index(self.root) as u32];
+        while let Some(i) = stack.pop() {
+            order.push(i);
+            for &c in &self.nodes[i as usize].child {
+                if c != NULL && c & LEAF == 0 {
+                    stack.push(index(c) as u32);
+                }
+            }
+        }
+        for &i in order.iter().rev() {
+            let mut n = self.nodes[i as usize];
+            for c in n.child.iter_mut() {
+                if *c == NULL {
+                    continue;
+                }
+                let moved = if *c & LEAF != 0 {
+                    queued(index(*c) as u32)
+                } else {
+                    moved_mask(&self.nodes[index(*c)]) != 0
+                };
+                *c = if moved { *c | MOVED } else { *c & !MOVED };
+            }
+            self.nodes[i as usize].child = n.child;
+        }
+        let root_moved = moved_mask(&self.nodes[index(self.root)]) != 0;
+        self.root = if root_moved { self.root | MOVED } else { self.root & !MOVED };
     }
 
     /// Clears every moved flag (walks only the flagged part).
@@ -682,7 +733,11 @@ impl QuadTree {
     /// locations; every node reached once or free; the leaf count.
     pub(crate) fn validate(&self) -> Result<(), String> {
         if self.root == NULL {
-            return if self.leaves == 0 { Ok(()) } else { Err(format!("empty root, {} leaves", self.leaves)) };
+            return if self.leaves == 0 {
+                Ok(())
+            } else {
+                Err(format!("empty root, {} leaves", self.leaves))
+            };
         }
         if self.root & LEAF != 0 {
             let ok = self.loc.get(index(self.root)) == Some(&ROOT_LEAF) && self.leaves == 1;
@@ -746,24 +801,30 @@ impl QuadTree {
 /// Children's boxes of a node as lanes, per axis `(lows, highs)`, slot `s` in lane `s`.
 type Lanes = [(f32x4, f32x4); 3];
 
+#[inline(always)]
 fn lanes(n: &QNode) -> Lanes {
     n.lanes().map(|(lo, hi)| (f32x4::from(lo), f32x4::from(hi)))
 }
 
-/// Bit `j`: child `j` of `l` overlaps the box `lo..hi` (touching counts).
+/// Slot `s`'s box from lanes, each coordinate in all four lanes.
 #[inline(always)]
-fn touch(l: &Lanes, lo: [f32; 3], hi: [f32; 3]) -> u32 {
-    let mut m = f32x4::splat(f32::from_bits(u32::MAX));
-    for (a, (cl, ch)) in l.iter().enumerate() {
-        m &= cl.cmp_le(f32x4::splat(hi[a])) & f32x4::splat(lo[a]).cmp_le(*ch);
-    }
-    m.move_mask() as u32
+fn spread(l: &Lanes, s: usize) -> Lanes {
+    l.map(|(lo, hi)| (f32x4::splat(lo.as_array_ref()[s]), f32x4::splat(hi.as_array_ref()[s])))
 }
 
-/// Slot `s`'s box from lanes, as `(lo, hi)`.
+/// A box with each coordinate in all four lanes.
 #[inline(always)]
-fn lane(l: &Lanes, s: usize) -> ([f32; 3], [f32; 3]) {
-    (std::array::from_fn(|a| l[a].0.to_array()[s]), std::array::from_fn(|a| l[a].1.to_array()[s]))
+fn spread_box(b: &Aabb) -> Lanes {
+    std::array::from_fn(|a| (f32x4::splat(b.mins[a]), f32x4::splat(b.maxs[a])))
+}
+
+/// Bit `j`: child `j` of `l` overlaps the spread box `q` (touching counts).
+#[inline(always)]
+fn touch(l: &Lanes, q: &Lanes) -> u32 {
+    let m = (0..3).fold(f32x4::splat(f32::from_bits(u32::MAX)), |m, a| {
+        m & l[a].0.cmp_le(q[a].1) & q[a].0.cmp_le(l[a].1)
+    });
+    m.move_mask() as u32
 }
 
 /// Bit `s`: slot `s` holds a moved child.
@@ -771,6 +832,10 @@ fn lane(l: &Lanes, s: usize) -> ([f32; 3], [f32; 3]) {
 fn moved_mask(n: &QNode) -> u32 {
     (0..WIDTH).fold(0, |m, s| m | u32::from(n.child[s] != NULL && n.child[s] & MOVED != 0) << s)
 }
+
+/// Tasks taken off the stack ahead of their visit, each prefetched as it enters (as the binary
+/// tree's traversal).
+const AHEAD: usize = 32;
 
 /// Collects into `out` the pair keys `(low << 32) | high` of leaves whose boxes (as their nodes
 /// bound them; a leaf met against a node, its tight box) overlap, at least one of them moved:
@@ -797,68 +862,99 @@ pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb]
             stack.push((a.root, b.root, true));
         }
     }
-    while let Some((x, y, cross)) = stack.pop() {
+    let fetch = |t: &QuadTree, r: u32| {
+        if r & LEAF == 0 {
+            prefetch_index::prefetch_index(&t.nodes, index(r));
+        } else {
+            prefetch_index::prefetch_index(tight, index(r));
+        }
+    };
+    let mut ring = [(0u32, 0u32, false); AHEAD];
+    let (mut head, mut queued) = (0usize, 0usize);
+    loop {
+        while queued < AHEAD
+            && let Some(t) = stack.pop()
+        {
+            fetch(a, t.0);
+            fetch(if t.2 { b.unwrap_or(a) } else { a }, t.1);
+            ring[(head + queued) % AHEAD] = t;
+            queued += 1;
+        }
+        if queued == 0 {
+            return;
+        }
+        let (x, y, cross) = ring[head];
+        head = (head + 1) % AHEAD;
+        queued -= 1;
         let bt = if cross { b.unwrap_or(a) } else { a };
+        let mut emit = |ci: u32, cj: u32| {
+            if ci & cj & LEAF != 0 {
+                out.push(key(ci, cj));
+            } else {
+                stack.push((ci, cj, cross));
+            }
+        };
         if !cross && x == y {
             let n = &a.nodes[index(x)];
-            let (l, moved) = (lanes(n), moved_mask(n));
-            for i in 0..WIDTH {
+            let (l, moved, present) = (lanes(n), moved_mask(n), n.present());
+            for i in 0..n.len() {
                 let ci = n.child[i];
-                if ci == NULL {
-                    break;
-                }
                 if ci & LEAF == 0 && ci & MOVED != 0 {
-                    stack.push((ci, ci, false));
+                    emit(ci, ci);
                 }
-                let (lo, hi) = lane(&l, i);
                 // Later slots only, each pair once; at least one of the two moved.
-                let mut m = touch(&l, lo, hi) & n.present() & !((2 << i) - 1);
+                let mut m = touch(&l, &spread(&l, i)) & present & !((2 << i) - 1);
                 if ci & MOVED == 0 {
                     m &= moved;
                 }
                 while m != 0 {
                     let j = m.trailing_zeros() as usize;
                     m &= m - 1;
-                    let cj = n.child[j];
-                    if ci & cj & LEAF != 0 {
-                        out.push(key(ci, cj));
-                    } else {
-                        stack.push((ci, cj, false));
-                    }
+                    emit(ci, n.child[j]);
                 }
             }
             continue;
         }
-        // One side's entries (its children, or a leaf with its tight box) against the other's
-        // children (or its tight box): pairs that pass go on as tasks, or out when both leaves.
-        let entries = |t: &QuadTree, r: u32| -> ([(u32, [f32; 3], [f32; 3]); WIDTH], usize) {
-            let mut e = [(NULL, [0.0; 3], [0.0; 3]); WIDTH];
-            if r & LEAF != 0 {
-                let b = &tight[index(r)];
-                e[0] = (r, b.mins.into(), b.maxs.into());
-                return (e, 1);
-            }
-            let n = &t.nodes[index(r)];
-            let l = lanes(n);
-            let len = n.len();
-            for (s, slot) in e.iter_mut().enumerate().take(len) {
-                let (lo, hi) = lane(&l, s);
-                *slot = (n.child[s], lo, hi);
-            }
-            (e, len)
-        };
-        let (ex, nx) = entries(a, x);
-        let (ey, ny) = entries(bt, y);
-        for &(ci, lo, hi) in &ex[..nx] {
-            for &(cj, lo2, hi2) in &ey[..ny] {
-                let touch = (0..3).all(|k| lo[k] <= hi2[k] && lo2[k] <= hi[k]);
-                if !touch || (ci | cj) & MOVED == 0 {
-                    continue;
+        match (x & LEAF != 0, y & LEAF != 0) {
+            (true, true) => emit(x, y),
+            (true, false) => {
+                let ny = &bt.nodes[index(y)];
+                let mut m = touch(&lanes(ny), &spread_box(&tight[index(x)])) & ny.present();
+                if x & MOVED == 0 {
+                    m &= moved_mask(ny);
                 }
-                if ci & cj & LEAF != 0 {
-                    out.push(key(ci, cj));
-                } else {
-                    stack.push((ci, cj, cross));
+                while m != 0 {
+                    let j = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    emit(x, ny.child[j]);
+                }
+            }
+            (false, true) => {
+                let nx = &a.nodes[index(x)];
+                let mut m = touch(&lanes(nx), &spread_box(&tight[index(y)])) & nx.present();
+                if y & MOVED == 0 {
+                    m &= moved_mask(nx);
+                }
+                while m != 0 {
+                    let i = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    emit(nx.child[i], y);
+                }
+            }
+            (false, false) => {
+                let (nx, ny) = (&a.nodes[index(x)], &bt.nodes[index(y)]);
+                let (lx, ly, my, py) = (lanes(nx), lanes(ny), moved_mask(ny), ny.present());
+                for i in 0..nx.len() {
+                    let ci = nx.child[i];
+                    let mut m = touch(&ly, &spread(&lx, i)) & py;
+                    if ci & MOVED == 0 {
+                        m &= my;
+                    }
+                    while m != 0 {
+                        let j = m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        emit(ci, ny.child[j]);
+                    }
                 }
             }
         }
@@ -985,10 +1081,8 @@ mod tests {
             };
             let mut a = QuadTree::build(&pick(false));
             let mut b = QuadTree::build(&pick(true));
-            for i in 0..n {
-                if moved[i] {
-                    if is_static(i) { b.mark_moved(i as u32) } else { a.mark_moved(i as u32) }
-                }
+            for (i, _) in moved.iter().enumerate().take(n).filter(|m| *m.1) {
+                if is_static(i) { b.mark_moved(i as u32) } else { a.mark_moved(i as u32) }
             }
             let mut got = Vec::new();
             candidate_pairs(&a, Some(&b), &tight, &mut got);
