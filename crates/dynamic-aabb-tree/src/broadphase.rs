@@ -287,14 +287,17 @@ impl DynamicAabbTree {
         QuadSnapshot(crate::quad::QuadTree::build(&leaves))
     }
 
-    /// EXPERIMENT: every moving proxy flagged as moved in the snapshot, then all pairs of
-    /// overlapping tight boxes among them (sorted keys `(low << 32) | high`).
+    /// EXPERIMENT: the proxies `moved` (all moving ones, each once) flagged as moved in the
+    /// snapshot, then the pairs of overlapping tight boxes with one of them (sorted keys
+    /// `(low << 32) | high`).
     #[doc(hidden)]
-    pub fn quad_all_pairs(&self, q: &mut QuadSnapshot, out: &mut Vec<u64>) {
-        let all: Vec<u32> = (0..self.slots.len() as u32)
-            .filter(|&i| self.slots[i as usize].live && self.slots[i as usize].kind == ProxyKind::Dynamic)
-            .collect();
-        q.0.mark_moved_many(&all, |_| true);
+    pub fn quad_pairs_of(&self, q: &mut QuadSnapshot, moved: &[ProxyId], out: &mut Vec<u64>) {
+        let mut flag = vec![false; self.slots.len()];
+        let ids: Vec<u32> = moved.iter().map(|id| id.0).collect();
+        for &i in &ids {
+            flag[i as usize] = true;
+        }
+        q.0.mark_moved_many(&ids, |i| flag[i as usize]);
         out.clear();
         crate::quad::candidate_pairs(&q.0, None, &self.tight, out);
         let tight = &self.tight;
@@ -567,16 +570,16 @@ struct Task {
 /// traversal are coin flips to a branch predictor; as branches they cost 2.4 mispredictions a
 /// visited pair on the suite's 100k boxes, all moving.
 #[derive(Debug, Default)]
-struct Sink<T> {
-    buf: Vec<T>,
+pub(crate) struct Sink<T> {
+    pub(crate) buf: Vec<T>,
     /// Kept entries: `buf[..len]`.
-    len: usize,
+    pub(crate) len: usize,
 }
 
 impl<T: Copy + Default> Sink<T> {
     /// Makes room for `k` more `put`s.
     #[inline(always)]
-    fn room(&mut self, k: usize) {
+    pub(crate) fn room(&mut self, k: usize) {
         if self.len + k > self.buf.len() {
             // By value: a reference would let the sink's address escape, and keep its fields in
             // memory rather than registers through the traversal loop.
@@ -586,22 +589,22 @@ impl<T: Copy + Default> Sink<T> {
 
     /// Writes `v` after the kept entries and keeps it if `keep`. Needs [`Sink::room`] first.
     #[inline(always)]
-    fn put(&mut self, v: T, keep: bool) {
+    pub(crate) fn put(&mut self, v: T, keep: bool) {
         self.buf[self.len] = v;
         self.len += usize::from(keep);
     }
 
     #[inline(always)]
-    fn pop(&mut self) -> Option<T> {
+    pub(crate) fn pop(&mut self) -> Option<T> {
         self.len = self.len.checked_sub(1)?;
         Some(self.buf[self.len])
     }
 
-    fn kept(&self) -> &[T] {
+    pub(crate) fn kept(&self) -> &[T] {
         &self.buf[..self.len]
     }
 
-    fn into_vec(mut self) -> Vec<T> {
+    pub(crate) fn into_vec(mut self) -> Vec<T> {
         self.buf.truncate(self.len);
         self.buf
     }

@@ -7,6 +7,7 @@
 //! taken four ways), box, point and ray queries, and a validation. Updates, the pair traversal and
 //! the swap into [`crate::DynamicAabbTree`] come next.
 
+use crate::broadphase::Sink;
 use crate::tree::{ITEM_MASK, Item, LEAF, LEAF_MOVED, NULL, split};
 use voxterra_core::Aabb;
 use voxterra_core::nalgebra::{Point3, Vector3};
@@ -845,10 +846,13 @@ pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb]
         let (x, y) = (x & ITEM_MASK, y & ITEM_MASK);
         u64::from(x.min(y)) << 32 | u64::from(x.max(y))
     };
+    let mut found = Sink::from(std::mem::take(out));
     // (x in a, y in a or b, cross)
-    let mut stack: Vec<(u32, u32, bool)> = Vec::new();
+    let mut stack: Sink<(u32, u32, bool)> = Sink::default();
+    stack.room(2);
+    found.room(1);
     if a.root != NULL && a.root & LEAF == 0 && a.root & MOVED != 0 {
-        stack.push((a.root, a.root, false));
+        stack.put((a.root, a.root, false), true);
     }
     if let Some(b) = b
         && a.root != NULL
@@ -856,11 +860,9 @@ pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb]
         && (a.root | b.root) & MOVED != 0
         && crate::tree::overlap(&a.box_of(a.root), &b.box_of(b.root))
     {
-        if a.root & b.root & LEAF != 0 {
-            out.push(key(a.root, b.root));
-        } else {
-            stack.push((a.root, b.root, true));
-        }
+        let leaves = a.root & b.root & LEAF != 0;
+        found.put(key(a.root, b.root), leaves);
+        stack.put((a.root, b.root, true), !leaves);
     }
     let fetch = |t: &QuadTree, r: u32| {
         if r & LEAF == 0 {
@@ -881,79 +883,68 @@ pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb]
             queued += 1;
         }
         if queued == 0 {
+            *out = found.into_vec();
             return;
         }
         let (x, y, cross) = ring[head];
         head = (head + 1) % AHEAD;
         queued -= 1;
         let bt = if cross { b.unwrap_or(a) } else { a };
-        let mut emit = |ci: u32, cj: u32| {
-            if ci & cj & LEAF != 0 {
-                out.push(key(ci, cj));
-            } else {
-                stack.push((ci, cj, cross));
-            }
+        stack.room(WIDTH * WIDTH + WIDTH);
+        found.room(WIDTH * WIDTH);
+        // Child pair (ci, cj) passed when `keep`: a candidate when both are leaves, else a task.
+        // Branch-free (the tests are coin flips to a predictor).
+        let mut emit = |ci: u32, cj: u32, keep: bool| {
+            let leaves = ci & cj & LEAF != 0;
+            found.put(key(ci, cj), keep & leaves);
+            stack.put((ci, cj, cross), keep & !leaves);
         };
         if !cross && x == y {
             let n = &a.nodes[index(x)];
             let (l, moved, present) = (lanes(n), moved_mask(n), n.present());
-            for i in 0..n.len() {
+            for i in 0..WIDTH {
                 let ci = n.child[i];
-                if ci & LEAF == 0 && ci & MOVED != 0 {
-                    emit(ci, ci);
-                }
+                let inner = ci != NULL && ci & LEAF == 0 && ci & MOVED != 0;
+                emit(ci, ci, inner);
                 // Later slots only, each pair once; at least one of the two moved.
-                let mut m = touch(&l, &spread(&l, i)) & present & !((2 << i) - 1);
-                if ci & MOVED == 0 {
-                    m &= moved;
-                }
-                while m != 0 {
-                    let j = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    emit(ci, n.child[j]);
+                let with = if ci & MOVED != 0 { present } else { moved };
+                let m = touch(&l, &spread(&l, i))
+                    & with
+                    & present
+                    & !((2 << i) - 1)
+                    & (present >> i & 1).wrapping_neg();
+                for (j, &cj) in n.child.iter().enumerate() {
+                    emit(ci, cj, m >> j & 1 != 0);
                 }
             }
             continue;
         }
         match (x & LEAF != 0, y & LEAF != 0) {
-            (true, true) => emit(x, y),
+            (true, true) => emit(x, y, true),
             (true, false) => {
                 let ny = &bt.nodes[index(y)];
-                let mut m = touch(&lanes(ny), &spread_box(&tight[index(x)])) & ny.present();
-                if x & MOVED == 0 {
-                    m &= moved_mask(ny);
-                }
-                while m != 0 {
-                    let j = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    emit(x, ny.child[j]);
+                let with = if x & MOVED != 0 { ny.present() } else { moved_mask(ny) };
+                let m = touch(&lanes(ny), &spread_box(&tight[index(x)])) & with;
+                for (j, &cj) in ny.child.iter().enumerate() {
+                    emit(x, cj, m >> j & 1 != 0);
                 }
             }
             (false, true) => {
                 let nx = &a.nodes[index(x)];
-                let mut m = touch(&lanes(nx), &spread_box(&tight[index(y)])) & nx.present();
-                if y & MOVED == 0 {
-                    m &= moved_mask(nx);
-                }
-                while m != 0 {
-                    let i = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    emit(nx.child[i], y);
+                let with = if y & MOVED != 0 { nx.present() } else { moved_mask(nx) };
+                let m = touch(&lanes(nx), &spread_box(&tight[index(y)])) & with;
+                for (i, &ci) in nx.child.iter().enumerate() {
+                    emit(ci, y, m >> i & 1 != 0);
                 }
             }
             (false, false) => {
                 let (nx, ny) = (&a.nodes[index(x)], &bt.nodes[index(y)]);
                 let (lx, ly, my, py) = (lanes(nx), lanes(ny), moved_mask(ny), ny.present());
-                for i in 0..nx.len() {
-                    let ci = nx.child[i];
-                    let mut m = touch(&ly, &spread(&lx, i)) & py;
-                    if ci & MOVED == 0 {
-                        m &= my;
-                    }
-                    while m != 0 {
-                        let j = m.trailing_zeros() as usize;
-                        m &= m - 1;
-                        emit(ci, ny.child[j]);
+                for (i, &ci) in nx.child.iter().enumerate() {
+                    let with = if ci & MOVED != 0 { py } else { my };
+                    let m = touch(&ly, &spread(&lx, i)) & with & u32::from(ci != NULL).wrapping_neg();
+                    for (j, &cj) in ny.child.iter().enumerate() {
+                        emit(ci, cj, m >> j & 1 != 0);
                     }
                 }
             }
@@ -1072,6 +1063,7 @@ mod tests {
             tight in arb_boxes(70),
             statics in prop::collection::vec(any::<bool>(), 70),
             moved in prop::collection::vec(prop::bool::weighted(0.3), 70),
+            batch: bool,
         ) {
             let n = tight.len();
             let fat: Vec<Aabb> = tight.iter().map(|b| b.loosened(0.25)).collect();
@@ -1081,8 +1073,15 @@ mod tests {
             };
             let mut a = QuadTree::build(&pick(false));
             let mut b = QuadTree::build(&pick(true));
-            for (i, _) in moved.iter().enumerate().take(n).filter(|m| *m.1) {
-                if is_static(i) { b.mark_moved(i as u32) } else { a.mark_moved(i as u32) }
+            // Both ways of flagging: one walk per mover, and the batch form (a walk each for
+            // few movers, one pass for many).
+            let (ma, mb): (Vec<u32>, Vec<u32>) = (0..n as u32).filter(|&i| moved[i as usize]).partition(|&i| !is_static(i as usize));
+            if batch {
+                a.mark_moved_many(&ma, |i| moved[i as usize]);
+                b.mark_moved_many(&mb, |i| moved[i as usize]);
+            } else {
+                ma.iter().for_each(|&i| a.mark_moved(i));
+                mb.iter().for_each(|&i| b.mark_moved(i));
             }
             let mut got = Vec::new();
             candidate_pairs(&a, Some(&b), &tight, &mut got);
