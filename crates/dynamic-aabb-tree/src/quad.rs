@@ -1062,7 +1062,7 @@ mod tests {
         fn pairs_match_the_brute_force(
             tight in arb_boxes(70),
             statics in prop::collection::vec(any::<bool>(), 70),
-            moved in prop::collection::vec(prop::bool::weighted(0.3), 70),
+            moved in prop_oneof![prop::collection::vec(prop::bool::weighted(0.05), 70), prop::collection::vec(prop::bool::weighted(0.5), 70)],
             batch: bool,
         ) {
             let n = tight.len();
