@@ -845,10 +845,6 @@ const AHEAD: usize = 32;
 /// bound them; a leaf met against a node, its tight box) overlap, at least one of them moved:
 /// within `a`, and between `a` and `b` when given. Candidates only: the caller tests tight boxes.
 pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb], out: &mut Vec<u64>) {
-    let key = |x: u32, y: u32| {
-        let (x, y) = (x & ITEM_MASK, y & ITEM_MASK);
-        u64::from(x.min(y)) << 32 | u64::from(x.max(y))
-    };
     let mut found = Sink::from(std::mem::take(out));
     // (x in a, y in a or b, cross)
     let mut stack: Sink<(u32, u32, bool)> = Sink::default();
@@ -864,7 +860,7 @@ pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb]
         && crate::tree::overlap(&a.box_of(a.root), &b.box_of(b.root))
     {
         let leaves = a.root & b.root & LEAF != 0;
-        found.put(key(a.root, b.root), leaves);
+        found.put(pair_key(a.root, b.root), leaves);
         stack.put((a.root, b.root, true), !leaves);
     }
     let fetch = |t: &QuadTree, r: u32| {
@@ -895,64 +891,103 @@ pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb]
         let bt = if cross { b.unwrap_or(a) } else { a };
         stack.room(WIDTH * WIDTH + WIDTH);
         found.room(WIDTH * WIDTH);
-        // Child pair (ci, cj) passed when `keep`: a candidate when both are leaves, else a task.
-        // Branch-free (the tests are coin flips to a predictor).
-        let mut emit = |ci: u32, cj: u32, keep: bool| {
-            let leaves = ci & cj & LEAF != 0;
-            found.put(key(ci, cj), keep & leaves);
-            stack.put((ci, cj, cross), keep & !leaves);
-        };
+        // The child pairs of `ci` with the slots `m` of `n` passed: leaf pairs are candidates,
+        // the rest tasks. Only the set bits are visited (most node pairs pass few).
         if !cross && x == y {
             let n = &a.nodes[index(x)];
             let (l, moved, present) = (lanes(n), moved_mask(n), n.present());
-            for i in 0..WIDTH {
+            for i in 0..n.len() {
                 let ci = n.child[i];
-                let inner = ci != NULL && ci & LEAF == 0 && ci & MOVED != 0;
-                emit(ci, ci, inner);
+                if ci & LEAF == 0 && ci & MOVED != 0 {
+                    stack.put((ci, ci, false), true);
+                }
                 // Later slots only, each pair once; at least one of the two moved.
                 let with = if ci & MOVED != 0 { present } else { moved };
-                let m = touch(&l, &spread(&l, i))
-                    & with
-                    & present
-                    & !((2 << i) - 1)
-                    & (present >> i & 1).wrapping_neg();
-                for (j, &cj) in n.child.iter().enumerate() {
-                    emit(ci, cj, m >> j & 1 != 0);
-                }
+                emit(
+                    &mut found,
+                    &mut stack,
+                    ci,
+                    n,
+                    touch(&l, &spread(&l, i)) & with & !((2 << i) - 1),
+                    cross,
+                );
             }
             continue;
         }
         match (x & LEAF != 0, y & LEAF != 0) {
-            (true, true) => emit(x, y, true),
+            (true, true) => found.put(pair_key(x, y), true),
             (true, false) => {
                 let ny = &bt.nodes[index(y)];
                 let with = if x & MOVED != 0 { ny.present() } else { moved_mask(ny) };
-                let m = touch(&lanes(ny), &spread_box(&tight[index(x)])) & with;
-                for (j, &cj) in ny.child.iter().enumerate() {
-                    emit(x, cj, m >> j & 1 != 0);
-                }
+                emit(
+                    &mut found,
+                    &mut stack,
+                    x,
+                    ny,
+                    touch(&lanes(ny), &spread_box(&tight[index(x)])) & with,
+                    cross,
+                );
             }
             (false, true) => {
+                // Node against leaf: the same with the sides' roles swapped (`emit` orders the
+                // key; the task keeps `x` in `a`).
                 let nx = &a.nodes[index(x)];
                 let with = if y & MOVED != 0 { nx.present() } else { moved_mask(nx) };
-                let m = touch(&lanes(nx), &spread_box(&tight[index(y)])) & with;
-                for (i, &ci) in nx.child.iter().enumerate() {
-                    emit(ci, y, m >> i & 1 != 0);
+                let mut m = touch(&lanes(nx), &spread_box(&tight[index(y)])) & with;
+                while m != 0 {
+                    let i = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let ci = nx.child[i];
+                    if ci & LEAF != 0 {
+                        found.put(pair_key(ci, y), true);
+                    } else {
+                        stack.put((ci, y, cross), true);
+                    }
                 }
             }
             (false, false) => {
                 let (nx, ny) = (&a.nodes[index(x)], &bt.nodes[index(y)]);
                 let (lx, ly, my, py) = (lanes(nx), lanes(ny), moved_mask(ny), ny.present());
-                for (i, &ci) in nx.child.iter().enumerate() {
+                for i in 0..nx.len() {
+                    let ci = nx.child[i];
                     let with = if ci & MOVED != 0 { py } else { my };
-                    let m = touch(&ly, &spread(&lx, i)) & with & u32::from(ci != NULL).wrapping_neg();
-                    for (j, &cj) in ny.child.iter().enumerate() {
-                        emit(ci, cj, m >> j & 1 != 0);
-                    }
+                    emit(&mut found, &mut stack, ci, ny, touch(&ly, &spread(&lx, i)) & with, cross);
                 }
             }
         }
     }
+}
+
+/// The pair key `(low << 32) | high` of two leaf references.
+#[inline(always)]
+fn pair_key(x: u32, y: u32) -> u64 {
+    let (x, y) = (x & ITEM_MASK, y & ITEM_MASK);
+    u64::from(x.min(y)) << 32 | u64::from(x.max(y))
+}
+
+/// The child pairs of `ci` with the slots `m` of node `n` that passed their tests: leaf pairs go
+/// to `found` as candidates, the rest to `stack` as tasks. Only the set bits are visited (most
+/// node pairs pass few).
+#[inline(always)]
+fn emit(found: &mut Sink<u64>, stack: &mut Sink<(u32, u32, bool)>, ci: u32, n: &QNode, m: u32, cross: bool) {
+    let leaves = if ci & LEAF != 0 { leaf_mask(n) } else { 0 };
+    let (mut c, mut t) = (m & leaves, m & !leaves);
+    while c != 0 {
+        let j = c.trailing_zeros() as usize;
+        c &= c - 1;
+        found.put(pair_key(ci, n.child[j]), true);
+    }
+    while t != 0 {
+        let j = t.trailing_zeros() as usize;
+        t &= t - 1;
+        stack.put((ci, n.child[j], cross), true);
+    }
+}
+
+/// Bit `s`: slot `s` holds a leaf.
+#[inline(always)]
+fn leaf_mask(n: &QNode) -> u32 {
+    (0..WIDTH).fold(0, |m, s| m | u32::from(n.child[s] != NULL && n.child[s] & LEAF != 0) << s)
 }
 
 const EMPTY: Aabb = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(0.0, 0.0, 0.0));
