@@ -52,7 +52,7 @@ pub enum ProxyKind {
 
 /// EXPERIMENT: see [`DynamicAabbTree::quad_snapshot`].
 #[doc(hidden)]
-pub struct QuadSnapshot(crate::quad::QuadTree);
+pub struct QuadSnapshot(crate::quad::QuadTree, crate::quad::QuadTree);
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -276,20 +276,24 @@ impl DynamicAabbTree {
         self.slot(id).ok().map(|_| self.fat[id.0 as usize])
     }
 
-    /// EXPERIMENT (branch `wip/quad-tree`): a read-only 4-wide tree over the moving proxies'
-    /// fat boxes, for probes against the binary tree.
+    /// EXPERIMENT (branch `wip/quad-tree`): read-only 4-wide trees over the moving proxies' fat
+    /// boxes and the static ones', for probes against the binary trees.
     #[doc(hidden)]
     pub fn quad_snapshot(&self) -> QuadSnapshot {
         let leaves: Vec<(Aabb, u32)> = (0..self.slots.len() as u32)
             .filter(|&i| self.slots[i as usize].live && self.slots[i as usize].kind == ProxyKind::Dynamic)
             .map(|i| (self.fat[i as usize], i))
             .collect();
-        QuadSnapshot(crate::quad::QuadTree::build(&leaves))
+        let statics: Vec<(Aabb, u32)> = (0..self.slots.len() as u32)
+            .filter(|&i| self.slots[i as usize].live && self.slots[i as usize].kind == ProxyKind::Static)
+            .map(|i| (self.fat[i as usize], i))
+            .collect();
+        QuadSnapshot(crate::quad::QuadTree::build(&leaves), crate::quad::QuadTree::build(&statics))
     }
 
-    /// EXPERIMENT: the proxies `moved` (all moving ones, each once) flagged as moved in the
-    /// snapshot, then the pairs of overlapping tight boxes with one of them (sorted keys
-    /// `(low << 32) | high`).
+    /// EXPERIMENT: the proxies `moved` (moving ones, each once) flagged as moved in the
+    /// snapshot, then the pairs of overlapping tight boxes with one of them, within the moving
+    /// proxies and against the static ones (sorted keys `(low << 32) | high`).
     #[doc(hidden)]
     pub fn quad_pairs_of(&self, q: &mut QuadSnapshot, moved: &[ProxyId], out: &mut Vec<u64>) {
         let mut flag = vec![false; self.slots.len()];
@@ -298,8 +302,9 @@ impl DynamicAabbTree {
             flag[i as usize] = true;
         }
         q.0.mark_moved_many(&ids, |i| flag[i as usize]);
+        q.1.clear_moved();
         out.clear();
-        crate::quad::candidate_pairs(&q.0, None, &self.tight, out);
+        crate::quad::candidate_pairs(&q.0, Some(&q.1), &self.tight, out);
         let tight = &self.tight;
         out.retain(|&k| overlap(&tight[(k >> 32) as usize], &tight[(k as u32) as usize]));
         out.sort_unstable();
