@@ -1040,6 +1040,30 @@ mod tests {
         }
     }
 
+    /// A ray in a child's face plane with no motion across it: the slab's `0 × ∞` is NaN and must
+    /// keep the bound (as `clip_ray_inv`), on the far plane as on the near one. Extent 255 makes
+    /// the steps whole units, so the planes dequantise exactly onto the ray's origin; the plane
+    /// is on the last axis tested (z), so no later axis can mask the NaN.
+    #[test]
+    fn rays_in_a_face_plane_hit() {
+        let b = |lo: [f32; 3], hi: [f32; 3]| Aabb::new(Point3::from(lo), Point3::from(hi));
+        let boxes = [b([0.0, 0.0, 0.0], [1.0, 1.0, 255.0]), b([5.0, 0.0, 0.0], [255.0, 255.0, 3.0])];
+        let t = QuadTree::build(&leaves(&boxes));
+        for z in [0.0f32, 255.0] {
+            let (o, inv) = (Point3::new(-1.0, 0.5, z), Vector3::new(1.0, 1.0 / 0.0, 1.0 / 0.0));
+            let want = boxes[0].clip_ray_inv(&o, &inv, 10.0).map(|c| c.0);
+            let mut got = None;
+            t.cast_ray(&o, &inv, 10.0, &mut |i, lim| {
+                if i == 0 {
+                    got = boxes[0].clip_ray_inv(&o, &inv, lim).map(|c| c.0);
+                }
+                lim
+            });
+            assert!(want.is_some());
+            assert_eq!(got, want, "z = {z}");
+        }
+    }
+
     proptest! {
         /// The build is valid: every box within its node's steps, every node and leaf once.
         #[test]
