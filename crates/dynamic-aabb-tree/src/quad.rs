@@ -294,7 +294,8 @@ impl QuadTree {
             children[k] = if e - s == 1 { items[s].r } else { self.node(&mut items[s..e]) };
         }
         self.fill(me, &children[..groups.len()]);
-        me
+        // A subtree holding a moved leaf is flagged in its parent's slot too.
+        if moved_mask(&self.nodes[me as usize]) != 0 { me | MOVED } else { me }
     }
 
     fn alloc(&mut self) -> u32 {
@@ -603,6 +604,82 @@ impl QuadTree {
         }
     }
 
+    /// Rebuilds the subtree under node reference `r` (an internal node) from its leaves by binned
+    /// SAH, in place: its nodes go back to the free list, the new ones come off it, and the new
+    /// subtree takes `r`'s slot (or the root). The leaves keep their moved flags.
+    pub(crate) fn rebuild_subtree(&mut self, r: u32) {
+        let top = index(r) as u32;
+        let up = self.up[top as usize];
+        let mut items = Vec::new();
+        let mut stack = vec![top];
+        while let Some(i) = stack.pop() {
+            let (c, len) = self.children(i);
+            for &c in &c[..len] {
+                if c & LEAF != 0 {
+                    let mut it = Item::leaf(self.leaf_box[index(c)], index(c) as u32);
+                    it.r = c;
+                    items.push(it);
+                } else {
+                    stack.push(index(c) as u32);
+                }
+            }
+            self.release(i);
+        }
+        let new = if items.len() == 1 { items[0].r } else { self.node(&mut items) };
+        if up == NULL {
+            return self.set_root(new);
+        }
+        let (p, s) = (up >> 2, (up & 3) as usize);
+        let (mut c, len) = self.children(p);
+        c[s] = new;
+        self.refill_up(p, &c[..len]);
+    }
+
+    /// Rebuilds the whole tree from its leaves.
+    pub(crate) fn rebuild_full(&mut self) {
+        if self.root != NULL && self.root & LEAF == 0 {
+            self.rebuild_subtree(self.root);
+        }
+    }
+
+    /// The surface-area cost: the summed areas of the nodes' boxes over the root's (1 for a tree
+    /// of one node or none).
+    pub(crate) fn sah_cost(&self) -> f64 {
+        if self.root == NULL || self.root & LEAF != 0 {
+            return 1.0;
+        }
+        let root = f64::from(area(&self.nodes[index(self.root)].span())).max(f64::MIN_POSITIVE);
+        let mut total = 0.0;
+        let mut stack = vec![index(self.root)];
+        while let Some(i) = stack.pop() {
+            total += f64::from(area(&self.nodes[i].span()));
+            stack.extend(
+                self.nodes[i].child.iter().filter(|&&c| c != NULL && c & LEAF == 0).map(|&c| index(c)),
+            );
+        }
+        total / root
+    }
+
+    /// Levels of nodes on the longest path from the root (0 when empty or a single leaf).
+    pub(crate) fn height(&self) -> u32 {
+        if self.root == NULL || self.root & LEAF != 0 {
+            return 0;
+        }
+        let mut best = 0;
+        let mut stack = vec![(index(self.root), 1u32)];
+        while let Some((i, h)) = stack.pop() {
+            best = best.max(h);
+            stack.extend(
+                self.nodes[i]
+                    .child
+                    .iter()
+                    .filter(|&&c| c != NULL && c & LEAF == 0)
+                    .map(|&c| (index(c), h + 1)),
+            );
+        }
+        best
+    }
+
     /// The number of leaves.
     pub(crate) fn leaf_count(&self) -> u32 {
         self.leaves
@@ -774,6 +851,11 @@ impl QuadTree {
                 } else {
                     if self.up[index(c)] != at {
                         return Err(format!("node {c} under node {i} slot {s}: wrong parent"));
+                    }
+                    // Flags may stand after their movers left (only too many, as the binary
+                    // tree's); a flagged child under an unflagged slot would hide pairs.
+                    if c & MOVED == 0 && moved_mask(&self.nodes[index(c)]) != 0 {
+                        return Err(format!("node {c} under node {i} slot {s}: moved child, unflagged"));
                     }
                     stack.push(index(c) as u32);
                 }
@@ -1077,7 +1159,7 @@ mod tests {
         #[test]
         fn updates_keep_the_tree_valid(
             start in arb_boxes(40),
-            ops in prop::collection::vec((0u8..3, 0usize..64, arb_boxes(2)), 0..120),
+            ops in prop::collection::vec((0u8..5, 0usize..64, arb_boxes(2)), 0..120),
             q in arb_boxes(4),
         ) {
             let mut t = QuadTree::build(&leaves(&start));
@@ -1097,6 +1179,13 @@ mod tests {
                     (2, Some(_)) => {
                         t.set_leaf_box(i as u32, b);
                         live[i] = Some(b);
+                    }
+                    // The subtree above a live leaf, or (4) the whole tree, rebuilt.
+                    (3, Some(_)) if t.loc[i] != ROOT_LEAF => t.rebuild_subtree(t.loc[i] >> 2),
+                    (4, _) => {
+                        let before = t.leaf_count();
+                        t.rebuild_full();
+                        prop_assert_eq!(t.leaf_count(), before);
                     }
                     _ => continue,
                 }
