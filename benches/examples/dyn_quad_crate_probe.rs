@@ -22,9 +22,16 @@ fn main() {
     for _ in 0..60 {
         scene.step();
         ours.frame(&scene, false);
-        if mode != "pairs" {
+        if mode != "pairs" && mode != "quality" {
             obvhs.frame(&scene);
         }
+    }
+    if mode == "quality" {
+        let ([(bs, bh, bt), (is, ih, it)], binary) = ours.tree.quad_quality();
+        println!(
+            "bulk: SAH {bs:.2}, height {bh}, {bt:.1} ms; inserted: SAH {is:.2}, height {ih}, {it:.1} ms; binary tree SAH {binary:.2}"
+        );
+        return;
     }
     let mut quad = ours.tree.quad_snapshot();
     if mode == "pairs" {
