@@ -1,13 +1,11 @@
 //! [`DynamicAabbTree`]: proxies with fat boxes in two trees (moving and static), incremental pairs,
 //! queries, and core's [`Broadphase`] trait.
 
-use crate::tree::{
-    F4, ITEM_MASK, LEAF, LEAF_MOVED, MAX_ITEMS, MOVED_ANY, NULL, Node, Tree, is_node, overlap,
-};
+use crate::quad::{self, QuadTree, Task};
+use crate::tree::{MAX_ITEMS, NULL, overlap};
 use rayon::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Aabb, Broadphase, CoreError, ProxyId, ProxyMove, Ray};
-use wide::CmpLe;
 
 /// The largest coordinate magnitude a proxy box may have. Far beyond any game world; it keeps
 /// every surface area (the SAH's currency) finite in f32.
@@ -92,8 +90,8 @@ pub struct Stats {
 #[derive(Clone, Debug)]
 pub struct DynamicAabbTree {
     config: TreeConfig,
-    dynamic: Tree,
-    statics: Tree,
+    dynamic: QuadTree,
+    statics: QuadTree,
     slots: Vec<Slot>,
     /// Tight boxes by proxy id: pairs are tested on these; fat boxes only prune.
     tight: Vec<Aabb>,
@@ -112,7 +110,7 @@ pub struct DynamicAabbTree {
     /// Scratch for [`Broadphase::move_proxies`]: new fat boxes by tree.
     refat: [Vec<(u32, Aabb)>; 2],
     /// Scratch for pair updates.
-    stack: Vec<(u32, u32)>,
+    stack: Vec<Task>,
     pairs: Vec<u64>,
 }
 
@@ -166,8 +164,8 @@ impl DynamicAabbTree {
         };
         DynamicAabbTree {
             config,
-            dynamic: Tree::default(),
-            statics: Tree::default(),
+            dynamic: QuadTree::default(),
+            statics: QuadTree::default(),
             slots: Vec::new(),
             tight: Vec::new(),
             fat: Vec::new(),
@@ -197,7 +195,7 @@ impl DynamicAabbTree {
         self.live == 0
     }
 
-    fn tree_mut(&mut self, kind: ProxyKind) -> &mut Tree {
+    fn tree_mut(&mut self, kind: ProxyKind) -> &mut QuadTree {
         match kind {
             ProxyKind::Dynamic => &mut self.dynamic,
             ProxyKind::Static => &mut self.statics,
@@ -413,39 +411,32 @@ impl DynamicAabbTree {
         self.flush();
         self.flag_moved();
         let mut pairs = Sink::from(std::mem::take(&mut self.pairs));
-        let (dn, sn, tight) = (&self.dynamic.nodes[..], &self.statics.nodes[..], &self.tight[..]);
-        let mut tasks: Vec<Task> = Vec::new();
-        // Roots are always internal nodes (a root may hold a single leaf): start there.
-        if self.dynamic.root != NULL {
-            let root = self.dynamic.root;
-            tasks.push(Task { a: root, b: root, cross: false });
-            if self.statics.root != NULL {
-                tasks.push(Task { a: root, b: self.statics.root, cross: true });
-            }
-        }
+        let mut stack = Sink::from(std::mem::take(&mut self.stack));
+        let (dt, st, tight) = (&self.dynamic, Some(&self.statics), &self.tight[..]);
+        quad::root_tasks(dt, st, &mut pairs, &mut stack);
         if parallel && rayon::current_num_threads() > 1 {
             // Split the top of the traversal into independent tasks, breadth first.
             let target = 16 * rayon::current_num_threads();
+            let mut tasks = stack.kept().to_vec();
             let mut next = Sink::default();
-            let mut split = Vec::new();
             for _ in 0..12 {
                 if tasks.len() >= target || tasks.is_empty() {
                     break;
                 }
-                split.clear();
-                for t in &tasks {
-                    let bn = if t.cross { sn } else { dn };
-                    next.len = 0;
-                    visit(t.a, t.b, t.cross, dn, bn, tight, &mut next, &mut pairs);
-                    split.extend(next.kept().iter().map(|&(a, b)| Task { a, b, ..*t }));
+                next.len = 0;
+                for &t in &tasks {
+                    quad::visit(dt, st, tight, t, &mut next, &mut pairs);
                 }
-                std::mem::swap(&mut tasks, &mut split);
+                tasks.clear();
+                tasks.extend_from_slice(next.kept());
             }
             let parts: Vec<Vec<u64>> = tasks
                 .par_iter()
                 .map(|&t| {
                     let (mut stack, mut out) = (Sink::default(), Sink::default());
-                    run(t, dn, sn, tight, &mut stack, &mut out);
+                    stack.room(1);
+                    stack.put(t, true);
+                    quad::run(dt, st, tight, &mut stack, &mut out);
                     keep_touching(&mut out, tight);
                     out.into_vec()
                 })
@@ -458,19 +449,13 @@ impl DynamicAabbTree {
             pairs.par_sort_unstable();
             self.pairs = pairs;
         } else {
-            let mut stack = Sink::from(std::mem::take(&mut self.stack));
-            for &t in &tasks {
-                run(t, dn, sn, tight, &mut stack, &mut pairs);
-            }
-            self.stack = stack.into_vec();
+            quad::run(dt, st, tight, &mut stack, &mut pairs);
             keep_touching(&mut pairs, tight);
             let mut pairs = pairs.into_vec();
             pairs.sort_unstable();
             self.pairs = pairs;
         }
-        // The moved flags are cleared (or recomputed) when the next pair update marks movers.
-        self.dynamic.moved_flags_stale = true;
-        self.statics.moved_flags_stale = true;
+        self.stack = stack.into_vec();
     }
 
     /// Flags the leaves of the proxies moved since the last pair update (and their ancestors).
@@ -510,28 +495,21 @@ impl DynamicAabbTree {
     pub fn rebuild(&mut self) {
         for tree in [&mut self.dynamic, &mut self.statics] {
             tree.rebuild_full();
-            tree.compact();
         }
     }
 
-    /// Settles pending in-place growth now (partial rebuilds). Pair updates do this themselves;
-    /// call it to measure or validate the tree between them.
+    /// Does the trees' pending upkeep now: a rebuild's next slice, or a rebuild started when
+    /// their quality drifted. Pair updates do this themselves; call it to measure or validate the
+    /// trees between them.
     pub fn flush(&mut self) {
         for tree in [&mut self.dynamic, &mut self.statics] {
-            tree.rebuild_pending();
-            tree.rebuild_inserted();
-        }
-        // Once rebuilds have scattered a tree's nodes, lay it out again in traversal order.
-        for tree in [&mut self.dynamic, &mut self.statics] {
-            if tree.wants_compaction() {
-                tree.compact();
-            }
+            tree.maintain();
         }
     }
 
     /// Tree statistics.
     pub fn stats(&self) -> Stats {
-        let t = |tree: &Tree| TreeStats {
+        let t = |tree: &QuadTree| TreeStats {
             leaves: tree.leaf_count(),
             nodes: tree.node_count(),
             height: tree.height(),
@@ -580,17 +558,6 @@ impl DynamicAabbTree {
         }
         Ok(())
     }
-}
-
-/// One unit of pair traversal: a subtree against itself (`a == b`, same tree, an internal node),
-/// or two references whose boxes overlap and one of which moved (`cross`: `a` in the moving tree,
-/// `b` in the static one). A reference is an internal node, or `LEAF | item` with `LEAF_MOVED`
-/// when that leaf moved; two leaves are never a unit (they become a candidate pair on the spot).
-#[derive(Clone, Copy, Debug)]
-struct Task {
-    a: u32,
-    b: u32,
-    cross: bool,
 }
 
 /// A vector the traversal writes without branching on its tests: `put` always writes the slot
@@ -650,168 +617,6 @@ impl<T> From<Vec<T>> for Sink<T> {
     fn from(mut buf: Vec<T>) -> Self {
         buf.clear();
         Sink { buf, len: 0 }
-    }
-}
-
-/// A box as two 4-lane vectors, minima and maxima in lanes 0-2. Lane 3 holds whatever float
-/// follows in memory (LLVM then loads each vector whole) and is ignored.
-#[derive(Clone, Copy)]
-struct Lanes {
-    lo: F4,
-    hi: F4,
-}
-
-impl Lanes {
-    /// A node's two boxes.
-    #[inline(always)]
-    fn node(n: &Node) -> [Lanes; 2] {
-        let [a, b] = &n.boxes;
-        let next = f32::from_bits(n.child[0]);
-        [
-            Lanes {
-                lo: F4::new([a.mins.x, a.mins.y, a.mins.z, a.maxs.x]),
-                hi: F4::new([a.maxs.x, a.maxs.y, a.maxs.z, b.mins.x]),
-            },
-            Lanes {
-                lo: F4::new([b.mins.x, b.mins.y, b.mins.z, b.maxs.x]),
-                hi: F4::new([b.maxs.x, b.maxs.y, b.maxs.z, next]),
-            },
-        ]
-    }
-
-    #[inline(always)]
-    fn of(b: &Aabb) -> Lanes {
-        Lanes {
-            lo: F4::new([b.mins.x, b.mins.y, b.mins.z, b.maxs.x]),
-            hi: F4::new([b.maxs.x, b.maxs.y, b.maxs.z, b.maxs.z]),
-        }
-    }
-
-    /// [`overlap`], in two compares: touching counts, a NaN fails.
-    #[inline(always)]
-    fn touch(self, q: Lanes) -> bool {
-        (self.lo.cmp_le(q.hi) & q.lo.cmp_le(self.hi)).move_mask() & 7 == 7
-    }
-}
-
-/// Slot `s` of `n` as a traversal reference (a leaf carries its moved bit).
-#[inline(always)]
-fn child_ref(n: &Node, s: usize) -> u32 {
-    let c = n.child[s];
-    if !is_node(c) && n.moved(s) { c | LEAF_MOVED } else { c }
-}
-
-/// Pairs taken off the stack ahead of their visit in [`run`], each prefetched as it enters.
-const AHEAD: usize = 32;
-
-/// Runs a task to the end (its pair already checked, as every pair on the stack is). Leaf pairs
-/// whose fat (or, for a leaf met against a node, tight) boxes overlap go to `out` as keys; their
-/// tight boxes are tested later by [`keep_touching`].
-///
-/// Pairs leave the stack into a ring of [`AHEAD`] entries and are visited from its far end: each
-/// pair's lines (a node, or a leaf's tight box) are prefetched as it enters, and arrive while the
-/// pairs before it are visited. A plain depth-first stack visits the pair it just pushed, before
-/// any prefetch can land. PERF: the ring and the branch-free visits are one change; each alone
-/// gained nothing (a misprediction discards the loads in flight), together they took 30% off a
-/// frame of the suite's 100k boxes all moving, and 40–55% off the scenes where a tenth moves.
-fn run(t: Task, dn: &[Node], sn: &[Node], tight: &[Aabb], stack: &mut Sink<(u32, u32)>, out: &mut Sink<u64>) {
-    // Locals for the loop: the callers' sinks are behind references, so their fields would be
-    // reloaded after every write through them (PERF: 9% of the traversal's instructions).
-    let (mut st, mut found) = (std::mem::take(stack), std::mem::take(out));
-    let bn = if t.cross { sn } else { dn };
-    let fetch = |nodes: &[Node], r: u32| {
-        if is_node(r) {
-            prefetch_index::prefetch_index(nodes, r as usize);
-        } else {
-            prefetch_index::prefetch_index(tight, (r & ITEM_MASK) as usize);
-        }
-    };
-    st.len = 0;
-    st.room(1);
-    st.put((t.a, t.b), true);
-    let mut ring = [(0u32, 0u32); AHEAD];
-    let (mut head, mut queued) = (0usize, 0usize);
-    loop {
-        while queued < AHEAD
-            && let Some((a, b)) = st.pop()
-        {
-            fetch(dn, a);
-            fetch(bn, b);
-            ring[(head + queued) % AHEAD] = (a, b);
-            queued += 1;
-        }
-        if queued == 0 {
-            break;
-        }
-        let (a, b) = ring[head];
-        head = (head + 1) % AHEAD;
-        queued -= 1;
-        visit(a, b, t.cross, dn, bn, tight, &mut st, &mut found);
-    }
-    (*stack, *out) = (st, found);
-}
-
-/// Visits one unit (see [`Task`]): every child pair is tested (moved bits, overlap), then kept
-/// on `stack` when it holds a node, or in `out` when both are leaves. Both children's boxes sit
-/// in their parent node, so a visit loads at most two nodes.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn visit(
-    a: u32,
-    b: u32,
-    cross: bool,
-    dn: &[Node],
-    bn: &[Node],
-    tight: &[Aabb],
-    stack: &mut Sink<(u32, u32)>,
-    out: &mut Sink<u64>,
-) {
-    stack.room(4);
-    out.room(4);
-    // A child pair and whether it passed its test: descend later, or a candidate pair now.
-    let mut pair = |x: u32, y: u32, keep: bool| {
-        let leaves = (x & y) & LEAF != 0;
-        out.put(pair_key(x & ITEM_MASK, y & ITEM_MASK), keep & leaves);
-        stack.put((x, y), keep & !leaves);
-    };
-    if !cross && a == b {
-        let n = &dn[a as usize];
-        // Only moved inner children can hold pairs within themselves.
-        for s in 0..2 {
-            let c = n.child[s];
-            pair(c, c, n.moved(s) & is_node(c));
-        }
-        let [l0, l1] = Lanes::node(n);
-        pair(child_ref(n, 0), child_ref(n, 1), (n.flags & MOVED_ANY != 0) & l0.touch(l1));
-        return;
-    }
-    match (is_node(a), is_node(b)) {
-        (true, true) => {
-            let (na, nb) = (&dn[a as usize], &bn[b as usize]);
-            let (la, lb) = (Lanes::node(na), Lanes::node(nb));
-            for (i, la) in la.into_iter().enumerate() {
-                for (j, lb) in lb.into_iter().enumerate() {
-                    let keep = (na.moved(i) | nb.moved(j)) & la.touch(lb);
-                    pair(child_ref(na, i), child_ref(nb, j), keep);
-                }
-            }
-        }
-        (false, true) => {
-            // A leaf prunes with its tight box: pairs are decided on tight boxes anyway.
-            let (moved, ta, nb) =
-                (a & LEAF_MOVED != 0, Lanes::of(&tight[(a & ITEM_MASK) as usize]), &bn[b as usize]);
-            for (j, lb) in Lanes::node(nb).into_iter().enumerate() {
-                pair(a, child_ref(nb, j), (moved | nb.moved(j)) & ta.touch(lb));
-            }
-        }
-        (true, false) => {
-            let (moved, tb, na) =
-                (b & LEAF_MOVED != 0, Lanes::of(&tight[(b & ITEM_MASK) as usize]), &dn[a as usize]);
-            for (i, la) in Lanes::node(na).into_iter().enumerate() {
-                pair(child_ref(na, i), b, (moved | na.moved(i)) & la.touch(tb));
-            }
-        }
-        (false, false) => debug_assert!(false, "leaf pairs are never pushed"),
     }
 }
 
@@ -912,27 +717,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Boxes on a coarse grid, so that touching faces and equal coordinates are common; some
-    /// inverted, some with a NaN.
-    fn arb_box() -> impl Strategy<Value = Aabb> {
-        let coord = prop_oneof![8 => (-4i8..4).prop_map(f32::from), 1 => Just(f32::NAN)];
-        (prop::array::uniform3(coord.clone()), prop::array::uniform3(coord))
-            .prop_map(|(a, b)| Aabb::new(Point3::from(a), Point3::from(b)))
-    }
-
     proptest! {
-        #[test]
-        fn lanes_touch_as_overlap(a in arb_box(), b in arb_box(), c in arb_box(), d in arb_box()) {
-            let n = |p: Aabb, q: Aabb| Node { boxes: [p, q], child: [7, LEAF | 3], parent: NULL, flags: 0 };
-            let (m, k) = (Lanes::node(&n(a, b)), Lanes::node(&n(c, d)));
-            for (x, lx) in [(a, m[0]), (b, m[1])] {
-                for (y, ly) in [(c, k[0]), (d, k[1])] {
-                    prop_assert_eq!(lx.touch(ly), overlap(&x, &y));
-                    prop_assert_eq!(Lanes::of(&x).touch(ly), overlap(&x, &y));
-                }
-            }
-        }
-
         #[test]
         fn sinks_keep_what_they_are_told(puts in prop::collection::vec((any::<u32>(), any::<bool>()), 0..200)) {
             let mut sink = Sink::from(vec![9u32; 3]);

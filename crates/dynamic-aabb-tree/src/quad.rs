@@ -133,6 +133,15 @@ impl QNode {
         n
     }
 
+    /// Requantises slot `s` for box `b`, which lies within the node's span.
+    fn set_slot(&mut self, s: usize, b: &Aabb) {
+        for a in 0..3 {
+            let f = Axis { origin: self.origin[a], scale: self.scale[a] };
+            self.q[8 * a + s] = f.down(b.mins[a]);
+            self.q[8 * a + WIDTH + s] = f.up(b.maxs[a]);
+        }
+    }
+
     /// The number of children.
     pub(crate) fn len(&self) -> usize {
         self.child.iter().filter(|&&c| c != NULL).count()
@@ -207,7 +216,7 @@ const DESCENT: usize = 3;
 /// slot. A node's *box* is its frame's span (`origin` to step 255 on each axis): it holds the
 /// union of its children's boxes, rounded up by the frame by a few ulps, and is what its parent's
 /// slot bounds. Leaves' exact boxes are kept here by item.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct QuadTree {
     pub(crate) nodes: Vec<QNode>,
     /// Per node: its parent and slot, `(parent << 2) | slot`, or [`NULL`] for the root; a free
@@ -222,6 +231,64 @@ pub(crate) struct QuadTree {
     /// Per item: its leaf's exact box.
     leaf_box: Vec<Aabb>,
     leaves: u32,
+    /// Insertions since the last full rebuild (or the start of a background one).
+    inserted: usize,
+    /// Leaf box changes that reached past their node's frame since the SAH cost was last taken.
+    refilled: usize,
+    /// SAH cost ([`QuadTree::sah_cost`]) right after the last full rebuild (0 before any).
+    rebuilt_cost: f64,
+    background: Background,
+}
+
+/// A full rebuild spread over several pair updates, so no frame pays for it whole (as the binary
+/// tree's). It splits the leaves into a new arena, parents before children, while the live tree
+/// keeps serving; the nodes are quantised when it completes, from the live leaf boxes, bottom up.
+/// Insertions and removals cancel it.
+#[derive(Clone, Debug, Default)]
+struct Background {
+    active: bool,
+    /// Nodes with their child references only (quantised at the swap).
+    nodes: Vec<QNode>,
+    items: Vec<Item>,
+    /// Ranges of `items` (at least 2 long) still to split, with the node they go into.
+    work: Vec<(u32, u32, u32)>,
+}
+
+/// When more than 1/REFIT_SHARE of the leaves changed boxes in one batch, every node is
+/// requantised in one pass rather than walked up from each leaf.
+const REFIT_SHARE: usize = 32;
+
+/// A tree whose SAH cost exceeds this many times its cost after the last full rebuild starts a
+/// background rebuild.
+const BACKGROUND_RATIO: f64 = 1.04;
+
+/// ... and is rebuilt at once past this (when background rebuilds keep being cancelled).
+const REBUILD_RATIO: f64 = 1.15;
+
+/// A tree that received more than 1/INSERTED_SHARE of its leaves by insertion since its last full
+/// rebuild is rebuilt in the background (insertion builds it about 30% above a bulk build's SAH
+/// cost at 100k leaves).
+const INSERTED_SHARE: usize = 4;
+
+/// Items split per pair update by a background rebuild, per leaf.
+const BACKGROUND_BUDGET: usize = 4;
+
+impl Default for QuadTree {
+    fn default() -> Self {
+        QuadTree {
+            nodes: Vec::new(),
+            up: Vec::new(),
+            root: NULL,
+            free: NULL,
+            loc: Vec::new(),
+            leaf_box: Vec::new(),
+            leaves: 0,
+            inserted: 0,
+            refilled: 0,
+            rebuilt_cost: 0.0,
+            background: Background::default(),
+        }
+    }
 }
 
 /// [`QuadTree::loc`] of an item whose leaf is the root.
@@ -243,7 +310,7 @@ impl QuadTree {
     /// The tree over `leaves` (boxes finite, items below [`ITEM_MASK`], each once), laid out
     /// depth first.
     pub(crate) fn build(leaves: &[(Aabb, u32)]) -> Self {
-        let mut t = QuadTree { root: NULL, free: NULL, ..QuadTree::default() };
+        let mut t = QuadTree::default();
         let mut items: Vec<Item> = leaves.iter().map(|&(aabb, item)| Item::leaf(aabb, item)).collect();
         for &(aabb, item) in leaves {
             t.own(item, aabb);
@@ -273,27 +340,12 @@ impl QuadTree {
     /// Builds the node over `items` (at least 2) and its subtrees, depth first; returns it.
     fn node(&mut self, items: &mut [Item]) -> u32 {
         let me = self.alloc();
-        // Up to four groups: split the group of 2 or more with the largest area until there are
-        // four (the binary SAH split, collapsed two levels at a time).
-        let bounds = |it: &[Item]| it.iter().skip(1).fold(it[0].aabb, |b, x| b.merged(&x.aabb));
-        let mut groups: Vec<(usize, usize, Aabb)> = vec![(0, items.len(), bounds(items))];
-        while groups.len() < WIDTH {
-            let Some(g) = (0..groups.len())
-                .filter(|&g| groups[g].1 - groups[g].0 >= 2)
-                .max_by(|&g, &h| area(&groups[g].2).total_cmp(&area(&groups[h].2)))
-            else {
-                break;
-            };
-            let (s, e, _) = groups[g];
-            let m = s + split(&mut items[s..e]);
-            groups[g] = (s, m, bounds(&items[s..m]));
-            groups.insert(g + 1, (m, e, bounds(&items[m..e])));
-        }
+        let (groups, len) = groups(items);
         let mut children = [NULL; WIDTH];
-        for (k, &(s, e, _)) in groups.iter().enumerate() {
+        for (k, &(s, e)) in groups[..len].iter().enumerate() {
             children[k] = if e - s == 1 { items[s].r } else { self.node(&mut items[s..e]) };
         }
-        self.fill(me, &children[..groups.len()]);
+        self.fill(me, &children[..len]);
         // A subtree holding a moved leaf is flagged in its parent's slot too.
         if moved_mask(&self.nodes[me as usize]) != 0 { me | MOVED } else { me }
     }
@@ -387,6 +439,8 @@ impl QuadTree {
     fn insert_unmarked(&mut self, aabb: Aabb, item: u32) {
         self.own(item, aabb);
         self.leaves += 1;
+        self.inserted += 1;
+        self.background.active = false;
         let leaf = LEAF | item;
         if self.root == NULL {
             return self.set_root(leaf);
@@ -476,6 +530,7 @@ impl QuadTree {
         let at = self.loc[item as usize];
         self.loc[item as usize] = NULL;
         self.leaves -= 1;
+        self.background.active = false;
         if at == ROOT_LEAF {
             return self.set_root(NULL);
         }
@@ -500,16 +555,213 @@ impl QuadTree {
         self.refill_up(pn, &pc[..plen]);
     }
 
-    /// Gives `item`'s leaf (it must be here) the box `aabb`, refitting its ancestors.
+    /// Gives `item`'s leaf (it must be here) the box `aabb`. When the box lies within its node's
+    /// frame only its slot is requantised (the node's box stays; a looser fit, as a fat box);
+    /// otherwise the node and its ancestors are refitted up to the first one that comes out
+    /// unchanged.
     pub(crate) fn set_leaf_box(&mut self, item: u32, aabb: Aabb) {
         self.leaf_box[item as usize] = aabb;
-        match self.loc[item as usize] {
-            ROOT_LEAF => {}
-            at => {
-                let (c, len) = self.children(at >> 2);
-                self.refill_up(at >> 2, &c[..len]);
+        let at = self.loc[item as usize];
+        if at == ROOT_LEAF {
+            return;
+        }
+        let (n, s) = (at >> 2, (at & 3) as usize);
+        let node = &mut self.nodes[n as usize];
+        if node.span().contains(&aabb) {
+            node.set_slot(s, &aabb);
+            return;
+        }
+        self.refilled += 1;
+        let (c, len) = self.children(n);
+        self.refill_up(n, &c[..len]);
+    }
+
+    /// [`QuadTree::set_leaf_box`] for many items at once. When more than 1/[`REFIT_SHARE`] of the
+    /// leaves, the boxes are written and every node requantised in one pass
+    /// ([`QuadTree::refit_all`]), which also takes the SAH cost and schedules a rebuild if it
+    /// drifted.
+    pub(crate) fn set_leaf_boxes(&mut self, items: &[(u32, Aabb)]) {
+        if items.len() * REFIT_SHARE <= self.leaves as usize {
+            for &(item, aabb) in items {
+                self.set_leaf_box(item, aabb);
+            }
+            return;
+        }
+        for &(item, aabb) in items {
+            self.leaf_box[item as usize] = aabb;
+        }
+        let cost = self.refit_all();
+        self.schedule(cost);
+    }
+
+    /// Starts a rebuild when the SAH cost `cost` drifted from the last full rebuild's.
+    fn schedule(&mut self, cost: f64) {
+        self.refilled = 0;
+        if cost > self.rebuilt_cost * REBUILD_RATIO {
+            self.rebuild_full();
+        } else if !self.background.active && cost > self.rebuilt_cost * BACKGROUND_RATIO {
+            self.start_background();
+        }
+    }
+
+    /// Requantises every node from its children's boxes, bottom up; returns the SAH cost.
+    pub(crate) fn refit_all(&mut self) -> f64 {
+        if self.root == NULL || self.root & LEAF != 0 {
+            return 1.0;
+        }
+        // Post-order: a node is pushed again, tagged, under its children.
+        const DONE: u32 = LEAF;
+        let mut stack = vec![index(self.root) as u32];
+        let mut sum = 0.0f64;
+        while let Some(e) = stack.pop() {
+            let i = e & !DONE;
+            let (c, len) = self.children(i);
+            if e & DONE == 0 {
+                stack.push(i | DONE);
+                stack.extend(c[..len].iter().filter(|&&r| r & LEAF == 0).map(|&r| index(r) as u32));
+                continue;
+            }
+            let kids: [(u32, Aabb); WIDTH] =
+                std::array::from_fn(|s| if s < len { (c[s], self.box_of(c[s])) } else { (NULL, EMPTY) });
+            let n = QNode::new(&kids[..len]);
+            sum += f64::from(area(&n.span()));
+            self.nodes[i as usize] = n;
+        }
+        let root = f64::from(area(&self.nodes[index(self.root)].span()));
+        if root > 0.0 { sum / root } else { 1.0 }
+    }
+
+    /// Settles quality before a pair update: a tree that got many of its leaves by insertion,
+    /// or whose boxes were refitted past their frames for half its leaves' worth since its cost
+    /// was last taken, gets its SAH cost checked and a rebuild scheduled if it drifted; then the
+    /// background rebuild, if any, advances by one slice.
+    pub(crate) fn maintain(&mut self) {
+        if !self.background.active && self.inserted * INSERTED_SHARE > self.leaves as usize {
+            self.start_background();
+        } else if self.refilled * 2 > self.leaves as usize {
+            let cost = self.sah_cost();
+            self.schedule(cost);
+        }
+        self.step_background();
+    }
+
+    /// The leaves as build items, each reference with its moved flag.
+    fn collect_items(&self, items: &mut Vec<Item>) {
+        items.clear();
+        if self.root == NULL {
+            return;
+        }
+        if self.root & LEAF != 0 {
+            let mut it = Item::leaf(self.leaf_box[index(self.root)], index(self.root) as u32);
+            it.r = self.root;
+            items.push(it);
+            return;
+        }
+        let mut stack = vec![index(self.root)];
+        while let Some(i) = stack.pop() {
+            for &c in self.nodes[i].child.iter().filter(|&&c| c != NULL) {
+                if c & LEAF != 0 {
+                    let mut it = Item::leaf(self.leaf_box[index(c)], index(c) as u32);
+                    it.r = c;
+                    items.push(it);
+                } else {
+                    stack.push(index(c));
+                }
             }
         }
+    }
+
+    /// Starts a background rebuild over the current leaves.
+    fn start_background(&mut self) {
+        if self.leaves < 2 {
+            return;
+        }
+        let mut bg = std::mem::take(&mut self.background);
+        self.collect_items(&mut bg.items);
+        bg.nodes.clear();
+        bg.nodes.push(QNode::EMPTY);
+        bg.work.clear();
+        bg.work.push((0, 0, bg.items.len() as u32));
+        bg.active = true;
+        self.background = bg;
+        // Insertions cancel it: restart only after as many again.
+        self.inserted = 0;
+        self.refilled = 0;
+    }
+
+    /// Splits up to the per-update budget of items; swaps the new tree in when it is complete.
+    fn step_background(&mut self) {
+        if !self.background.active {
+            return;
+        }
+        let bg = &mut self.background;
+        let mut budget = BACKGROUND_BUDGET * self.leaves as usize;
+        while budget > 0 {
+            let Some((node, a, b)) = bg.work.pop() else { break };
+            let (a, b) = (a as usize, b as usize);
+            budget = budget.saturating_sub(2 * (b - a));
+            let (groups, len) = groups(&mut bg.items[a..b]);
+            for (s, &(lo, hi)) in groups[..len].iter().enumerate() {
+                let (lo, hi) = (a + lo, a + hi);
+                bg.nodes[node as usize].child[s] = if hi - lo == 1 {
+                    bg.items[lo].r
+                } else {
+                    // Children after their parents: the swap quantises backwards.
+                    let c = bg.nodes.len() as u32;
+                    bg.nodes.push(QNode::EMPTY);
+                    bg.work.push((c, lo as u32, hi as u32));
+                    c
+                };
+            }
+        }
+        if bg.work.is_empty() {
+            self.finish_background();
+        }
+    }
+
+    /// Swaps the completed background tree in: each node quantised from its children (the live
+    /// leaf boxes, moved flags as the live tree has them), last node first.
+    fn finish_background(&mut self) {
+        let mut nodes = std::mem::take(&mut self.background.nodes);
+        self.background.active = false;
+        let mut up = vec![NULL; nodes.len()];
+        let mut sum = 0.0f64;
+        for i in (0..nodes.len()).rev() {
+            let c = nodes[i].child;
+            let len = c.iter().take_while(|&&r| r != NULL).count();
+            let mut kids = [(NULL, EMPTY); WIDTH];
+            for s in 0..len {
+                let at = (i as u32) << 2 | s as u32;
+                kids[s] = if c[s] & LEAF != 0 {
+                    let item = index(c[s]);
+                    // The live flag; each leaf appears once, so its live place is read before
+                    // this overwrites it.
+                    let live = self.loc[item];
+                    let was = if live == ROOT_LEAF {
+                        self.root
+                    } else {
+                        self.nodes[(live >> 2) as usize].child[(live & 3) as usize]
+                    };
+                    self.loc[item] = at;
+                    (LEAF | item as u32 | (was & MOVED), self.leaf_box[item])
+                } else {
+                    let cn = &nodes[index(c[s])];
+                    up[index(c[s])] = at;
+                    let span = cn.span();
+                    sum += f64::from(area(&span));
+                    (c[s] | if moved_mask(cn) != 0 { MOVED } else { 0 }, span)
+                };
+            }
+            nodes[i] = QNode::new(&kids[..len]);
+        }
+        let spare = std::mem::replace(&mut self.nodes, nodes);
+        self.background.nodes = spare;
+        self.up = up;
+        self.free = NULL;
+        self.root = if moved_mask(&self.nodes[0]) != 0 { MOVED } else { 0 };
+        let root = f64::from(area(&self.nodes[0].span()));
+        self.rebuilt_cost = if root > 0.0 { (sum + root) / root } else { 1.0 };
+        self.refilled = 0;
     }
 
     /// Flags `item`'s leaf and the slots above it as moved (flagged slots have flagged
@@ -635,11 +887,43 @@ impl QuadTree {
         self.refill_up(p, &c[..len]);
     }
 
-    /// Rebuilds the whole tree from its leaves.
+    /// Rebuilds the whole tree from its leaves into a fresh arena, laid out depth first.
     pub(crate) fn rebuild_full(&mut self) {
-        if self.root != NULL && self.root & LEAF == 0 {
-            self.rebuild_subtree(self.root);
+        self.background.active = false;
+        self.inserted = 0;
+        self.refilled = 0;
+        if self.root == NULL || self.root & LEAF != 0 {
+            self.rebuilt_cost = 1.0;
+            return;
         }
+        let mut items = std::mem::take(&mut self.background.items);
+        self.collect_items(&mut items);
+        self.nodes.clear();
+        self.up.clear();
+        self.free = NULL;
+        let r = self.node(&mut items);
+        self.set_root(r);
+        self.background.items = items;
+        self.rebuilt_cost = self.sah_cost();
+    }
+
+    /// Internal nodes in use.
+    pub(crate) fn node_count(&self) -> usize {
+        let mut free = 0;
+        let mut f = self.free;
+        while f != NULL {
+            free += 1;
+            f = self.up[f as usize];
+        }
+        self.nodes.len() - free
+    }
+
+    /// Bytes held by the nodes, parent links, leaf locations and leaf boxes.
+    pub(crate) fn bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<QNode>()
+            + self.up.capacity() * 4
+            + self.loc.capacity() * 4
+            + self.leaf_box.capacity() * std::mem::size_of::<Aabb>()
     }
 
     /// The surface-area cost: the summed areas of the nodes' boxes over the root's (1 for a tree
@@ -812,7 +1096,10 @@ impl QuadTree {
     /// Checks the tree: every child's box (a leaf's exact box, a node's span) within the box its
     /// node's steps bound it by; slots packed, at least 2 children a node; parent links and leaf
     /// locations; every node reached once or free; the leaf count.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(
+        &self,
+        leaf_ok: &mut dyn FnMut(u32, &Aabb) -> Result<(), String>,
+    ) -> Result<(), String> {
         if self.root == NULL {
             return if self.leaves == 0 {
                 Ok(())
@@ -822,7 +1109,10 @@ impl QuadTree {
         }
         if self.root & LEAF != 0 {
             let ok = self.loc.get(index(self.root)) == Some(&ROOT_LEAF) && self.leaves == 1;
-            return if ok { Ok(()) } else { Err("root leaf's location or count".into()) };
+            if !ok {
+                return Err("root leaf's location or count".into());
+            }
+            return leaf_ok(index(self.root) as u32, &self.leaf_box[index(self.root)]);
         }
         if self.up[index(self.root)] != NULL {
             return Err("the root has a parent".into());
@@ -848,6 +1138,7 @@ impl QuadTree {
                     if self.loc.get(index(c)) != Some(&at) {
                         return Err(format!("leaf {} at node {i} slot {s}: wrong location", c & ITEM_MASK));
                     }
+                    leaf_ok(index(c) as u32, &self.leaf_box[index(c)])?;
                 } else {
                     if self.up[index(c)] != at {
                         return Err(format!("node {c} under node {i} slot {s}: wrong parent"));
@@ -923,13 +1214,25 @@ fn moved_mask(n: &QNode) -> u32 {
 /// tree's traversal).
 const AHEAD: usize = 32;
 
+/// A unit of the pair traversal: `(x in a, y in a or b, cross)`. Either a node against itself
+/// (`x == y`, not cross), or two references whose boxes overlap, one of which moved; never two
+/// leaves (those are candidates on the spot).
+pub(crate) type Task = (u32, u32, bool);
+
 /// Collects into `out` the pair keys `(low << 32) | high` of leaves whose boxes (as their nodes
 /// bound them; a leaf met against a node, its tight box) overlap, at least one of them moved:
 /// within `a`, and between `a` and `b` when given. Candidates only: the caller tests tight boxes.
 pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb], out: &mut Vec<u64>) {
     let mut found = Sink::from(std::mem::take(out));
-    // (x in a, y in a or b, cross)
-    let mut stack: Sink<(u32, u32, bool)> = Sink::default();
+    let mut stack = Sink::default();
+    root_tasks(a, b, &mut found, &mut stack);
+    run(a, b, tight, &mut stack, &mut found);
+    *out = found.into_vec();
+}
+
+/// The traversal's first tasks, onto `stack`: `a`'s root against itself and against `b`'s (a
+/// pair of leaf roots goes to `found` instead).
+pub(crate) fn root_tasks(a: &QuadTree, b: Option<&QuadTree>, found: &mut Sink<u64>, stack: &mut Sink<Task>) {
     stack.room(2);
     found.room(1);
     if a.root != NULL && a.root & LEAF == 0 && a.root & MOVED != 0 {
@@ -945,6 +1248,19 @@ pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb]
         found.put(pair_key(a.root, b.root), leaves);
         stack.put((a.root, b.root, true), !leaves);
     }
+}
+
+/// Runs the tasks on `stack` and all they lead to, candidates into `found`. Tasks leave the stack
+/// into a ring of [`AHEAD`] and are visited from its far end, each prefetched as it enters.
+pub(crate) fn run(
+    a: &QuadTree,
+    b: Option<&QuadTree>,
+    tight: &[Aabb],
+    stack: &mut Sink<Task>,
+    out: &mut Sink<u64>,
+) {
+    // Locals for the loop, so the sinks' fields stay in registers.
+    let (mut stack_, mut found) = (std::mem::take(stack), std::mem::take(out));
     let fetch = |t: &QuadTree, r: u32| {
         if r & LEAF == 0 {
             prefetch_index::prefetch_index(&t.nodes, index(r));
@@ -956,7 +1272,7 @@ pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb]
     let (mut head, mut queued) = (0usize, 0usize);
     loop {
         while queued < AHEAD
-            && let Some(t) = stack.pop()
+            && let Some(t) = stack_.pop()
         {
             fetch(a, t.0);
             fetch(if t.2 { b.unwrap_or(a) } else { a }, t.1);
@@ -964,77 +1280,77 @@ pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb]
             queued += 1;
         }
         if queued == 0 {
-            *out = found.into_vec();
-            return;
+            break;
         }
-        let (x, y, cross) = ring[head];
+        let t = ring[head];
         head = (head + 1) % AHEAD;
         queued -= 1;
-        let bt = if cross { b.unwrap_or(a) } else { a };
-        stack.room(WIDTH * WIDTH + WIDTH);
-        found.room(WIDTH * WIDTH);
-        // The child pairs of `ci` with the slots `m` of `n` passed: leaf pairs are candidates,
-        // the rest tasks. Only the set bits are visited (most node pairs pass few).
-        if !cross && x == y {
-            let n = &a.nodes[index(x)];
-            let (l, moved, present) = (lanes(n), moved_mask(n), n.present());
-            for i in 0..n.len() {
-                let ci = n.child[i];
-                if ci & LEAF == 0 && ci & MOVED != 0 {
-                    stack.put((ci, ci, false), true);
-                }
-                // Later slots only, each pair once; at least one of the two moved.
-                let with = if ci & MOVED != 0 { present } else { moved };
-                emit(
-                    &mut found,
-                    &mut stack,
-                    ci,
-                    n,
-                    touch(&l, &spread(&l, i)) & with & !((2 << i) - 1),
-                    cross,
-                );
+        visit(a, b, tight, t, &mut stack_, &mut found);
+    }
+    (*stack, *out) = (stack_, found);
+}
+
+/// Visits one task: its child pairs that pass their tests become candidates (two leaves) or
+/// tasks.
+#[inline(always)]
+pub(crate) fn visit(
+    a: &QuadTree,
+    b: Option<&QuadTree>,
+    tight: &[Aabb],
+    (x, y, cross): Task,
+    stack: &mut Sink<Task>,
+    found: &mut Sink<u64>,
+) {
+    let bt = if cross { b.unwrap_or(a) } else { a };
+    stack.room(WIDTH * WIDTH + WIDTH);
+    found.room(WIDTH * WIDTH);
+    // The child pairs of `ci` with the slots `m` of `n` passed: leaf pairs are candidates,
+    // the rest tasks. Only the set bits are visited (most node pairs pass few).
+    if !cross && x == y {
+        let n = &a.nodes[index(x)];
+        let (l, moved, present) = (lanes(n), moved_mask(n), n.present());
+        for i in 0..n.len() {
+            let ci = n.child[i];
+            if ci & LEAF == 0 && ci & MOVED != 0 {
+                stack.put((ci, ci, false), true);
             }
-            continue;
+            // Later slots only, each pair once; at least one of the two moved.
+            let with = if ci & MOVED != 0 { present } else { moved };
+            emit(found, stack, ci, n, touch(&l, &spread(&l, i)) & with & !((2 << i) - 1), cross);
         }
-        match (x & LEAF != 0, y & LEAF != 0) {
-            (true, true) => found.put(pair_key(x, y), true),
-            (true, false) => {
-                let ny = &bt.nodes[index(y)];
-                let with = if x & MOVED != 0 { ny.present() } else { moved_mask(ny) };
-                emit(
-                    &mut found,
-                    &mut stack,
-                    x,
-                    ny,
-                    touch(&lanes(ny), &spread_box(&tight[index(x)])) & with,
-                    cross,
-                );
-            }
-            (false, true) => {
-                // Node against leaf: the same with the sides' roles swapped (`emit` orders the
-                // key; the task keeps `x` in `a`).
-                let nx = &a.nodes[index(x)];
-                let with = if y & MOVED != 0 { nx.present() } else { moved_mask(nx) };
-                let mut m = touch(&lanes(nx), &spread_box(&tight[index(y)])) & with;
-                while m != 0 {
-                    let i = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let ci = nx.child[i];
-                    if ci & LEAF != 0 {
-                        found.put(pair_key(ci, y), true);
-                    } else {
-                        stack.put((ci, y, cross), true);
-                    }
+        return;
+    }
+    match (x & LEAF != 0, y & LEAF != 0) {
+        (true, true) => found.put(pair_key(x, y), true),
+        (true, false) => {
+            let ny = &bt.nodes[index(y)];
+            let with = if x & MOVED != 0 { ny.present() } else { moved_mask(ny) };
+            emit(found, stack, x, ny, touch(&lanes(ny), &spread_box(&tight[index(x)])) & with, cross);
+        }
+        (false, true) => {
+            // Node against leaf: the same with the sides' roles swapped (`emit` orders the
+            // key; the task keeps `x` in `a`).
+            let nx = &a.nodes[index(x)];
+            let with = if y & MOVED != 0 { nx.present() } else { moved_mask(nx) };
+            let mut m = touch(&lanes(nx), &spread_box(&tight[index(y)])) & with;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let ci = nx.child[i];
+                if ci & LEAF != 0 {
+                    found.put(pair_key(ci, y), true);
+                } else {
+                    stack.put((ci, y, cross), true);
                 }
             }
-            (false, false) => {
-                let (nx, ny) = (&a.nodes[index(x)], &bt.nodes[index(y)]);
-                let (lx, ly, my, py) = (lanes(nx), lanes(ny), moved_mask(ny), ny.present());
-                for i in 0..nx.len() {
-                    let ci = nx.child[i];
-                    let with = if ci & MOVED != 0 { py } else { my };
-                    emit(&mut found, &mut stack, ci, ny, touch(&ly, &spread(&lx, i)) & with, cross);
-                }
+        }
+        (false, false) => {
+            let (nx, ny) = (&a.nodes[index(x)], &bt.nodes[index(y)]);
+            let (lx, ly, my, py) = (lanes(nx), lanes(ny), moved_mask(ny), ny.present());
+            for i in 0..nx.len() {
+                let ci = nx.child[i];
+                let with = if ci & MOVED != 0 { py } else { my };
+                emit(found, stack, ci, ny, touch(&ly, &spread(&lx, i)) & with, cross);
             }
         }
     }
@@ -1073,6 +1389,28 @@ fn leaf_mask(n: &QNode) -> u32 {
 }
 
 const EMPTY: Aabb = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(0.0, 0.0, 0.0));
+
+/// Splits `items` (at least 2) into up to four groups, as ranges: the binary SAH split applied
+/// to the group of largest area (2 items or more) until there are four.
+fn groups(items: &mut [Item]) -> ([(usize, usize); WIDTH], usize) {
+    let bounds = |it: &[Item]| it.iter().skip(1).fold(it[0].aabb, |b, x| b.merged(&x.aabb));
+    let mut g = [(0, 0, 0.0f32); WIDTH];
+    g[0] = (0, items.len(), area(&bounds(items)));
+    let mut len = 1;
+    while len < WIDTH {
+        let Some(k) = (0..len).filter(|&k| g[k].1 - g[k].0 >= 2).max_by(|&k, &j| g[k].2.total_cmp(&g[j].2))
+        else {
+            break;
+        };
+        let (s, e, _) = g[k];
+        let m = s + split(&mut items[s..e]);
+        g.copy_within(k + 1..len, k + 2);
+        g[k] = (s, m, area(&bounds(&items[s..m])));
+        g[k + 1] = (m, e, area(&bounds(&items[m..e])));
+        len += 1;
+    }
+    (g.map(|(s, e, _)| (s, e)), len)
+}
 
 fn area(b: &Aabb) -> f32 {
     let e = b.maxs - b.mins;
@@ -1151,7 +1489,7 @@ mod tests {
         #[test]
         fn builds_validate(boxes in arb_boxes(80)) {
             let t = QuadTree::build(&leaves(&boxes));
-            prop_assert_eq!(t.validate(), Ok(()));
+            prop_assert_eq!(t.validate(&mut |_, _| Ok(())), Ok(()));
         }
 
         /// Random inserts, removals and box changes keep the tree valid, and queries then find
@@ -1159,7 +1497,7 @@ mod tests {
         #[test]
         fn updates_keep_the_tree_valid(
             start in arb_boxes(40),
-            ops in prop::collection::vec((0u8..5, 0usize..64, arb_boxes(2)), 0..120),
+            ops in prop::collection::vec((0u8..7, 0usize..64, arb_boxes(2)), 0..120),
             q in arb_boxes(4),
         ) {
             let mut t = QuadTree::build(&leaves(&start));
@@ -1187,9 +1525,37 @@ mod tests {
                         t.rebuild_full();
                         prop_assert_eq!(t.leaf_count(), before);
                     }
+                    // Every live leaf moved in one batch (the refit-all path), each by its own
+                    // offset from `b`.
+                    (5, _) => {
+                        let moves: Vec<(u32, Aabb)> = (0..live.len())
+                            .filter(|&j| live[j].is_some())
+                            .map(|j| {
+                                let d = Vector3::new(0.5 * (j % 5) as f32, 0.0, -0.5 * (j % 3) as f32);
+                                (j as u32, Aabb::new(b.mins + d, b.maxs + d))
+                            })
+                            .collect();
+                        t.set_leaf_boxes(&moves);
+                        for &(j, nb) in &moves {
+                            live[j as usize] = Some(nb);
+                        }
+                    }
+                    // A background rebuild started, or advanced by a slice (the other operations
+                    // interleave with it: box changes are taken at the swap, insertions and
+                    // removals cancel it).
+                    (6, _) => {
+                        if t.background.active {
+                            t.step_background();
+                        } else {
+                            t.start_background();
+                        }
+                    }
                     _ => continue,
                 }
-                prop_assert_eq!(t.validate(), Ok(()));
+                let mut leaf_ok = |i: u32, b: &Aabb| {
+                    if live[i as usize] == Some(*b) { Ok(()) } else { Err(format!("leaf {i}: box {b:?}")) }
+                };
+                prop_assert_eq!(t.validate(&mut leaf_ok), Ok(()));
             }
             for q in &q {
                 let mut found = vec![0u32; live.len()];
