@@ -204,7 +204,7 @@ const REBUILD_RATIO: f64 = 1.15;
 const INSERTED_SHARE: usize = 4;
 
 /// Items split per pair update by a background rebuild, per leaf.
-const BACKGROUND_BUDGET: usize = 4;
+const BACKGROUND_BUDGET: usize = 2;
 
 impl Default for QuadTree {
     fn default() -> Self {
@@ -531,7 +531,7 @@ impl QuadTree {
         const AHEAD: usize = 8;
         for (k, &(item, aabb)) in items.iter().enumerate() {
             if let Some(&(next, _)) = items.get(k + AHEAD) {
-                prefetch_index::prefetch_index(&self.nodes, (self.loc[next as usize] >> 2) as usize);
+                prefetch_node(&self.nodes, (self.loc[next as usize] >> 2) as usize);
             }
             self.leaf_box[item as usize] = aabb;
             let at = self.loc[item as usize];
@@ -941,7 +941,7 @@ impl QuadTree {
     #[inline(always)]
     fn prefetch_descent(&self, c: usize) {
         for k in 0..=DESCENT {
-            prefetch_index::prefetch_index(&self.nodes, c + k);
+            prefetch_node(&self.nodes, c + k);
         }
     }
 
@@ -1149,6 +1149,16 @@ impl QuadTree {
     }
 }
 
+/// Prefetches both lines of node `i` (if it exists): the boxes span both, the child references
+/// sit in the second.
+#[inline(always)]
+fn prefetch_node(nodes: &[QNode], i: usize) {
+    if let Some(n) = nodes.get(i) {
+        prefetch_index::prefetch_index(&n.lo, 0);
+        prefetch_index::prefetch_index(&n.child, 0);
+    }
+}
+
 /// Children's boxes of a node as lanes, per axis `(lows, highs)`, slot `s` in lane `s`.
 type Lanes = [(f32x4, f32x4); 3];
 
@@ -1250,7 +1260,7 @@ pub(crate) fn run(
     let (mut stack_, mut found) = (std::mem::take(stack), std::mem::take(out));
     let fetch = |t: &QuadTree, r: u32| {
         if r & LEAF == 0 {
-            prefetch_index::prefetch_index(&t.nodes, index(r));
+            prefetch_node(&t.nodes, index(r));
         } else {
             prefetch_index::prefetch_index(tight, index(r));
         }
