@@ -2,7 +2,7 @@
 //! queries, and core's [`Broadphase`] trait.
 
 use crate::quad::{self, QuadTree, Task};
-use crate::tree::{MAX_ITEMS, NULL, overlap};
+use crate::sah::{MAX_ITEMS, NULL, overlap};
 use rayon::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Aabb, Broadphase, CoreError, ProxyId, ProxyMove, Ray};
@@ -47,10 +47,6 @@ pub enum ProxyKind {
     /// with a tenth or a hundredth of the boxes moving, 7–10% less time a frame).
     Static,
 }
-
-/// EXPERIMENT: see [`DynamicAabbTree::quad_snapshot`].
-#[doc(hidden)]
-pub struct QuadSnapshot(crate::quad::QuadTree, crate::quad::QuadTree);
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -140,12 +136,6 @@ fn check_box(aabb: Aabb) -> Result<Aabb, CoreError> {
     // Say which rule failed.
     Aabb::try_new(aabb.mins, aabb.maxs)?;
     Err(CoreError::InvalidAabb(format!("{lo:?}..{hi:?} reaches beyond ±{MAX_COORD:e}")))
-}
-
-#[inline]
-fn pair_key(a: u32, b: u32) -> u64 {
-    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-    (u64::from(lo) << 32) | u64::from(hi)
 }
 
 impl DynamicAabbTree {
@@ -272,97 +262,6 @@ impl DynamicAabbTree {
     /// The proxy's fat box: the leaf box the tree holds.
     pub fn fat_aabb(&self, id: ProxyId) -> Option<Aabb> {
         self.slot(id).ok().map(|_| self.fat[id.0 as usize])
-    }
-
-    /// EXPERIMENT (branch `wip/quad-tree`): read-only 4-wide trees over the moving proxies' fat
-    /// boxes and the static ones', for probes against the binary trees.
-    #[doc(hidden)]
-    pub fn quad_snapshot(&self) -> QuadSnapshot {
-        let leaves: Vec<(Aabb, u32)> = (0..self.slots.len() as u32)
-            .filter(|&i| self.slots[i as usize].live && self.slots[i as usize].kind == ProxyKind::Dynamic)
-            .map(|i| (self.fat[i as usize], i))
-            .collect();
-        let statics: Vec<(Aabb, u32)> = (0..self.slots.len() as u32)
-            .filter(|&i| self.slots[i as usize].live && self.slots[i as usize].kind == ProxyKind::Static)
-            .map(|i| (self.fat[i as usize], i))
-            .collect();
-        QuadSnapshot(crate::quad::QuadTree::build(&leaves), crate::quad::QuadTree::build(&statics))
-    }
-
-    /// EXPERIMENT: the proxies `moved` (moving ones, each once) flagged as moved in the
-    /// snapshot, then the pairs of overlapping tight boxes with one of them, within the moving
-    /// proxies and against the static ones (sorted keys `(low << 32) | high`).
-    #[doc(hidden)]
-    pub fn quad_pairs_of(&self, q: &mut QuadSnapshot, moved: &[ProxyId], out: &mut Vec<u64>) {
-        let mut flag = vec![false; self.slots.len()];
-        let ids: Vec<u32> = moved.iter().map(|id| id.0).collect();
-        for &i in &ids {
-            flag[i as usize] = true;
-        }
-        q.0.mark_moved_many(&ids, |i| flag[i as usize]);
-        q.1.clear_moved();
-        out.clear();
-        crate::quad::candidate_pairs(&q.0, Some(&q.1), &self.tight, out);
-        let tight = &self.tight;
-        out.retain(|&k| overlap(&tight[(k >> 32) as usize], &tight[(k as u32) as usize]));
-        out.sort_unstable();
-    }
-
-    /// EXPERIMENT: the moving proxies' 4-wide tree built in bulk and by one insertion each:
-    /// `(SAH cost, height, milliseconds)` for each, and the binary tree's SAH cost.
-    #[doc(hidden)]
-    pub fn quad_quality(&self) -> ([(f64, u32, f64); 2], f64) {
-        let leaves: Vec<(Aabb, u32)> = (0..self.slots.len() as u32)
-            .filter(|&i| self.slots[i as usize].live && self.slots[i as usize].kind == ProxyKind::Dynamic)
-            .map(|i| (self.fat[i as usize], i))
-            .collect();
-        let t = std::time::Instant::now();
-        let bulk = crate::quad::QuadTree::build(&leaves);
-        let bulk_ms = t.elapsed().as_secs_f64() * 1e3;
-        let t = std::time::Instant::now();
-        let mut inc = crate::quad::QuadTree::build(&[]);
-        for &(b, i) in &leaves {
-            inc.insert(b, i);
-        }
-        let inc_ms = t.elapsed().as_secs_f64() * 1e3;
-        (
-            [(bulk.sah_cost(), bulk.height(), bulk_ms), (inc.sah_cost(), inc.height(), inc_ms)],
-            self.dynamic.sah_cost(),
-        )
-    }
-
-    /// EXPERIMENT: [`DynamicAabbTree::query_point`] through a snapshot (moving proxies only).
-    #[doc(hidden)]
-    pub fn quad_query_point(
-        &self,
-        q: &QuadSnapshot,
-        p: &Point3<f32>,
-        visit: &mut dyn FnMut(ProxyId) -> bool,
-    ) {
-        let probe = Aabb::new(*p, *p);
-        let tight = &self.tight;
-        q.0.query(&probe, &mut |item| !overlap(&tight[item as usize], &probe) || visit(ProxyId(item)));
-    }
-
-    /// EXPERIMENT: [`Broadphase::cast_ray`] through a snapshot (moving proxies only).
-    #[doc(hidden)]
-    pub fn quad_cast_ray(
-        &self,
-        q: &QuadSnapshot,
-        ray: &Ray,
-        max_t: f32,
-        visit: &mut dyn FnMut(ProxyId, &Ray, f32) -> f32,
-    ) {
-        let inv = ray.dir.map(|d| 1.0 / d);
-        let tight = &self.tight;
-        q.0.cast_ray(&ray.origin, &inv, max_t, &mut |item, limit| match tight[item as usize].clip_ray_inv(
-            &ray.origin,
-            &inv,
-            limit,
-        ) {
-            Some(_) => visit(ProxyId(item), ray, limit),
-            None => limit,
-        });
     }
 
     /// Calls `visit` for every proxy whose box contains `p`; false stops.

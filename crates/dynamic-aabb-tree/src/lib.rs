@@ -9,28 +9,26 @@
 //!   A move that stays inside its fat box touches no node. [`Broadphase::move_proxies`] moves a
 //!   batch: when many leave their fat boxes, the tree is refitted once rather than walked up from
 //!   each leaf. Static proxies start with no margin.
-//! - **The tree**: wide 64-byte nodes (one cache line) in an index arena with a free list; each
-//!   internal node holds both children's boxes, and leaves live in their parent's child slots, so
-//!   a visit tests both children without loading them. Insertion picks the sibling by the
-//!   surface-area heuristic with a branch-and-bound descent, then rotates nodes on the way up. A
-//!   box that leaves its fat box grows its ancestors in place. Before the next pair update, few
-//!   grown leaves get each maximal grown subtree rebuilt by binned SAH (a partial rebuild,
-//!   keeping the untouched subtrees below it); many (over 1/32) get every box refitted instead,
-//!   and once the refitted tree's SAH cost has drifted 4%, a full rebuild runs in the background,
-//!   a slice per update, and is swapped in when done. [`DynamicAabbTree::rebuild`] rebuilds
-//!   everything at once.
+//! - **The tree**: 4-wide 128-byte nodes (two cache lines, Jolt's layout) in an index arena
+//!   with a free list; each node holds its four children's boxes as 4-lane rows and leaves live
+//!   in their parent's slots, so a visit tests four children without loading them, and a descent
+//!   has half a binary tree's levels. Insertion descends by the surface-area heuristic (bounded
+//!   by the best cost found) to a free slot or a sibling. A box that leaves its fat box grows its
+//!   ancestors in place; a batch in which many leave refits every node once. When the tree's SAH
+//!   cost drifts 4% above its last full rebuild's (or many leaves came by insertion), a full
+//!   binned-SAH rebuild runs in the background, a slice per pair update, and is swapped in when
+//!   done. [`DynamicAabbTree::rebuild`] rebuilds everything at once.
 //! - **Pairs** ([`Broadphase::update_pairs`]): one self-traversal of the moving tree and one
 //!   traversal against the static tree, both pruned to subtrees that hold a moved proxy; so only
-//!   movers are queried and static–static pairs are never visited. The traversal tests child pairs
-//!   without branching and visits pairs from a ring whose entries are prefetched as they enter. Pairs are tested on the tight
-//!   boxes (fat boxes only prune) and reported once each in ascending `(low, high)` id order.
+//!   movers are queried and static–static pairs are never visited. A visit tests a node's four
+//!   children against another node's four in 4-lane compares, and pairs are visited from a ring
+//!   whose entries are prefetched as they enter. Pairs are tested on the tight boxes (fat boxes only prune) and reported once each in ascending `(low, high)` id order.
 //!   [`DynamicAabbTree::update_pairs_parallel`] splits the traversal over rayon and gives the
 //!   identical sequence (sequentially when fewer than [`TreeConfig::parallel_min_moved`] moved).
-//! - **Queries**: AABB and point queries (breadth first, so a big tree's cache misses overlap;
-//!   results in that deterministic order), and ray casts, near child first, whose callback
-//!   returns the new clip distance (closest hit with early termination, or all hits). Each
-//!   node a query will visit is prefetched with the nodes the builds lay out after it (its
-//!   first descendants). No heap allocation per query.
+//! - **Queries**: AABB and point queries (depth first; results in that deterministic order), and
+//!   ray casts, near child first, whose callback returns the new clip distance (closest hit with
+//!   early termination, or all hits). Each node a query will visit is prefetched with the nodes
+//!   the builds lay out after it (its first descendants). No heap allocation per query.
 //! - [`DynamicAabbTree::validate`], [`DynamicAabbTree::stats`] and
 //!   [`DynamicAabbTree::area_ratio`] (SAH cost against a fresh rebuild).
 //!
@@ -69,9 +67,8 @@
 #![forbid(unsafe_code)]
 
 mod broadphase;
-#[allow(dead_code)] // the next layout, built up on this branch before it replaces `tree`
 mod quad;
-mod tree;
+mod sah;
 
-pub use broadphase::{DynamicAabbTree, MAX_COORD, ProxyKind, QuadSnapshot, Stats, TreeConfig, TreeStats};
+pub use broadphase::{DynamicAabbTree, MAX_COORD, ProxyKind, Stats, TreeConfig, TreeStats};
 pub use voxterra_core::{Broadphase, ProxyId};

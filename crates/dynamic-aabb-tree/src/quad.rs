@@ -1,14 +1,16 @@
-//! 4-wide nodes of one cache line: the layout the tree is moving to (docs/architecture.md, issue
-//! 6, "Session 21"). Each node holds its four children's boxes as bytes in its own frame
-//! (`origin + q × scale` per axis, rounded outward), so a visit decides among four subtrees from
-//! one line, and a descent has half the binary tree's levels.
+//! The tree: 4-wide nodes of two cache lines (Jolt's broadphase layout), each holding its four
+//! children's boxes as 4-lane rows, so a visit decides among four subtrees from one node and a
+//! descent has half a binary tree's levels. An index arena with a free list; leaves live in
+//! their parent's slots, with each leaf's exact box kept by item.
 //!
-//! This first part is read-only: a tree built from leaves by binned SAH (the binary tree's split,
-//! taken four ways), box, point and ray queries, and a validation. Updates, the pair traversal and
-//! the swap into [`crate::DynamicAabbTree`] come next.
+//! Builds split by binned SAH ([`crate::sah::split`]) taken four ways, in full (depth first) or
+//! in the background a slice per pair update; insertion descends by SAH to a free slot or a
+//! sibling; a moved leaf grows its ancestors in place, and batches refit every node once. Box,
+//! point and ray queries, and the pair traversal within the moving tree and against the static
+//! one, with moved flags on the child references.
 
 use crate::broadphase::Sink;
-use crate::tree::{ITEM_MASK, Item, LEAF, LEAF_MOVED, NULL, split};
+use crate::sah::{ITEM_MASK, Item, LEAF, LEAF_MOVED, NULL, split};
 use voxterra_core::Aabb;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use wide::{CmpEq, CmpLe, f32x4, i32x4};
@@ -232,6 +234,7 @@ const ROOT_LEAF: u32 = NULL - 1;
 impl QuadTree {
     /// The tree over `leaves` (boxes finite, items below [`ITEM_MASK`], each once), laid out
     /// depth first.
+    #[cfg(test)]
     pub(crate) fn build(leaves: &[(Aabb, u32)]) -> Self {
         let mut t = QuadTree::default();
         let mut items: Vec<Item> = leaves.iter().map(|&(aabb, item)| Item::leaf(aabb, item)).collect();
@@ -826,6 +829,7 @@ impl QuadTree {
     /// Rebuilds the subtree under node reference `r` (an internal node) from its leaves by binned
     /// SAH, in place: its nodes go back to the free list, the new ones come off it, and the new
     /// subtree takes `r`'s slot (or the root). The leaves keep their moved flags.
+    #[cfg(test)]
     pub(crate) fn rebuild_subtree(&mut self, r: u32) {
         let top = index(r) as u32;
         let up = self.up[top as usize];
@@ -952,7 +956,7 @@ impl QuadTree {
             return true;
         }
         if self.root & LEAF != 0 {
-            let hit = crate::tree::overlap(&self.box_of(self.root), aabb);
+            let hit = crate::sah::overlap(&self.box_of(self.root), aabb);
             return !hit || visit(self.root & ITEM_MASK);
         }
         let probe = Probe::new(aabb);
@@ -1154,8 +1158,8 @@ impl QuadTree {
 #[inline(always)]
 fn prefetch_node(nodes: &[QNode], i: usize) {
     if let Some(n) = nodes.get(i) {
-        prefetch_index::prefetch_index(&n.lo, 0);
-        prefetch_index::prefetch_index(&n.child, 0);
+        prefetch_index::prefetch_index(n.lo.as_slice(), 0);
+        prefetch_index::prefetch_index(n.child.as_slice(), 0);
     }
 }
 
@@ -1219,6 +1223,7 @@ pub(crate) type Task = (u32, u32, bool);
 /// Collects into `out` the pair keys `(low << 32) | high` of leaves whose boxes (as their nodes
 /// bound them; a leaf met against a node, its tight box) overlap, at least one of them moved:
 /// within `a`, and between `a` and `b` when given. Candidates only: the caller tests tight boxes.
+#[cfg(test)]
 pub(crate) fn candidate_pairs(a: &QuadTree, b: Option<&QuadTree>, tight: &[Aabb], out: &mut Vec<u64>) {
     let mut found = Sink::from(std::mem::take(out));
     let mut stack = Sink::default();
@@ -1239,7 +1244,7 @@ pub(crate) fn root_tasks(a: &QuadTree, b: Option<&QuadTree>, found: &mut Sink<u6
         && a.root != NULL
         && b.root != NULL
         && (a.root | b.root) & MOVED != 0
-        && crate::tree::overlap(&a.box_of(a.root), &b.box_of(b.root))
+        && crate::sah::overlap(&a.box_of(a.root), &b.box_of(b.root))
     {
         let leaves = a.root & b.root & LEAF != 0;
         found.put(pair_key(a.root, b.root), leaves);
@@ -1417,7 +1422,7 @@ fn area(b: &Aabb) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::overlap;
+    use crate::sah::overlap;
     use proptest::prelude::*;
 
     fn arb_boxes(max: usize) -> impl Strategy<Value = Vec<Aabb>> {
