@@ -482,13 +482,19 @@ impl QuadTree {
         let only = c[0];
         let p = self.up[n as usize];
         self.release(n);
-        if p == NULL {
-            return self.set_root(only);
+        self.put_at(p, only);
+    }
+
+    /// Puts `r` at place `at` (`parent << 2 | slot`, or `NULL` for the root) and refits the
+    /// ancestors.
+    fn put_at(&mut self, at: u32, r: u32) {
+        if at == NULL {
+            return self.set_root(r);
         }
-        let (pn, ps) = (p >> 2, (p & 3) as usize);
-        let (mut pc, plen) = self.children(pn);
-        pc[ps] = only;
-        self.refill_up(pn, &pc[..plen]);
+        let (p, s) = (at >> 2, (at & 3) as usize);
+        let (mut c, len) = self.children(p);
+        c[s] = r;
+        self.refill_up(p, &c[..len]);
     }
 
     /// Gives `item`'s leaf (it must be here) the box `aabb`. Its ancestors grow to hold it, up
@@ -849,13 +855,7 @@ impl QuadTree {
             self.release(i);
         }
         let new = if items.len() == 1 { items[0].r } else { self.node(&mut items) };
-        if up == NULL {
-            return self.set_root(new);
-        }
-        let (p, s) = (up >> 2, (up & 3) as usize);
-        let (mut c, len) = self.children(p);
-        c[s] = new;
-        self.refill_up(p, &c[..len]);
+        self.put_at(up, new);
     }
 
     /// Rebuilds the whole tree from its leaves into a fresh arena, laid out depth first.
