@@ -1,0 +1,68 @@
+//! Insertion into the dynamic tree, one box at a time, side by side with parry's `Bvh` and obvhs's
+//! `Bvh2`: time per insert and our tree's quality after it (SAH cost over a fresh rebuild's,
+//! height), for the scene's boxes in random order and sorted along x (a sweep, the order that
+//! builds the worst trees without rotations).
+//! `cargo run --release -p voxterra-benches --example dyn_insert_probe -- [N] [REPEATS]`
+
+use std::time::Instant;
+use voxterra_benches::dynamic_tree_suite::Scene;
+use voxterra_core::Aabb;
+use voxterra_dynamic_aabb_tree::{DynamicAabbTree, ProxyKind};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let n: usize = a.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let reps: usize = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let scene = Scene::new(n, 1.0, 7);
+    let random: Vec<Aabb> = (0..n).map(|i| scene.aabb(i)).collect();
+    let mut sorted = random.clone();
+    sorted.sort_by(|p, q| p.mins.x.total_cmp(&q.mins.x));
+    println!("{n} boxes, {reps} repeats, ns per insert (median)");
+    println!("order  | ours ns | parry ns | obvhs ns | ours/parry | ours/obvhs | area ratio | height");
+    for (name, boxes) in [("random", &random), ("sorted", &sorted)] {
+        let (mut ours, mut parry, mut obvhs) = (vec![], vec![], vec![]);
+        let mut quality = (0.0, 0);
+        for _ in 0..reps {
+            let t = Instant::now();
+            let mut tree = DynamicAabbTree::new();
+            for (i, b) in boxes.iter().enumerate() {
+                tree.create(*b, i as u64, ProxyKind::Dynamic).expect("valid box");
+            }
+            ours.push(t.elapsed().as_secs_f64() * 1e9 / n as f64);
+            quality = (tree.area_ratio(), tree.stats().dynamic.height);
+
+            let t = Instant::now();
+            let mut bvh = parry3d::partitioning::Bvh::new();
+            for (i, b) in boxes.iter().enumerate() {
+                bvh.insert(parry3d::bounding_volume::Aabb::new(b.mins, b.maxs), i as u32);
+            }
+            parry.push(t.elapsed().as_secs_f64() * 1e9 / n as f64);
+            std::hint::black_box(&bvh);
+
+            let t = Instant::now();
+            let mut o = obvhs::bvh2::Bvh2::default();
+            for (i, b) in boxes.iter().enumerate() {
+                let ob = obvhs::aabb::Aabb::new(
+                    glam::Vec3A::new(b.mins.x, b.mins.y, b.mins.z),
+                    glam::Vec3A::new(b.maxs.x, b.maxs.y, b.maxs.z),
+                );
+                o.insert_primitive(ob, i as u32);
+            }
+            obvhs.push(t.elapsed().as_secs_f64() * 1e9 / n as f64);
+            std::hint::black_box(&o);
+        }
+        let (o, p, b) = (median(ours), median(parry), median(obvhs));
+        println!(
+            "{name} | {o:.0} | {p:.0} | {b:.0} | {:.2} | {:.2} | {:.3} | {}",
+            p / o,
+            b / o,
+            quality.0,
+            quality.1
+        );
+    }
+}
