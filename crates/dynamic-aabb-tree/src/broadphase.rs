@@ -101,6 +101,10 @@ pub struct DynamicAabbTree {
     queued: Vec<u64>,
     /// Scratch: `moved` split by tree.
     moved_kind: [Vec<u32>; 2],
+    /// Per tree (by [`ProxyKind`]): `moved.len()` when a batch of moves refitted the whole tree
+    /// and set its moved flags from `queued` ([`QuadTree::set_leaf_boxes`]); `usize::MAX` when
+    /// none did since the last pair update.
+    flagged_at: [usize; 2],
     free_slot: u32,
     live: u32,
     /// Scratch for [`Broadphase::move_proxies`]: new fat boxes by tree.
@@ -162,6 +166,7 @@ impl DynamicAabbTree {
             moved: Vec::new(),
             queued: Vec::new(),
             moved_kind: [Vec::new(), Vec::new()],
+            flagged_at: [usize::MAX; 2],
             free_slot: NULL,
             live: 0,
             refat: [Vec::new(), Vec::new()],
@@ -372,8 +377,17 @@ impl DynamicAabbTree {
         }
         let queued = &self.queued;
         let is_queued = |id: u32| queued[id as usize / 64] >> (id % 64) & 1 != 0;
-        self.dynamic.mark_moved_many(dynamic, is_queued);
-        self.statics.mark_moved_many(statics, is_queued);
+        // A tree whose flags a whole refit set, with no proxy queued since (an insertion flags
+        // its own leaf, a removal leaves flags that are only too many), is skipped.
+        let flagged_at = std::mem::replace(&mut self.flagged_at, [usize::MAX; 2]);
+        for (kind, tree, ids) in [
+            (ProxyKind::Dynamic, &mut self.dynamic, dynamic),
+            (ProxyKind::Static, &mut self.statics, statics),
+        ] {
+            if flagged_at[kind as usize] != self.moved.len() {
+                tree.mark_moved_many(ids, is_queued);
+            }
+        }
         for &id in &self.moved {
             self.queued[id as usize / 64] &= !(1 << (id % 64));
         }
@@ -570,9 +584,16 @@ impl Broadphase for DynamicAabbTree {
                 }
             }
         }
-        // Applied on error too: the moves before it stand.
-        self.dynamic.set_leaf_boxes(&refat[ProxyKind::Dynamic as usize]);
-        self.statics.set_leaf_boxes(&refat[ProxyKind::Static as usize]);
+        // Applied on error too: the moves before it stand. A tree refitted whole also took its
+        // moved flags from the proxies queued so far.
+        let queued = &self.queued;
+        let is_queued = |id: u32| queued[id as usize / 64] >> (id % 64) & 1 != 0;
+        for (kind, tree) in [(ProxyKind::Dynamic, &mut self.dynamic), (ProxyKind::Static, &mut self.statics)]
+        {
+            if tree.set_leaf_boxes(&refat[kind as usize], is_queued) {
+                self.flagged_at[kind as usize] = self.moved.len();
+            }
+        }
         self.refat = refat;
         result
     }

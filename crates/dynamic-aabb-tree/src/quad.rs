@@ -651,14 +651,16 @@ impl QuadTree {
 
     /// [`QuadTree::set_leaf_box`] for many items at once. When more than 1/[`REFIT_SHARE`] of the
     /// leaves, the boxes are written and every node refitted in one pass
-    /// ([`QuadTree::refit_nodes`]), which also takes the SAH cost and schedules a rebuild if it
-    /// drifted.
-    pub(crate) fn set_leaf_boxes(&mut self, items: &[(u32, Aabb)]) {
+    /// ([`QuadTree::refit_nodes`]), which also takes the SAH cost (a rebuild is scheduled if it
+    /// drifted) and sets every moved flag from `queued(item)`, exactly as
+    /// [`QuadTree::mark_moved_many`] would; then it returns true, and a pair update with no other
+    /// mover since can skip its own flag pass.
+    pub(crate) fn set_leaf_boxes(&mut self, items: &[(u32, Aabb)], queued: impl Fn(u32) -> bool) -> bool {
         if items.len() * REFIT_SHARE <= self.leaves as usize {
             for &(item, aabb) in items {
                 self.set_leaf_box(item, aabb);
             }
-            return;
+            return false;
         }
         // Each leaf's box goes into its slot now (its node prefetched a few items ahead), so the
         // refit reads only nodes.
@@ -673,8 +675,9 @@ impl QuadTree {
                 self.nodes[(at >> 2) as usize].set_slot((at & 3) as usize, &aabb);
             }
         }
-        let cost = self.refit_nodes();
+        let cost = self.refit_nodes(&queued);
         self.schedule(cost);
+        true
     }
 
     /// Starts a rebuild when the SAH cost `cost` drifted from the last full rebuild's.
@@ -688,9 +691,16 @@ impl QuadTree {
     }
 
     /// Refits every node's slots that hold nodes from those nodes' boxes, bottom up (leaves'
-    /// slots must hold their boxes already); returns the SAH cost.
-    fn refit_nodes(&mut self) -> f64 {
-        if self.root == NULL || self.root & LEAF != 0 {
+    /// slots must hold their boxes already), and sets every slot's moved flag: a leaf's from
+    /// `queued(item)`, a node's from its children's (PERF: one pass over the nodes instead of
+    /// two, as refit and [`QuadTree::mark_moved_many`] were). Returns the SAH cost.
+    fn refit_nodes(&mut self, queued: &impl Fn(u32) -> bool) -> f64 {
+        if self.root == NULL {
+            return 1.0;
+        }
+        if self.root & LEAF != 0 {
+            let moved = queued(index(self.root) as u32);
+            self.root = if moved { self.root | MOVED } else { self.root & !MOVED };
             return 1.0;
         }
         let mut order = std::mem::take(&mut self.order);
@@ -700,15 +710,25 @@ impl QuadTree {
             let mut n = self.nodes[i as usize];
             for s in 0..WIDTH {
                 let c = n.child[s];
-                if c != NULL && c & LEAF == 0 {
-                    n.set_slot(s, &self.nodes[index(c)].span());
+                if c == NULL {
+                    continue;
                 }
+                let moved = if c & LEAF != 0 {
+                    queued(index(c) as u32)
+                } else {
+                    let cn = &self.nodes[index(c)];
+                    n.set_slot(s, &cn.span());
+                    moved_mask(cn) != 0
+                };
+                n.child[s] = if moved { c | MOVED } else { c & !MOVED };
             }
             sum += f64::from(area(&n.span()));
             self.nodes[i as usize] = n;
         }
         self.order = order;
-        let root = f64::from(area(&self.nodes[index(self.root)].span()));
+        let top = &self.nodes[index(self.root)];
+        self.root = if moved_mask(top) != 0 { self.root | MOVED } else { self.root & !MOVED };
+        let root = f64::from(area(&top.span()));
         if root > 0.0 { sum / root } else { 1.0 }
     }
 
@@ -875,9 +895,14 @@ impl QuadTree {
             return;
         }
         if self.ordered {
-            order.extend(
-                (0..self.nodes.len() as u32).rev().filter(|&i| self.nodes[i as usize].child[0] != NULL),
-            );
+            // With no free node (a fresh arena) every node is live: no read to tell.
+            if self.free == NULL {
+                order.extend((0..self.nodes.len() as u32).rev());
+            } else {
+                order.extend(
+                    (0..self.nodes.len() as u32).rev().filter(|&i| self.nodes[i as usize].child[0] != NULL),
+                );
+            }
             return;
         }
         let mut stack = vec![index(self.root) as u32];
@@ -1733,7 +1758,9 @@ mod tests {
                                 (j as u32, Aabb::new(b.mins + d, b.maxs + d))
                             })
                             .collect();
-                        t.set_leaf_boxes(&moves);
+                        // Flags from a rule of the item (any rule: they are checked against
+                        // the children's).
+                        t.set_leaf_boxes(&moves, |j| j % 3 == 0);
                         for &(j, nb) in &moves {
                             live[j as usize] = Some(nb);
                         }
