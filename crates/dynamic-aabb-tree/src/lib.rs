@@ -12,12 +12,14 @@
 //! - **The tree**: 4-wide 128-byte nodes (two cache lines, Jolt's layout) in an index arena
 //!   with a free list; each node holds its four children's boxes as 4-lane rows and leaves live
 //!   in their parent's slots, so a visit tests four children without loading them, and a descent
-//!   has half a binary tree's levels. Insertion descends by the surface-area heuristic (bounded
-//!   by the best cost found) to a free slot or a sibling. A box that leaves its fat box grows its
-//!   ancestors in place; a batch in which many leave refits every node once. When the tree's SAH
-//!   cost drifts 4% above its last full rebuild's (or many leaves came by insertion), a full
-//!   binned-SAH rebuild runs in the background, a slice per pair update, and is swapped in when
-//!   done. [`DynamicAabbTree::rebuild`] rebuilds everything at once.
+//!   has half a binary tree's levels. Insertion finds the cheapest place by the surface-area
+//!   heuristic (a free slot, or a sibling to pair with) by branch and bound, then rotates nodes
+//!   on its way back up (a grown child's child trades places with its sibling when that shrinks
+//!   the grown child's box). A box that leaves its fat box grows its ancestors in place; a batch
+//!   in which many leave refits every node once and sets the moved flags in the same pass. When
+//!   the tree's SAH cost drifts 4% above its last full rebuild's (or many leaves came by
+//!   insertion), a full binned-SAH rebuild runs in the background, a slice per pair update, and
+//!   is swapped in when done. [`DynamicAabbTree::rebuild`] rebuilds everything at once.
 //! - **Pairs** ([`Broadphase::update_pairs`]): one self-traversal of the moving tree and one
 //!   traversal against the static tree, both pruned to subtrees that hold a moved proxy; so only
 //!   movers are queried and static–static pairs are never visited. A visit tests a node's four
