@@ -352,8 +352,18 @@ impl QuadTree {
 
     /// Gives each ancestor of node `n` in turn its child's new box, up to the root or the first
     /// slot that already holds it exactly.
-    fn refit_up(&mut self, mut n: u32) {
+    fn refit_up(&mut self, n: u32) {
+        self.climb(n, None);
+    }
+
+    /// Refits the ancestors of node `n` as [`QuadTree::refit_up`]; with `Some(s)`, first a
+    /// rotation at each node ([`QuadTree::rotate`]) around its child on the way, starting with
+    /// `n`'s slot `s`.
+    fn climb(&mut self, mut n: u32, mut s: Option<usize>) {
         loop {
+            if let Some(s) = s {
+                self.rotate(n, s);
+            }
             let p = self.up[n as usize];
             if p == NULL {
                 return;
@@ -364,7 +374,7 @@ impl QuadTree {
                 return;
             }
             self.nodes[pn as usize].set_slot(ps, &b);
-            n = pn;
+            (n, s) = (pn, s.map(|_| ps));
         }
     }
 
@@ -430,21 +440,8 @@ impl QuadTree {
     /// From node `n`, whose slot `s` just received or grew a child (its other slots up to date),
     /// up: a rotation at each node ([`QuadTree::rotate`]) around the child on the way, then its
     /// parent's slot refitted to it, up to the root or the first slot the refit leaves as it was.
-    fn rotate_up(&mut self, mut n: u32, mut s: usize) {
-        loop {
-            self.rotate(n, s);
-            let p = self.up[n as usize];
-            if p == NULL {
-                return;
-            }
-            let (pn, ps) = (p >> 2, (p & 3) as usize);
-            let b = self.nodes[n as usize].span();
-            if self.nodes[pn as usize].child_box(ps) == b {
-                return;
-            }
-            self.nodes[pn as usize].set_slot(ps, &b);
-            (n, s) = (pn, ps);
-        }
+    fn rotate_up(&mut self, n: u32, s: usize) {
+        self.climb(n, Some(s));
     }
 
     /// A tree rotation at node `a` around its child `b` in slot `j` (a child that just grew):
