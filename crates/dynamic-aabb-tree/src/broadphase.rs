@@ -376,7 +376,7 @@ impl DynamicAabbTree {
             }
         }
         let queued = &self.queued;
-        let is_queued = |id: u32| queued[id as usize / 64] >> (id % 64) & 1 != 0;
+        let is_queued = |id: u32| is_set(queued, id);
         // A tree whose flags a whole refit set, with no proxy queued since (an insertion flags
         // its own leaf, a removal leaves flags that are only too many), is skipped.
         let flagged_at = std::mem::replace(&mut self.flagged_at, [usize::MAX; 2]);
@@ -533,6 +533,12 @@ impl<T> From<Vec<T>> for Sink<T> {
     }
 }
 
+/// Bit `id` of a bit set stored as 64-bit words.
+#[inline(always)]
+fn is_set(bits: &[u64], id: u32) -> bool {
+    bits[id as usize / 64] >> (id % 64) & 1 != 0
+}
+
 /// Keeps the candidate pairs whose tight boxes overlap, without a branch on the test: its loads
 /// are independent, so they overlap (a prefetch a few pairs ahead measured no faster).
 fn keep_touching(pairs: &mut Sink<u64>, tight: &[Aabb]) {
@@ -587,7 +593,7 @@ impl Broadphase for DynamicAabbTree {
         // Applied on error too: the moves before it stand. A tree refitted whole also took its
         // moved flags from the proxies queued so far.
         let queued = &self.queued;
-        let is_queued = |id: u32| queued[id as usize / 64] >> (id % 64) & 1 != 0;
+        let is_queued = |id: u32| is_set(queued, id);
         for (kind, tree) in [(ProxyKind::Dynamic, &mut self.dynamic), (ProxyKind::Static, &mut self.statics)]
         {
             if tree.set_leaf_boxes(&refat[kind as usize], is_queued) {

@@ -487,12 +487,13 @@ impl QuadTree {
         self.nodes[b as usize].child[k] = x;
         self.nodes[b as usize].set_slot(k, &xbox);
         self.link(x, b, k);
-        let moved = if moved_mask(&self.nodes[b as usize]) != 0 { MOVED } else { 0 };
+        // `b` is a node: its flag comes from its children, `queued` is not asked.
+        let bref = self.flagged(b, &|_| false);
         let span = self.nodes[b as usize].span();
         let an = &mut self.nodes[a as usize];
         an.child[i] = y;
         an.set_slot(i, &ybox);
-        an.child[j] = b | moved;
+        an.child[j] = bref;
         an.set_slot(j, &span);
         self.link(y, a, i);
         // A subtree may now hang below a node later in the arena.
@@ -696,8 +697,7 @@ impl QuadTree {
             return 1.0;
         }
         if self.root & LEAF != 0 {
-            let moved = queued(index(self.root) as u32);
-            self.root = if moved { self.root | MOVED } else { self.root & !MOVED };
+            self.root = self.flagged(self.root, queued);
             return 1.0;
         }
         let mut order = std::mem::take(&mut self.order);
@@ -710,22 +710,17 @@ impl QuadTree {
                 if c == NULL {
                     continue;
                 }
-                let moved = if c & LEAF != 0 {
-                    queued(index(c) as u32)
-                } else {
-                    let cn = &self.nodes[index(c)];
-                    n.set_slot(s, &cn.span());
-                    moved_mask(cn) != 0
-                };
-                n.child[s] = if moved { c | MOVED } else { c & !MOVED };
+                if c & LEAF == 0 {
+                    n.set_slot(s, &self.nodes[index(c)].span());
+                }
+                n.child[s] = self.flagged(c, queued);
             }
             sum += f64::from(area(&n.span()));
             self.nodes[i as usize] = n;
         }
         self.order = order;
-        let top = &self.nodes[index(self.root)];
-        self.root = if moved_mask(top) != 0 { self.root | MOVED } else { self.root & !MOVED };
-        let root = f64::from(area(&top.span()));
+        self.root = self.flagged(self.root, queued);
+        let root = f64::from(area(&self.nodes[index(self.root)].span()));
         if root > 0.0 { sum / root } else { 1.0 }
     }
 
@@ -931,30 +926,26 @@ impl QuadTree {
             }
             return;
         }
-        if self.root & LEAF != 0 {
-            self.root = if queued(index(self.root) as u32) { self.root | MOVED } else { self.root & !MOVED };
-            return;
-        }
         let mut order = std::mem::take(&mut self.order);
         self.bottom_up(&mut order);
         for &i in &order {
-            let mut n = self.nodes[i as usize];
-            for c in n.child.iter_mut() {
-                if *c == NULL {
-                    continue;
-                }
-                let moved = if *c & LEAF != 0 {
-                    queued(index(*c) as u32)
-                } else {
-                    moved_mask(&self.nodes[index(*c)]) != 0
-                };
-                *c = if moved { *c | MOVED } else { *c & !MOVED };
+            let mut c = self.nodes[i as usize].child;
+            for c in c.iter_mut().filter(|c| **c != NULL) {
+                *c = self.flagged(*c, &queued);
             }
-            self.nodes[i as usize].child = n.child;
+            self.nodes[i as usize].child = c;
         }
         self.order = order;
-        let root_moved = moved_mask(&self.nodes[index(self.root)]) != 0;
-        self.root = if root_moved { self.root | MOVED } else { self.root & !MOVED };
+        self.root = self.flagged(self.root, &queued);
+    }
+
+    /// Child reference `c` (not `NULL`) with its moved flag as it should be: a leaf's from
+    /// `queued(item)`, a node's from its children's (set already).
+    #[inline(always)]
+    fn flagged(&self, c: u32, queued: &impl Fn(u32) -> bool) -> u32 {
+        let moved =
+            if c & LEAF != 0 { queued(index(c) as u32) } else { moved_mask(&self.nodes[index(c)]) != 0 };
+        if moved { c | MOVED } else { c & !MOVED }
     }
 
     /// Clears every moved flag (walks only the flagged part).
