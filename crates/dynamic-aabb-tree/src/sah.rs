@@ -89,19 +89,44 @@ fn union(a: &Aabb, b: &Aabb) -> Aabb {
     a.merged(b)
 }
 
-/// Partitions `items` by binned SAH on the centres (longest centroid axis); returns the split
-/// point, always in `1..len`. Falls back to halving when the centres coincide or SAH finds nothing.
-pub(crate) fn split(items: &mut [Item]) -> usize {
+/// Where [`split`] cut a run of items, and the surface areas of both sides' bounds (the sweeps
+/// that choose the plane have them; the four-way grouping would otherwise fold every box again).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Split {
+    pub(crate) at: usize,
+    pub(crate) areas: [f32; 2],
+}
+
+impl Split {
+    /// A cut at `at` whose areas come from folding each side (the fallbacks, which are rare).
+    fn folded(items: &[Item], at: usize) -> Self {
+        Split { at, areas: [bounds_area(&items[..at]), bounds_area(&items[at..])] }
+    }
+}
+
+/// The surface area of the bounds of `items` (at least one).
+fn bounds_area(items: &[Item]) -> f32 {
+    let (lo, hi) = items.iter().fold(empty_lanes(), |(lo, hi), it| {
+        let (l, h) = it.lanes();
+        (lo.fast_min(l), hi.fast_max(h))
+    });
+    area_lanes(lo, hi)
+}
+
+/// Partitions `items` (at least 2) by binned SAH on the centres (longest centroid axis); the split
+/// point is always in `1..len`. Falls back to halving when the centres coincide or SAH finds
+/// nothing.
+pub(crate) fn split(items: &mut [Item]) -> Split {
     let n = items.len();
     if n == 2 {
-        return 1;
+        return Split { at: 1, areas: [area(&items[0].aabb), area(&items[1].aabb)] };
     }
     let (axis, lo, ext) = centroid_axis(items);
     if n <= SMALL {
         return split_small(items, axis);
     }
     if ext <= 0.0 || !ext.is_finite() {
-        return n / 2;
+        return Split::folded(items, n / 2);
     }
     let scale = BINS as f32 / ext;
     // PERF: boxes as 4-lane vectors, a union two instructions (`fast_min`/`fast_max`, without
@@ -121,7 +146,7 @@ pub(crate) fn split(items: &mut [Item]) -> usize {
     // Sweep from the right, then from the left, for the cost of each of the BINS-1 planes.
     // Empty bins keep the inverted box: unions skip it, and its area is never used (a plane
     // is only costed with items on both sides).
-    let mut right_cost = [0.0f32; BINS];
+    let (mut right_area, mut right_cost) = ([0.0f32; BINS], [0.0f32; BINS]);
     let (mut acc_lo, mut acc_hi) = empty_lanes();
     let mut cnt = 0u32;
     for b in (1..BINS).rev() {
@@ -129,10 +154,12 @@ pub(crate) fn split(items: &mut [Item]) -> usize {
         acc_hi = acc_hi.fast_max(bin_hi[b]);
         cnt += counts[b];
         if cnt > 0 {
-            right_cost[b] = area_lanes(acc_lo, acc_hi) * cnt as f32;
+            right_area[b] = area_lanes(acc_lo, acc_hi);
+            right_cost[b] = right_area[b] * cnt as f32;
         }
     }
-    let mut best = (f32::INFINITY, 0usize);
+    // (cost, plane, left area)
+    let mut best = (f32::INFINITY, 0usize, 0.0f32);
     (acc_lo, acc_hi) = empty_lanes();
     cnt = 0;
     for b in 0..BINS - 1 {
@@ -142,14 +169,16 @@ pub(crate) fn split(items: &mut [Item]) -> usize {
         if cnt == 0 || cnt as usize == n {
             continue;
         }
-        let cost = area_lanes(acc_lo, acc_hi) * cnt as f32 + right_cost[b + 1];
+        let left_area = area_lanes(acc_lo, acc_hi);
+        let cost = left_area * cnt as f32 + right_cost[b + 1];
         if cost < best.0 {
-            best = (cost, b);
+            best = (cost, b, left_area);
         }
     }
     if !best.0.is_finite() {
-        return n / 2;
+        return Split::folded(items, n / 2);
     }
+    let areas = [best.2, right_area[best.1 + 1]];
     // Partition in place: bins <= best.1 to the left. (Branch-free, every item swapped with
     // the first one right of the split, took 40% longer: arena order is spatial, so the sides
     // come in runs the branch predicts.)
@@ -164,7 +193,9 @@ pub(crate) fn split(items: &mut [Item]) -> usize {
             items.swap(i, j);
         }
     }
-    if i == 0 || i == n { n / 2 } else { i }
+    // Both sides are non-empty: the plane was only costed with items on each.
+    debug_assert!(i > 0 && i < n);
+    Split { at: i, areas }
 }
 
 /// Up to this many items are split by exact SAH over their sorted centres: cheaper than 12 bins
@@ -193,8 +224,8 @@ fn centroid_axis(items: &[Item]) -> (usize, f32, f32) {
     (axis, lo[axis], ext[axis])
 }
 
-/// Exact SAH split of a few items along `axis`; returns the split point.
-fn split_small(items: &mut [Item], axis: usize) -> usize {
+/// Exact SAH split of a few items along `axis`.
+fn split_small(items: &mut [Item], axis: usize) -> Split {
     let n = items.len();
     // Insertion sort: stable, deterministic, and fast at this size.
     for i in 1..n {
@@ -204,23 +235,27 @@ fn split_small(items: &mut [Item], axis: usize) -> usize {
             j -= 1;
         }
     }
-    let mut right = [0.0f32; SMALL];
+    let (mut right_area, mut right) = ([0.0f32; SMALL], [0.0f32; SMALL]);
     let mut acc = EMPTY_BOX;
     for i in (1..n).rev() {
         acc = union(&acc, &items[i].aabb);
-        right[i] = area(&acc) * (n - i) as f32;
+        right_area[i] = area(&acc);
+        right[i] = right_area[i] * (n - i) as f32;
     }
-    let (mut best, mut at) = (f32::INFINITY, n / 2);
+    let (mut best, mut at, mut left_area) = (f32::INFINITY, n / 2, None);
     acc = EMPTY_BOX;
     for i in 1..n {
         acc = union(&acc, &items[i - 1].aabb);
         let cost = area(&acc) * i as f32 + right[i];
         if cost < best {
-            best = cost;
-            at = i;
+            (best, at, left_area) = (cost, i, Some(area(&acc)));
         }
     }
-    at
+    match left_area {
+        Some(l) => Split { at, areas: [l, right_area[at]] },
+        // No finite cost (boxes too large to area): halves.
+        None => Split::folded(items, at),
+    }
 }
 
 pub(crate) type F4 = wide::f32x4;
@@ -251,7 +286,7 @@ mod tests {
             2
         };
         if n <= SMALL {
-            return split_small(items, axis);
+            return split_small(items, axis).at;
         }
         let (lo, ext) = (lo[axis], ext[axis]);
         if ext <= 0.0 || !ext.is_finite() {
@@ -313,8 +348,12 @@ mod tests {
                 })
                 .collect();
             let mut want = items.clone();
-            let mid = split(&mut items);
+            let cut = split(&mut items);
+            let mid = cut.at;
             prop_assert_eq!(mid, split_reference(&mut want));
+            // The areas are those of each side's bounds, bit for bit.
+            let fold = |it: &[Item]| area(&it.iter().fold(EMPTY_BOX, |b, x| union(&b, &x.aabb)));
+            prop_assert_eq!(cut.areas, [fold(&items[..mid]), fold(&items[mid..])]);
             prop_assert!(mid >= 1 && mid < items.len());
             prop_assert_eq!(items.iter().map(|it| it.r).collect::<Vec<_>>(), want.iter().map(|it| it.r).collect::<Vec<_>>());
         }
