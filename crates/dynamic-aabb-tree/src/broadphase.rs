@@ -2,6 +2,7 @@
 //! queries, and core's [`Broadphase`] trait.
 
 use crate::quad::{self, QuadTree, Task};
+use crate::radix;
 use crate::sah::{MAX_ITEMS, NULL, overlap};
 use rayon::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
@@ -112,6 +113,7 @@ pub struct DynamicAabbTree {
     /// Scratch for pair updates.
     stack: Vec<Task>,
     pairs: Vec<u64>,
+    sort_scratch: Vec<u64>,
 }
 
 impl Default for DynamicAabbTree {
@@ -172,6 +174,7 @@ impl DynamicAabbTree {
             refat: [Vec::new(), Vec::new()],
             stack: Vec::new(),
             pairs: Vec::new(),
+            sort_scratch: Vec::new(),
         }
     }
 
@@ -356,7 +359,9 @@ impl DynamicAabbTree {
             quad::run(dt, st, tight, &mut stack, &mut pairs);
             keep_touching(&mut pairs, tight);
             let mut pairs = pairs.into_vec();
-            pairs.sort_unstable();
+            // Ids are slot indices.
+            let id_bits = u32::BITS - (self.slots.len() as u32).saturating_sub(1).leading_zeros();
+            radix::sort_pair_keys(&mut pairs, &mut self.sort_scratch, id_bits);
             self.pairs = pairs;
         }
         self.stack = stack.into_vec();

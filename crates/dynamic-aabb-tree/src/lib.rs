@@ -71,6 +71,7 @@
 mod broadphase;
 mod quad;
 mod sah;
+mod radix;
 
 pub use broadphase::{DynamicAabbTree, MAX_COORD, ProxyKind, Stats, TreeConfig, TreeStats};
 pub use voxterra_core::{Broadphase, ProxyId};
