@@ -824,7 +824,27 @@ impl QuadTree {
         self.background.active = false;
         let mut up = vec![NULL; nodes.len()];
         let mut sum = 0.0f64;
+        // PERF: a leaf's live place and box are reads by item, in no order: cache misses. They
+        // are prefetched two nodes ahead, and the live node holding the leaf one ahead.
+        const AHEAD: usize = 2;
+        let leaf_items = |n: &QNode| {
+            n.child.into_iter().filter(|&r| r != NULL && r & LEAF != 0).map(|r| index(r))
+        };
         for i in (0..nodes.len()).rev() {
+            if let Some(a) = i.checked_sub(2 * AHEAD) {
+                for item in leaf_items(&nodes[a]) {
+                    prefetch_index::prefetch_index(&self.loc, item);
+                    prefetch_index::prefetch_index(&self.leaf_box, item);
+                }
+            }
+            if let Some(a) = i.checked_sub(AHEAD) {
+                for item in leaf_items(&nodes[a]) {
+                    let live = self.loc[item];
+                    if let Some(n) = self.nodes.get((live >> 2) as usize) {
+                        prefetch_index::prefetch_index(n.child.as_slice(), 0);
+                    }
+                }
+            }
             let c = nodes[i].child;
             let len = c.iter().take_while(|&&r| r != NULL).count();
             let mut kids = [(NULL, EMPTY); WIDTH];
