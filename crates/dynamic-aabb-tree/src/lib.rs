@@ -70,8 +70,8 @@
 
 mod broadphase;
 mod quad;
-mod sah;
 mod radix;
+mod sah;
 
 pub use broadphase::{DynamicAabbTree, MAX_COORD, ProxyKind, Stats, TreeConfig, TreeStats};
 pub use voxterra_core::{Broadphase, ProxyId};
