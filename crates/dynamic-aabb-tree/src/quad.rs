@@ -827,8 +827,7 @@ impl QuadTree {
         // PERF: a leaf's live place and box are reads by item, in no order: cache misses. They
         // are prefetched two nodes ahead, and the live node holding the leaf one ahead.
         const AHEAD: usize = 2;
-        let leaf_items =
-            |n: &QNode| n.child.into_iter().filter(|&r| r != NULL && r & LEAF != 0).map(index);
+        let leaf_items = |n: &QNode| n.child.into_iter().filter(|&r| r != NULL && r & LEAF != 0).map(index);
         for i in (0..nodes.len()).rev() {
             if let Some(a) = i.checked_sub(2 * AHEAD) {
                 for item in leaf_items(&nodes[a]) {
