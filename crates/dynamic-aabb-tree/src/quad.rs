@@ -1698,6 +1698,43 @@ mod tests {
         assert!(t.height() <= 13, "height {}", t.height());
     }
 
+    /// A background rebuild under way is left to finish when a batch refit finds the drift past
+    /// [`REBUILD_RATIO`] (an at-once rebuild then made the frames 2.5× the mean); with none under
+    /// way, the same drift rebuilds at once.
+    #[test]
+    fn drift_waits_for_the_background_rebuild() {
+        let cube = |i: u32, spread: f32| {
+            let (x, y, z) = ((i % 16) as f32, (i / 16 % 16) as f32, (i / 256) as f32);
+            let lo = Point3::new(x * spread, y, z * spread);
+            Aabb::new(lo, lo + Vector3::new(1.0, 1.0, 1.0))
+        };
+        let boxes: Vec<Aabb> = (0..1024).map(|i| cube(i, 1.0)).collect();
+        // Every leaf moved so that the old structure's nodes span far more than a fresh one's.
+        let scattered: Vec<(u32, Aabb)> = (0..1024u32).map(|i| (i, cube((i * 389) % 1024, 8.0))).collect();
+        for under_way in [true, false] {
+            let mut t = QuadTree::build(&leaves(&boxes));
+            if under_way {
+                t.start_background();
+            }
+            let before = t.rebuilt_cost;
+            assert!(t.set_leaf_boxes(&scattered, |_| true));
+            assert!(t.sah_cost() > before * REBUILD_RATIO || !under_way);
+            if under_way {
+                assert!(t.background.active, "the background rebuild was dropped");
+                while t.background.active {
+                    t.step_background();
+                }
+            } else {
+                assert!(t.rebuilt_cost != before, "no rebuild at once");
+            }
+            t.validate(&mut |i, b| {
+                if scattered[i as usize].1 == *b { Ok(()) } else { Err(format!("leaf {i}")) }
+            })
+            .unwrap();
+            assert!(t.sah_cost() <= t.rebuilt_cost * BACKGROUND_RATIO, "the rebuild left the drift");
+        }
+    }
+
     /// A ray in a child's face plane with no motion across it: the slab's `0 × ∞` is NaN and must
     /// keep the bound (as `clip_ray_inv`), on the far plane as on the near one. The plane is on
     /// the last axis tested (z), so no later axis can mask the NaN.
