@@ -1,7 +1,8 @@
 //! Insertion into the dynamic tree, one box at a time, side by side with parry's `Bvh` and obvhs's
 //! `Bvh2`: time per insert and our tree's quality after it (SAH cost over a fresh rebuild's,
 //! height), for the scene's boxes in random order and sorted along x (a sweep, the order that
-//! builds the worst trees without rotations).
+//! builds the worst trees without rotations). The last column creates the same boxes in one
+//! `create_many` batch (a bulk build), ns per box.
 //! `cargo run --release -p voxterra-benches --example dyn_insert_probe -- [N] [REPEATS]`
 
 use std::time::Instant;
@@ -23,9 +24,12 @@ fn main() {
     let mut sorted = random.clone();
     sorted.sort_by(|p, q| p.mins.x.total_cmp(&q.mins.x));
     println!("{n} boxes, {reps} repeats, ns per insert (median)");
-    println!("order  | ours ns | parry ns | obvhs ns | ours/parry | ours/obvhs | area ratio | height");
+    println!(
+        "order  | ours ns | parry ns | obvhs ns | ours/parry | ours/obvhs | area ratio | height | batch ns"
+    );
     for (name, boxes) in [("random", &random), ("sorted", &sorted)] {
-        let (mut ours, mut parry, mut obvhs) = (vec![], vec![], vec![]);
+        let (mut ours, mut parry, mut obvhs, mut batch) = (vec![], vec![], vec![], vec![]);
+        let proxies: Vec<(Aabb, u64)> = boxes.iter().enumerate().map(|(i, b)| (*b, i as u64)).collect();
         let mut quality = (0.0, 0);
         for _ in 0..reps {
             let t = Instant::now();
@@ -55,10 +59,16 @@ fn main() {
             }
             obvhs.push(t.elapsed().as_secs_f64() * 1e9 / n as f64);
             std::hint::black_box(&o);
+
+            let t = Instant::now();
+            let mut tree = DynamicAabbTree::new();
+            tree.create_many(&proxies, ProxyKind::Dynamic).expect("valid boxes");
+            batch.push(t.elapsed().as_secs_f64() * 1e9 / n as f64);
+            std::hint::black_box(&tree);
         }
-        let (o, p, b) = (median(ours), median(parry), median(obvhs));
+        let (o, p, b, m) = (median(ours), median(parry), median(obvhs), median(batch));
         println!(
-            "{name} | {o:.0} | {p:.0} | {b:.0} | {:.2} | {:.2} | {:.3} | {}",
+            "{name} | {o:.0} | {p:.0} | {b:.0} | {:.2} | {:.2} | {:.3} | {} | {m:.0}",
             p / o,
             b / o,
             quality.0,

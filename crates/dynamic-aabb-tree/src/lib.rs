@@ -8,7 +8,9 @@
 //!   data and a *fat* box: the tight box grown by a margin and stretched along the motion hint.
 //!   A move that stays inside its fat box touches no node. [`Broadphase::move_proxies`] moves a
 //!   batch: when many leave their fat boxes, the tree is refitted once rather than walked up from
-//!   each leaf. Static proxies start with no margin.
+//!   each leaf. [`DynamicAabbTree::create_many`] creates a batch (a scene's load): when it is a
+//!   quarter or more of its tree, the tree is rebuilt in bulk instead of inserting each. Static
+//!   proxies start with no margin.
 //! - **The tree**: 4-wide 128-byte nodes (two cache lines, Jolt's layout) in an index arena
 //!   with a free list; each node holds its four children's boxes as 4-lane rows and leaves live
 //!   in their parent's slots, so a visit tests four children without loading them, and a descent

@@ -207,6 +207,10 @@ const REBUILD_RATIO: f64 = 1.15;
 /// cost at 100k leaves).
 const INSERTED_SHARE: usize = 4;
 
+/// [`QuadTree::insert_many`] rebuilds the tree when the new leaves are at least 1/BULK_SHARE
+/// of the leaves after.
+const BULK_SHARE: usize = 4;
+
 /// A rotation is made only when it shrinks a box by more than this share of the node's area.
 const ROTATION_GAIN: f32 = 1e-4;
 
@@ -1021,15 +1025,47 @@ impl QuadTree {
 
     /// Rebuilds the whole tree from its leaves into a fresh arena, laid out depth first.
     pub(crate) fn rebuild_full(&mut self) {
+        self.rebuild_with(&[]);
+    }
+
+    /// Adds many leaves (items below [`ITEM_MASK`], distinct, none already here), flagged moved.
+    /// When they are at least 1/[`BULK_SHARE`] of the tree they make, the tree is rebuilt over
+    /// all its leaves by binned SAH instead of inserting each (PERF: `dyn_insert_probe`, see
+    /// `docs/architecture.md`, session 24); otherwise each is inserted.
+    pub(crate) fn insert_many(&mut self, new: &[(Aabb, u32)]) {
+        if new.len() < 2 || new.len() * BULK_SHARE < self.leaves as usize + new.len() {
+            for &(aabb, item) in new {
+                self.insert(aabb, item);
+            }
+            return;
+        }
+        self.rebuild_with(new);
+    }
+
+    /// Rebuilds the whole tree from its leaves and `new` ones (flagged moved) into a fresh
+    /// arena, laid out depth first.
+    fn rebuild_with(&mut self, new: &[(Aabb, u32)]) {
         self.background.active = false;
         self.inserted = 0;
         self.refilled = 0;
-        if self.root == NULL || self.root & LEAF != 0 {
-            self.rebuilt_cost = 1.0;
-            return;
-        }
         let mut items = std::mem::take(&mut self.background.items);
         self.collect_items(&mut items);
+        for &(aabb, item) in new {
+            self.own(item, aabb);
+            let mut it = Item::leaf(aabb, item);
+            it.r |= MOVED;
+            items.push(it);
+        }
+        self.leaves += new.len() as u32;
+        if items.len() < 2 {
+            // No node: the tree is empty or one leaf, the root.
+            if let Some(it) = items.first() {
+                self.set_root(it.r);
+            }
+            self.rebuilt_cost = 1.0;
+            self.background.items = items;
+            return;
+        }
         self.nodes.clear();
         self.up.clear();
         self.free = NULL;

@@ -529,3 +529,82 @@ fn empty_and_single() {
     assert!(tree.is_empty());
     tree.validate().unwrap();
 }
+
+proptest! {
+    /// A batch created at once gives the ids, pairs and query results of creating each in turn,
+    /// whether the tree takes it by insertion or by a bulk rebuild (small and large batches on
+    /// trees with free slots).
+    #[test]
+    fn create_many_equals_creating_each(
+        before in prop::collection::vec(aabb(), 0..40),
+        destroy in prop::collection::vec(any::<bool>(), 40),
+        batch in prop::collection::vec(aabb(), 0..80),
+        statics in any::<bool>(),
+        q in aabb(),
+    ) {
+        let kind = if statics { ProxyKind::Static } else { ProxyKind::Dynamic };
+        let (mut bulk, mut each) = (DynamicAabbTree::new(), DynamicAabbTree::new());
+        for tree in [&mut bulk, &mut each] {
+            let ids: Vec<_> = before.iter().enumerate().map(|(i, b)| tree.create_proxy(*b, i as u64).unwrap()).collect();
+            for (id, _) in ids.iter().zip(&destroy).filter(|(_, d)| **d) {
+                tree.destroy_proxy(*id).unwrap();
+            }
+            tree.update_pairs(&mut |_, _| {});
+        }
+        let proxies: Vec<(Aabb, u64)> = batch.iter().enumerate().map(|(i, b)| (*b, 1000 + i as u64)).collect();
+        let got = bulk.create_many(&proxies, kind).unwrap();
+        let want: Vec<_> = proxies.iter().map(|&(b, u)| each.create(b, u, kind).unwrap()).collect();
+        prop_assert_eq!(&got, &want);
+        for id in &got {
+            prop_assert_eq!(bulk.user_data(*id), each.user_data(*id));
+            prop_assert_eq!(bulk.fat_aabb(*id), each.fat_aabb(*id));
+        }
+        bulk.validate().unwrap();
+        let pairs = |t: &mut DynamicAabbTree| {
+            let mut v = vec![];
+            t.update_pairs(&mut |a, b| v.push((a, b)));
+            v
+        };
+        prop_assert_eq!(pairs(&mut bulk), pairs(&mut each));
+        let found = |t: &DynamicAabbTree| {
+            let mut v = vec![];
+            t.query_aabb(&q, &mut |id| {
+                v.push(id);
+                true
+            });
+            v.sort_unstable_by_key(|id| id.0);
+            v
+        };
+        prop_assert_eq!(found(&bulk), found(&each));
+        bulk.validate().unwrap();
+    }
+}
+
+#[test]
+fn create_many_is_all_or_nothing() {
+    let mut tree = DynamicAabbTree::new();
+    let cube = |x: f32| Aabb::new(Point3::new(x, 0.0, 0.0), Point3::new(x + 1.0, 1.0, 1.0));
+    tree.create_proxy(cube(0.0), 0).unwrap();
+    let nan = Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0));
+    let batch: Vec<(Aabb, u64)> =
+        (0..10).map(|i| (if i == 6 { nan } else { cube(i as f32 * 0.5) }, i)).collect();
+    match tree.create_many(&batch, ProxyKind::Dynamic) {
+        Err(CoreError::InvalidAabb(m)) => assert!(m.contains("proxy 6"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(tree.stats().proxies, 1);
+    assert_eq!(tree.user_data(ProxyId(1)), None);
+    tree.validate().unwrap();
+    let ids = tree.create_many(&batch[..6], ProxyKind::Dynamic).unwrap();
+    assert_eq!(ids, (1..7).map(ProxyId).collect::<Vec<_>>());
+    let mut pairs = vec![];
+    tree.update_pairs(&mut |a, b| pairs.push((a.0, b.0)));
+    // Cubes at x = 0, 0, 0.5, …, 2.5: each touches those within 1.
+    let xs = [0.0f32, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5];
+    let want: Vec<(u32, u32)> = (0..7u32)
+        .flat_map(|a| (a + 1..7).map(move |b| (a, b)))
+        .filter(|&(a, b)| (xs[a as usize] - xs[b as usize]).abs() <= 1.0)
+        .collect();
+    assert_eq!(pairs, want);
+    tree.validate().unwrap();
+}
