@@ -18,8 +18,8 @@ pub struct TreeConfig {
     /// Added on every side of a proxy's box when its fat box is (re)made, in world units.
     /// Default 0.04, the skin rapier gives its broadphase boxes (on the suite's scenes 0.1 made
     /// every cell's frames slower: more candidate pairs for no fewer tree updates). Negative or
-    /// non-finite values are clamped to 0. Static proxies start with
-    /// their tight box as their fat box: a margin only pays for motion.
+    /// non-finite values are clamped to 0. Static proxies start with their tight box as their
+    /// fat box: a margin only pays for motion.
     pub margin: f32,
     /// The fat box also reaches `displacement_factor × displacement` ahead along the motion
     /// hint given to [`Broadphase::move_proxy`], so fast movers leave it less often. Default 2.
@@ -237,7 +237,8 @@ impl DynamicAabbTree {
     /// the ids, pairs and queries are those of calling [`DynamicAabbTree::create`] for each in
     /// turn. When the batch is at least a quarter of its tree after, the tree is rebuilt over
     /// all its leaves at once (a bulk binned-SAH build) rather than inserting each: loading a
-    /// scene this way is several times faster, and the tree is a fresh build's. All or
+    /// scene of 10k–100k boxes this way took half the time or less, and the tree is then a
+    /// fresh build's. All or
     /// nothing: on an invalid box ([`CoreError::InvalidAabb`], its index in the message) or
     /// when live proxies would exceed 2^30 − 1 ([`CoreError::CapacityExceeded`]), nothing is
     /// created.
