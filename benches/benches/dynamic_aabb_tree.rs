@@ -1,5 +1,5 @@
 //! Criterion benches of the dynamic AABB tree: one frame of the bouncing-boxes scene (moves and
-//! pairs), and an AABB query.
+//! pairs), an AABB query, and creating the scene's boxes one by one and as one batch.
 
 #![allow(clippy::unwrap_used)] // bench setup: a failed unwrap is a broken bench
 #![allow(missing_docs)] // criterion_main! generates an undocumented main
@@ -8,6 +8,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use voxterra_benches::dynamic_tree_suite::{Ours, Scene};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, Broadphase};
+use voxterra_dynamic_aabb_tree::{DynamicAabbTree, ProxyKind};
 
 fn dynamic_tree(c: &mut Criterion) {
     let mut g = c.benchmark_group("dynamic_aabb_tree");
@@ -32,6 +33,23 @@ fn dynamic_tree(c: &mut Criterion) {
                 true
             });
             n
+        })
+    });
+    let boxes: Vec<(Aabb, u64)> = (0..scene.pos.len()).map(|i| (scene.aabb(i), i as u64)).collect();
+    g.bench_function("create_10k_one_by_one", |b| {
+        b.iter(|| {
+            let mut tree = DynamicAabbTree::new();
+            for &(aabb, data) in &boxes {
+                tree.create(aabb, data, ProxyKind::Dynamic).unwrap();
+            }
+            tree
+        })
+    });
+    g.bench_function("create_many_10k", |b| {
+        b.iter(|| {
+            let mut tree = DynamicAabbTree::new();
+            tree.create_many(&boxes, ProxyKind::Dynamic).unwrap();
+            tree
         })
     });
     g.finish();
