@@ -176,13 +176,11 @@ pub(crate) struct QuadTree {
     order: Vec<u32>,
     /// Per node: its box grew in place since it was built ([`QuadTree::set_leaf_box`]).
     grew: Vec<bool>,
-    /// The highest node each in-place growth reached; below it, the grown nodes are rebuilt at
-    /// the next [`QuadTree::maintain`] ([`QuadTree::rebuild_grown`]).
+    /// The highest node each in-place growth reached; below it, the grown nodes are rebuilt by
+    /// [`QuadTree::rebuild_grown`].
     grown_tops: Vec<u32>,
     /// Scratch for [`QuadTree::rebuild_grown`].
     partial: Vec<Item>,
-    /// [`PARTIAL_MIN_LEVELS`], except in tests (small trees are not that deep).
-    partial_levels: usize,
 }
 
 /// A full rebuild spread over several pair updates, so no frame pays for it whole (as the binary
@@ -220,11 +218,6 @@ const INSERTED_SHARE: usize = 4;
 /// of the leaves after.
 const BULK_SHARE: usize = 4;
 
-/// An in-place growth that reached this many levels (the leaf's node and up) is rebuilt at the
-/// next [`QuadTree::maintain`]: a leaf that left its region (up to 4^4 leaves around it), not
-/// one drifting.
-const PARTIAL_MIN_LEVELS: usize = 4;
-
 /// A rotation is made only when it shrinks a box by more than this share of the node's area.
 const ROTATION_GAIN: f32 = 1e-4;
 
@@ -250,7 +243,6 @@ impl Default for QuadTree {
             grew: Vec::new(),
             grown_tops: Vec::new(),
             partial: Vec::new(),
-            partial_levels: PARTIAL_MIN_LEVELS,
         }
     }
 }
@@ -648,8 +640,7 @@ impl QuadTree {
 
     /// Gives `item`'s leaf (it must be here) the box `aabb`. Its ancestors grow to hold it, up
     /// to the first whose box already does; none shrinks (a looser fit, as a fat box, until the
-    /// next refit or rebuild). The nodes that grew are rebuilt at the next
-    /// [`QuadTree::maintain`].
+    /// next refit or rebuild). The nodes that grew are marked for [`QuadTree::rebuild_grown`].
     pub(crate) fn set_leaf_box(&mut self, item: u32, aabb: Aabb) {
         self.leaf_box[item as usize] = aabb;
         let at = self.loc[item as usize];
@@ -661,11 +652,11 @@ impl QuadTree {
         let mut held = self.nodes[n as usize].span();
         self.nodes[n as usize].set_slot(s, &b);
         // `n`'s box grows while it does not hold `b`; the last one that grew is the top.
-        let (mut top, mut levels) = (NULL, 0);
+        let mut top = NULL;
         while !held.contains(&b) {
             self.refilled += 1;
             self.grew[n as usize] = true;
-            (top, levels) = (n, levels + 1);
+            top = n;
             let p = self.up[n as usize];
             if p == NULL {
                 break;
@@ -676,12 +667,9 @@ impl QuadTree {
             self.nodes[pn as usize].set_slot(ps, &b);
             n = pn;
         }
-        // Growth of fewer levels is left to refits and full rebuilds. PERF (`dyn_tree_profile`,
-        // 100k boxes 1% moving and 10k 10%): rebuilding every growth cost +5% a frame, from 2
-        // levels +4%, from 3 +3–5% (the pair traversal slowed: rebuilt nodes come off the free
-        // list, away from the depth-first layout its prefetch follows), from 4 +0–5%, as the
-        // code with no rebuild at all (+0–3%, noise).
-        if levels >= self.partial_levels {
+        // At most one top a leaf's worth, so a caller that never rebuilds holds bounded memory
+        // (full and background rebuilds clear them).
+        if top != NULL && self.grown_tops.len() < self.leaves as usize {
             self.grown_tops.push(top);
         }
     }
@@ -814,13 +802,11 @@ impl QuadTree {
         if root > 0.0 { sum / root } else { 1.0 }
     }
 
-    /// Settles quality before a pair update: nodes grown in place are rebuilt
-    /// ([`QuadTree::rebuild_grown`]); a tree that got many of its leaves by insertion,
+    /// Settles quality before a pair update: a tree that got many of its leaves by insertion,
     /// or whose boxes were refitted past their frames for half its leaves' worth since its cost
     /// was last taken, gets its SAH cost checked and a rebuild scheduled if it drifted; then the
     /// background rebuild, if any, advances by one slice.
     pub(crate) fn maintain(&mut self) {
-        self.rebuild_grown();
         if !self.background.active && self.inserted * INSERTED_SHARE > self.leaves as usize {
             self.start_background();
         } else if self.refilled * 2 > self.leaves as usize {
@@ -1935,8 +1921,6 @@ mod tests {
             q in arb_boxes(4),
         ) {
             let mut t = QuadTree::build(&leaves(&start));
-            // Every growth is rebuilt (op 7): these trees are shallow.
-            t.partial_levels = 1;
             let mut live: Vec<Option<Aabb>> = start.iter().map(|b| Some(*b)).collect();
             live.resize(64.max(live.len()), None);
             for (op, i, b) in ops {

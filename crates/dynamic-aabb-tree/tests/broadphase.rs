@@ -608,3 +608,44 @@ fn create_many_is_all_or_nothing() {
     assert_eq!(pairs, want);
     tree.validate().unwrap();
 }
+
+#[test]
+fn rebuild_partial_restores_quality_after_a_teleport() {
+    let mut tree = DynamicAabbTree::new();
+    let cube =
+        |x: f32, y: f32, z: f32| Aabb::new(Point3::new(x, y, z), Point3::new(x + 1.0, y + 1.0, z + 1.0));
+    let boxes: Vec<(Aabb, u64)> = (0..1000)
+        .map(|i| (cube((i % 10) as f32 * 0.9, (i / 10 % 10) as f32 * 0.9, (i / 100) as f32 * 0.9), i))
+        .collect();
+    let ids = tree.create_many(&boxes, ProxyKind::Dynamic).unwrap();
+    tree.update_pairs(&mut |_, _| {});
+    let before = tree.area_ratio();
+    // Three boxes jump to the far corners.
+    for (k, &id) in ids[..3].iter().enumerate() {
+        let far = cube(30.0 + k as f32 * 0.5, 30.0, 30.0);
+        tree.move_proxy(id, far, Vector3::zeros()).unwrap();
+    }
+    let stretched = tree.area_ratio();
+    tree.rebuild_partial();
+    tree.validate().unwrap();
+    let after = tree.area_ratio();
+    assert!(stretched > before * 1.1, "the jumps stretched the tree: {stretched} against {before}");
+    assert!(after < stretched && after < 1.1, "after the partial rebuild {after}, stretched {stretched}");
+    // The pairs are the brute force's.
+    let mut brute = BruteForceBroadphase::new();
+    for &(b, d) in &boxes {
+        brute.create_proxy(b, d).unwrap();
+    }
+    brute.update_pairs(&mut |_, _| {});
+    for (k, &id) in ids[..3].iter().enumerate() {
+        brute.move_proxy(id, cube(30.0 + k as f32 * 0.5, 30.0, 30.0), Vector3::zeros()).unwrap();
+    }
+    let (mut got, mut want) = (vec![], vec![]);
+    tree.update_pairs(&mut |a, b| got.push((a, b)));
+    brute.update_pairs(&mut |a, b| want.push((a.min(b), a.max(b))));
+    want.sort_unstable();
+    got.sort_unstable();
+    // The three movers touch each other (and nothing else).
+    assert_eq!(got.len(), 3);
+    assert_eq!(got, want);
+}
