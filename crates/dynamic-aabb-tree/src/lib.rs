@@ -17,9 +17,9 @@
 //!   has half a binary tree's levels. Insertion finds the cheapest place by the surface-area
 //!   heuristic (a free slot, or a sibling to pair with) by branch and bound, then rotates nodes
 //!   on its way back up (a grown child's child trades places with its sibling when that shrinks
-//!   the grown child's box). A box that leaves its fat box grows its ancestors in place, and
-//!   growth that reached four levels up is rebuilt from its highest grown node before the next
-//!   pair update (a partial rebuild over the untouched subtrees); a batch
+//!   the grown child's box). A box that leaves its fat box grows its ancestors in place
+//!   ([`DynamicAabbTree::rebuild_partial`] rebuilds the grown nodes over their untouched
+//!   children, after a few proxies moved far); a batch
 //!   in which many leave refits every node once and sets the moved flags in the same pass. When
 //!   the tree's SAH cost drifts 4% above its last full rebuild's (or many leaves came by
 //!   insertion), a full binned-SAH rebuild runs in the background, a slice per pair update, and
