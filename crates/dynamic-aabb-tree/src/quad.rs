@@ -179,7 +179,7 @@ pub(crate) struct QuadTree {
     /// The highest node each in-place growth reached; below it, the grown nodes are rebuilt by
     /// [`QuadTree::rebuild_grown`].
     grown_tops: Vec<u32>,
-    /// Scratch for [`QuadTree::rebuild_grown`].
+    /// Scratch for [`QuadTree::rebuild_below`].
     partial: Vec<Item>,
 }
 
@@ -684,9 +684,7 @@ impl QuadTree {
         if self.grown_tops.is_empty() {
             return;
         }
-        let tops = std::mem::take(&mut self.grown_tops);
-        let mut items = std::mem::take(&mut self.partial);
-        let mut stack = Vec::new();
+        let mut tops = std::mem::take(&mut self.grown_tops);
         for &t in &tops {
             // Released since, or rebuilt from a higher top already.
             if !self.grew[t as usize] {
@@ -697,27 +695,36 @@ impl QuadTree {
             while self.up[t as usize] != NULL && self.grew[(self.up[t as usize] >> 2) as usize] {
                 t = self.up[t as usize] >> 2;
             }
-            let at = self.up[t as usize];
-            items.clear();
-            stack.push(t);
-            while let Some(i) = stack.pop() {
-                let (c, len) = self.children(i);
-                for &c in &c[..len] {
-                    if c & LEAF == 0 && self.grew[index(c)] {
-                        stack.push(index(c) as u32);
-                    } else {
-                        let mut it = Item::leaf(self.box_of(c), 0);
-                        it.r = c;
-                        items.push(it);
-                    }
-                }
-                self.release(i);
-            }
-            let new = if items.len() == 1 { items[0].r } else { self.node(&mut items) };
-            self.put_at(at, new);
+            self.rebuild_below(t, |tree, c| tree.grew[c]);
         }
+        tops.clear();
         self.grown_tops = tops;
-        self.grown_tops.clear();
+    }
+
+    /// Rebuilds node `top` and the internal nodes below it that `open` selects, by binned SAH over
+    /// their other children (leaves and the subtrees not opened, kept as they are): the opened
+    /// nodes go back to the free list, the new ones come off it, and the result takes `top`'s
+    /// place. Moved flags are kept.
+    fn rebuild_below(&mut self, top: u32, open: impl Fn(&Self, usize) -> bool) {
+        let at = self.up[top as usize];
+        let mut items = std::mem::take(&mut self.partial);
+        items.clear();
+        let mut stack = vec![top];
+        while let Some(i) = stack.pop() {
+            let (c, len) = self.children(i);
+            for &c in &c[..len] {
+                if c & LEAF == 0 && open(self, index(c)) {
+                    stack.push(index(c) as u32);
+                } else {
+                    let mut it = Item::leaf(self.box_of(c), 0);
+                    it.r = c;
+                    items.push(it);
+                }
+            }
+            self.release(i);
+        }
+        let new = if items.len() == 1 { items[0].r } else { self.node(&mut items) };
+        self.put_at(at, new);
         self.partial = items;
     }
 
@@ -1074,25 +1081,7 @@ impl QuadTree {
     /// subtree takes `r`'s slot (or the root). The leaves keep their moved flags.
     #[cfg(test)]
     pub(crate) fn rebuild_subtree(&mut self, r: u32) {
-        let top = index(r) as u32;
-        let up = self.up[top as usize];
-        let mut items = Vec::new();
-        let mut stack = vec![top];
-        while let Some(i) = stack.pop() {
-            let (c, len) = self.children(i);
-            for &c in &c[..len] {
-                if c & LEAF != 0 {
-                    let mut it = Item::leaf(self.leaf_box[index(c)], index(c) as u32);
-                    it.r = c;
-                    items.push(it);
-                } else {
-                    stack.push(index(c) as u32);
-                }
-            }
-            self.release(i);
-        }
-        let new = if items.len() == 1 { items[0].r } else { self.node(&mut items) };
-        self.put_at(up, new);
+        self.rebuild_below(index(r) as u32, |_, _| true);
     }
 
     /// Rebuilds the whole tree from its leaves into a fresh arena, laid out depth first.
