@@ -629,7 +629,7 @@ mod tests {
     #[test]
     fn large_trees_slab_smaller_subtrees() {
         // 2 × 100² triangles: under the large-tree size; 2 × 130² = 33 800: over it.
-        assert!(2 * 100 * 100 < PREFETCH_MIN && PREFETCH_MIN <= 2 * 130 * 130);
+        const { assert!(2 * 100 * 100 < PREFETCH_MIN && PREFETCH_MIN <= 2 * 130 * 130) };
         let small = smallest_slabbed(100);
         assert!((SLAB_MIN_TRIANGLES..SLAB_MIN_TRIANGLES + 4).contains(&small), "{small}");
         let large = smallest_slabbed(130);
