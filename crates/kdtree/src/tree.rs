@@ -419,7 +419,14 @@ pub(crate) fn from(t: f32, limit: f32) -> f32 {
 impl<S: TriangleSource> KdTreeView<'_, S> {
     /// Every triangle whose box overlaps `aabb`: descends the children and slabs whose planes admit
     /// the box, depth first, left child first.
-    fn aabb_query(&self, aabb: &Aabb, fetch: impl Fn(u32) -> [Point3<f32>; 3], visit: &mut dyn FnMut(u32)) {
+    fn aabb_query<const DEFER: bool>(
+        &self,
+        aabb: &Aabb,
+        fetch: impl Fn(u32) -> [Point3<f32>; 3],
+        ahead: impl Fn(u32),
+        corners: impl Fn(u32),
+        visit: &mut dyn FnMut(u32),
+    ) {
         let tree = self.tree;
         if tree.triangles == 0 || !tree.bounds.intersects(aabb) {
             return;
@@ -432,6 +439,22 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         let mut stack = [0u32; MAX_DEPTH + 2];
         let mut top = 0;
         let mut at = 0;
+        let mut test = |t: u32, v: [Point3<f32>; 3]| {
+            // PERF: plain compares, not `f32::min`/`max` (their NaN handling cost five
+            // instructions each; vertices are finite, checked at build). `&`, not `&&`: no branch
+            // per axis.
+            let overlaps = (0..3).fold(true, |ok, a| {
+                let tlo = upto(upto(v[0][a], v[1][a]), v[2][a]);
+                let thi = from(from(v[0][a], v[1][a]), v[2][a]);
+                ok & (tlo <= hi[a]) & (lo[a] <= thi)
+            });
+            if overlaps {
+                visit(t);
+            }
+        };
+        // Large trees: leaves reached but not yet tested, in walk order (see `test_deferred`).
+        let mut deferred = [Node::leaf([0, 0], 0); DEFERRED];
+        let mut pending = 0;
         loop {
             let node = tree.nodes[at];
             match node.kind() {
@@ -453,24 +476,27 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
                         continue;
                     }
                 }
+                Kind::Leaf(count) if DEFER => {
+                    for &t in &node.triangles()[..count] {
+                        ahead(t);
+                    }
+                    deferred[pending] = node;
+                    pending += 1;
+                    if pending == deferred.len() {
+                        test_deferred(&deferred, &fetch, &corners, &mut test);
+                        pending = 0;
+                    }
+                }
                 Kind::Leaf(count) => {
                     for &t in &node.triangles()[..count] {
-                        let v = fetch(t);
-                        // PERF: plain compares, not `f32::min`/`max` (their NaN handling cost five
-                        // instructions each; vertices are finite, checked at build). `&`, not `&&`:
-                        // no branch per axis.
-                        let overlaps = (0..3).fold(true, |ok, a| {
-                            let tlo = upto(upto(v[0][a], v[1][a]), v[2][a]);
-                            let thi = from(from(v[0][a], v[1][a]), v[2][a]);
-                            ok & (tlo <= hi[a]) & (lo[a] <= thi)
-                        });
-                        if overlaps {
-                            visit(t);
-                        }
+                        test(t, fetch(t));
                     }
                 }
             }
             if top == 0 {
+                if DEFER {
+                    test_deferred(&deferred[..pending], &fetch, &corners, &mut test);
+                }
                 return;
             }
             top -= 1;
@@ -591,9 +617,50 @@ pub(crate) fn test_leaf(
     false
 }
 
-/// Rays prefetch leaves' triangles ahead on trees of at least this many triangles (their mesh and
-/// tree, about 26 bytes a triangle, are then mostly past L2). On chunk-sized meshes, which stay in
-/// cache, the same prefetch made box queries 7% slower, so small trees skip it.
+/// Leaves a box query on a large tree holds before testing them.
+const DEFERRED: usize = 16;
+
+/// The triangle count of leaf `node`.
+#[inline(always)]
+fn leaf_count(node: Node) -> usize {
+    match node.kind() {
+        Kind::Leaf(count) => count,
+        _ => 0,
+    }
+}
+
+/// Tests the triangles of `leaves` in order with `test`, after prefetching all their vertices.
+/// PERF: a box query's walk does not depend on its triangle tests, so on a large tree (mesh and
+/// tree past L2) it prefetches each leaf's triangle indices when it reaches it and tests the
+/// leaves in batches: the misses on indices, then on vertices, overlap across leaves instead of
+/// costing two dependent misses a leaf in turn. Same triangles, same order. The `kdtree` suite's
+/// box queries on its 200k terrain, both walks in one process in shuffled order, four runs of 15
+/// rounds: 525–577 ns against 615–689 (−15%). Batches of 8 or 32 leaves timed the same.
+/// Prefetching, besides, the children of a right child left pending made it slower.
+#[inline(always)]
+fn test_deferred(
+    leaves: &[Node],
+    fetch: &impl Fn(u32) -> [Point3<f32>; 3],
+    corners: &impl Fn(u32),
+    test: &mut impl FnMut(u32, [Point3<f32>; 3]),
+) {
+    for &leaf in leaves {
+        for &t in &leaf.triangles()[..leaf_count(leaf)] {
+            corners(t);
+        }
+    }
+    for &leaf in leaves {
+        for &t in &leaf.triangles()[..leaf_count(leaf)] {
+            test(t, fetch(t));
+        }
+    }
+}
+
+/// Rays prefetch leaves' triangles ahead, and box queries defer their leaves' tests
+/// ([`test_deferred`]), on trees of at least this many triangles (their mesh and tree, about 26
+/// bytes a triangle, are then mostly past L2). On chunk-sized meshes, which stay in cache, the
+/// same prefetch made box queries 7% slower, and the deferral gained nothing, so small trees skip
+/// both.
 pub(crate) const PREFETCH_MIN: u32 = 1 << 15;
 
 /// Prefetches the triangle indices of whichever of the children at `c` and `c + 1` are leaves
@@ -646,7 +713,11 @@ pub(crate) use with_fetch;
 
 impl<S: TriangleSource> TriangleIndex for KdTreeView<'_, S> {
     fn triangles_in_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(u32)) {
-        with_fetch!(self, fetch, _ahead, _corners => self.aabb_query(aabb, fetch, visit))
+        if self.tree.triangles >= PREFETCH_MIN {
+            with_fetch!(self, fetch, ahead, corners => self.aabb_query::<true>(aabb, fetch, ahead, corners, visit))
+        } else {
+            with_fetch!(self, fetch, ahead, corners => self.aabb_query::<false>(aabb, fetch, ahead, corners, visit))
+        }
     }
 
     fn cast_ray(&self, ray: &Ray, max_t: f32, culling: Culling) -> Option<RayHit> {
@@ -701,5 +772,60 @@ mod tests {
             let deep = view.ray_query::<{ MAX_DEPTH + 2 }>(&ray, f32::MAX, Culling::None, any, fetch, |_| {});
             proptest::prop_assert_eq!(shallow, deep);
         }
+    }
+
+    /// On a large tree, box queries that test their leaves in deferred batches report what the
+    /// plain walk does, in the same order: boxes from a single triangle to the whole mesh, so
+    /// that batches fill and flush mid-walk.
+    #[test]
+    fn deferred_box_tests_match_the_plain_walk() {
+        let side = 130u32;
+        let mut positions = Vec::new();
+        for z in 0..=side {
+            for x in 0..=side {
+                let h = ((x * 7 + z * 13) % 5) as f32 * 0.3 + (x as f32 * 0.1).sin() * 4.0;
+                positions.push(Point3::new(x as f32, h, z as f32));
+            }
+        }
+        let mut triangles = Vec::new();
+        for z in 0..side {
+            for x in 0..side {
+                let i = z * (side + 1) + x;
+                triangles.extend([[i, i + side + 1, i + 1], [i + 1, i + side + 1, i + side + 2]]);
+            }
+        }
+        let mesh = TriangleMesh { positions, triangles };
+        assert!(mesh.triangles.len() as u32 >= PREFETCH_MIN);
+        let tree = KdTree::build(&mesh).unwrap();
+        let view = tree.with(&mesh);
+        let positions = &mesh.positions[..];
+        let tris = &mesh.triangles[..];
+        let query = |deferred: bool, b: &Aabb| {
+            let mut out = Vec::new();
+            let fetch = |t: u32| tris.fetch(positions, t);
+            let ahead = |t: u32| prefetch_index::prefetch_index(tris, t as usize);
+            let corners = |t: u32| tris.corners_ahead(positions, t);
+            if deferred {
+                view.aabb_query::<true>(b, fetch, ahead, corners, &mut |t| out.push(t));
+            } else {
+                view.aabb_query::<false>(b, fetch, ahead, corners, &mut |t| out.push(t));
+            }
+            out
+        };
+        let mut sizes_seen = Vec::new();
+        for (i, size) in [0.2f32, 1.0, 2.5, 6.0, 20.0, 200.0].into_iter().enumerate() {
+            for k in 0..20 {
+                let c = Point3::new((k * 37 + i * 11) as f32 % 130.0, 1.0, (k * 53 + i * 7) as f32 % 130.0);
+                let b = Aabb::new(c - Vector3::repeat(size / 2.0), c + Vector3::repeat(size / 2.0));
+                let (deferred, plain) = (query(true, &b), query(false, &b));
+                assert_eq!(deferred, plain, "{b:?}");
+                sizes_seen.push(plain.len());
+            }
+        }
+        // Empty results, a few triangles, and more than the deferred batch holds.
+        assert!(sizes_seen.contains(&0), "{sizes_seen:?}");
+        assert!(sizes_seen.iter().any(|&n| (1..=4).contains(&n)), "{sizes_seen:?}");
+        assert!(sizes_seen.iter().any(|&n| n > 4 * DEFERRED), "{sizes_seen:?}");
+        assert!(sizes_seen.contains(&mesh.triangles.len()), "{sizes_seen:?}");
     }
 }

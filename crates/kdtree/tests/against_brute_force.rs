@@ -334,7 +334,17 @@ fn large_grid_is_shallow_and_small() {
             [Ray::new(o, Vector3::new(0.0, -1.0, 0.0)), Ray::new(o, Vector3::new(0.6, -0.2, 0.3))]
         })
         .collect();
-    check(&mesh, &rays, &[]).unwrap();
+    // Box queries there test their leaves in deferred batches: boxes from one quad to the whole
+    // grid, so batches fill and flush mid-walk.
+    let boxes: Vec<Aabb> = [0.3f32, 2.5, 9.0, 500.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            let c = Point3::new(37.3 + i as f32 * 41.0, 0.6, 151.9 - i as f32 * 29.0);
+            Aabb::new(c - Vector3::repeat(s / 2.0), c + Vector3::repeat(s / 2.0))
+        })
+        .collect();
+    check(&mesh, &rays, &boxes).unwrap();
     // Batched, through the public calls (past the size where they batch): each ray's result as
     // cast alone, with extra slots left alone and rays past the slots ignored.
     let view = tree.with(&mesh);
