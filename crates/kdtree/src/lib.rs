@@ -8,10 +8,12 @@
 //!
 //! Two additions to the article, both measured (docs/architecture.md has the figures):
 //! - **8-byte nodes**: planes are 16-bit steps of one grid per tree (the article's named next
-//!   step), rounded outward so they still bound their triangles. The tree costs 8.4 bytes per
+//!   step), rounded outward so they still bound their triangles. The tree costs 8.4–8.8 bytes per
 //!   triangle, against the article's 12 and ~100 for parry3d's `TriMesh` BVH.
 //! - **slab** nodes, which bound a subtree on an axis its ancestors leave loose (height, over
-//!   terrain), so rays passing over the ground skip whole subtrees.
+//!   terrain), so rays passing over the ground skip whole subtrees. Subtrees of 16 triangles or
+//!   more get them, or of 8 in trees large enough that their mesh is out of cache, where each leaf
+//!   a ray skips saves cache misses.
 //!
 //! - [`KdTree::build`]: from any [`TriangleSource`](voxterra_core::TriangleSource) (f32 or 16-bit
 //!   quantised positions, u16 or u32 indices, so compact chunk meshes plug in without copying). Split at the mean midpoint, planes
@@ -23,7 +25,8 @@
 //!   [`TriangleIndex`](voxterra_core::TriangleIndex) — triangles overlapping an AABB, the closest ray
 //!   hit by segment traversal (near child first, early exit, planes widened against float error), and
 //!   an any-hit ray. No heap allocation per query: traversal stacks are fixed arrays sized by the
-//!   depth bound the build guarantees.
+//!   depth bound the build guarantees. On large trees, box queries test the leaves they reach in
+//!   batches, their triangles' indices and vertices prefetched, so those cache misses overlap.
 //! - [`KdTreeView::cast_rays`] and [`KdTreeView::rays_hit_any`]: many rays at once, up to 16 in
 //!   flight so their cache misses overlap; the same results as one call per ray, faster on large
 //!   meshes out of cache (1.9× downward, 1.15× oblique on a cold 200k-triangle terrain) and slower
