@@ -604,21 +604,9 @@ mod tests {
 
     /// The fewest triangles under a slab of a hilly `side × side` grid's tree.
     fn smallest_slabbed(side: u32) -> usize {
-        let mut positions = Vec::new();
-        for z in 0..=side {
-            for x in 0..=side {
-                let h = ((x as f32 * 0.3).sin() + (z as f32 * 0.2).cos()) * 8.0;
-                positions.push(Point3::new(x as f32, h, z as f32));
-            }
-        }
-        let mut triangles = Vec::new();
-        for z in 0..side {
-            for x in 0..side {
-                let i = z * (side + 1) + x;
-                triangles.extend([[i, i + side + 1, i + 1], [i + 1, i + side + 1, i + side + 2]]);
-            }
-        }
-        let tree = build(&voxterra_core::TriangleMesh { positions, triangles }).unwrap();
+        let mesh =
+            crate::test_util::grid(side, |x, z| ((x as f32 * 0.3).sin() + (z as f32 * 0.2).cos()) * 8.0);
+        let tree = build(&mesh).unwrap();
         let slabbed = tree.nodes.iter().filter_map(|n| match n.kind() {
             Kind::Slab(_, c) => Some(triangles_below(&tree.nodes, c)),
             _ => None,

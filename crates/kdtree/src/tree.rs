@@ -779,22 +779,9 @@ mod tests {
     /// that batches fill and flush mid-walk.
     #[test]
     fn deferred_box_tests_match_the_plain_walk() {
-        let side = 130u32;
-        let mut positions = Vec::new();
-        for z in 0..=side {
-            for x in 0..=side {
-                let h = ((x * 7 + z * 13) % 5) as f32 * 0.3 + (x as f32 * 0.1).sin() * 4.0;
-                positions.push(Point3::new(x as f32, h, z as f32));
-            }
-        }
-        let mut triangles = Vec::new();
-        for z in 0..side {
-            for x in 0..side {
-                let i = z * (side + 1) + x;
-                triangles.extend([[i, i + side + 1, i + 1], [i + 1, i + side + 1, i + side + 2]]);
-            }
-        }
-        let mesh = TriangleMesh { positions, triangles };
+        let mesh = crate::test_util::grid(130, |x, z| {
+            ((x * 7 + z * 13) % 5) as f32 * 0.3 + (x as f32 * 0.1).sin() * 4.0
+        });
         assert!(mesh.triangles.len() as u32 >= PREFETCH_MIN);
         let tree = KdTree::build(&mesh).unwrap();
         let view = tree.with(&mesh);
