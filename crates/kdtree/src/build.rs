@@ -113,7 +113,7 @@ const SLAB_MIN_TRIANGLES: usize = 16;
 /// ...or of this many, in trees of at least [`PREFETCH_MIN`] triangles, whose mesh and tree are
 /// past L2: there a leaf a ray need not test saves cache misses on its triangles' indices and
 /// vertices. PERF (callgrind, 1 MB last level, the `kdtree` suite's 200k terrain): oblique rays
-/// 8.96 → 8.15 last-level misses and 3 260 → 3 070 instructions, down rays +1% of each; 5% more
+/// 8.96 → 8.15 last-level misses and 3 260 → 3 063 instructions, down rays +1% of each; 5% more
 /// nodes (8.4 → 8.8 bytes a triangle). On chunk meshes, which stay in cache, the same threshold
 /// cost 9–15% of a build.
 const SLAB_MIN_TRIANGLES_LARGE: usize = 8;
