@@ -439,8 +439,9 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         let mut stack = [0u32; MAX_DEPTH + 2];
         let mut top = 0;
         let mut at = 0;
-        // Large trees: leaves reached but not yet tested, in walk order (see `test_deferred`).
-        let mut deferred = [Node::leaf([0, 0], 0); DEFERRED];
+        // Large trees: triangles of leaves reached but not yet tested, in walk order (see
+        // `test_deferred`).
+        let mut deferred = [0u32; 2 * DEFERRED];
         let mut pending = 0;
         loop {
             let node = tree.nodes[at];
@@ -466,11 +467,11 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
                 Kind::Leaf(count) if DEFER => {
                     for &t in &node.triangles()[..count] {
                         ahead(t);
+                        deferred[pending] = t;
+                        pending += 1;
                     }
-                    deferred[pending] = node;
-                    pending += 1;
-                    if pending == deferred.len() {
-                        test_deferred(&deferred, &fetch, &corners, (&lo, &hi), visit);
+                    if pending > deferred.len() - 2 {
+                        test_deferred(&deferred[..pending], &fetch, &corners, (&lo, &hi), visit);
                         pending = 0;
                     }
                 }
@@ -614,20 +615,11 @@ pub(crate) fn test_leaf(
     false
 }
 
-/// Leaves a box query on a large tree holds before testing them.
+/// Leaves (of up to 2 triangles) a box query on a large tree holds before testing them.
 const DEFERRED: usize = 16;
 
-/// The triangle count of leaf `node`.
-#[inline(always)]
-fn leaf_count(node: Node) -> usize {
-    match node.kind() {
-        Kind::Leaf(count) => count,
-        _ => 0,
-    }
-}
-
-/// Reports the triangles of `leaves` whose boxes overlap `lo..=hi`, in order, after prefetching
-/// all their vertices.
+/// Reports the triangles of `tris` whose boxes overlap `lo..=hi`, in order, after prefetching all
+/// their vertices.
 /// PERF: a box query's walk does not depend on its triangle tests, so on a large tree (mesh and
 /// tree past L2) it prefetches each leaf's triangle indices when it reaches it and tests the
 /// leaves in batches: the misses on indices, then on vertices, overlap across leaves instead of
@@ -637,22 +629,18 @@ fn leaf_count(node: Node) -> usize {
 /// Prefetching, besides, the children of a right child left pending made it slower.
 #[inline(always)]
 fn test_deferred(
-    leaves: &[Node],
+    tris: &[u32],
     fetch: &impl Fn(u32) -> [Point3<f32>; 3],
     corners: &impl Fn(u32),
     (lo, hi): (&Point3<f32>, &Point3<f32>),
     visit: &mut dyn FnMut(u32),
 ) {
-    for &leaf in leaves {
-        for &t in &leaf.triangles()[..leaf_count(leaf)] {
-            corners(t);
-        }
+    for &t in tris {
+        corners(t);
     }
-    for &leaf in leaves {
-        for &t in &leaf.triangles()[..leaf_count(leaf)] {
-            if box_overlaps(&fetch(t), lo, hi) {
-                visit(t);
-            }
+    for &t in tris {
+        if box_overlaps(&fetch(t), lo, hi) {
+            visit(t);
         }
     }
 }
