@@ -1,7 +1,7 @@
 //! The `kdtree` suite's oblique rays cast once each on its 200k-triangle terrain, nothing else:
 //! a target for `valgrind --tool=callgrind --cache-sim=yes` (instruction and cache-miss counts
 //! of `cast_one` do not depend on the machine's noise). `N`: rays (default 20 000); `DOWN=1`:
-//! the down rays instead.
+//! the down rays instead; `ANY=1`: any-hit casts instead of closest-hit ones.
 use voxterra_benches::kdtree_suite::{rays, terrain_grid};
 use voxterra_benches::world::Rng;
 use voxterra_core::{Culling, TriangleIndex, TriangleMesh};
@@ -20,9 +20,16 @@ fn main() {
     let down = rays(&mut rng, tree.bounds(), 100_000, false);
     let oblique = rays(&mut rng, tree.bounds(), 100_000, true);
     let set = if std::env::var("DOWN").is_ok() { down } else { oblique };
+    let any = std::env::var_os("ANY").is_some();
     let hits = set[..n.min(set.len())]
         .iter()
-        .filter(|r| view.cast_ray(r, f32::MAX, Culling::None).is_some())
+        .filter(|r| {
+            if any {
+                view.ray_hits_any(r, f32::MAX, Culling::None)
+            } else {
+                view.cast_ray(r, f32::MAX, Culling::None).is_some()
+            }
+        })
         .count();
     println!("{hits} hits, {:?}", tree.stats());
 }
