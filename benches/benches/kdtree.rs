@@ -68,6 +68,24 @@ fn kdtree(c: &mut Criterion) {
             hits.iter().filter(|h| h.is_some()).count()
         })
     });
+    // 1024 character-sized boxes on the 80k grid (past the size where box queries defer their
+    // leaves' tests).
+    let boxes: Vec<Aabb> = (0..1024u32)
+        .map(|i| {
+            let (x, z) = ((i * 7919) % 19_700, (i * 104_729) % 19_700);
+            let lo = Point3::new(x as f32 / 100.0, -1.0, z as f32 / 100.0);
+            Aabb::new(lo, lo + Vector3::new(2.5, 2.5, 2.5))
+        })
+        .collect();
+    g.bench_function("aabb queries 2.5^3, 1024 on 80k triangles", |b| {
+        b.iter(|| {
+            let mut k = 0;
+            for bx in &boxes {
+                big_view.triangles_in_aabb(bx, &mut |_| k += 1);
+            }
+            k
+        })
+    });
     g.finish();
 }
 
