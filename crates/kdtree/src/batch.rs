@@ -22,7 +22,7 @@
 //! Trees small enough to stay in cache (chunk meshes) gain nothing: they are cast one by one.
 
 use crate::node::{Kind, Node};
-use crate::tree::{Fetch, KdTreeView, PREFETCH_MIN, RayAxis, SHALLOW, Segment, test_leaf, upto};
+use crate::tree::{Fetch, KdTreeView, LARGE_TREE, RayAxis, SHALLOW, Segment, test_leaf, upto};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Culling, Ray, RayHit, TriangleSource};
 
@@ -85,7 +85,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
     /// ```
     pub fn cast_rays(&self, rays: &[Ray], max_t: f32, culling: Culling, hits: &mut [Option<RayHit>]) {
         let rays = &rays[..rays.len().min(hits.len())];
-        let lanes = self.tree.triangles >= PREFETCH_MIN;
+        let lanes = self.tree.triangles >= LARGE_TREE;
         self.batch(rays, max_t, culling, false, lanes, &mut |i, hit| hits[i] = hit);
     }
 
@@ -93,7 +93,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
     /// [`cast_rays`](Self::cast_rays), whose batching it shares: each ray stops at its first hit).
     pub fn rays_hit_any(&self, rays: &[Ray], max_t: f32, culling: Culling, hits: &mut [bool]) {
         let rays = &rays[..rays.len().min(hits.len())];
-        let lanes = self.tree.triangles >= PREFETCH_MIN;
+        let lanes = self.tree.triangles >= LARGE_TREE;
         self.batch(rays, max_t, culling, true, lanes, &mut |i, hit| hits[i] = hit.is_some());
     }
 

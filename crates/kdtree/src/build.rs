@@ -9,7 +9,7 @@
 //! - slab nodes bound a subtree on an axis its ancestors leave loose (height, on terrain).
 
 use crate::node::{Grid, Node, SLAB_CHILD_LIMIT, TOP};
-use crate::tree::PREFETCH_MIN;
+use crate::tree::LARGE_TREE;
 use crate::{KdTree, KdTreeError};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, Positions, TriangleIndices, TriangleSource};
@@ -110,7 +110,7 @@ const VERTICAL_BIAS: f32 = 1.25;
 
 /// Subtrees of at least this many triangles may get a slab...
 const SLAB_MIN_TRIANGLES: usize = 16;
-/// ...or of this many, in trees of at least [`PREFETCH_MIN`] triangles, whose mesh and tree are
+/// ...or of this many, in trees of at least [`LARGE_TREE`] triangles, whose mesh and tree are
 /// past L2: there a leaf a ray need not test saves cache misses on its triangles' indices and
 /// vertices. PERF (callgrind, 1 MB last level, the `kdtree` suite's 200k terrain): oblique rays
 /// 8.96 → 8.15 last-level misses and 3 260 → 3 063 instructions, down rays +1% of each; 5% more
@@ -157,7 +157,7 @@ pub(crate) fn build(source: &impl TriangleSource) -> Result<KdTree, KdTreeError>
     // leaves plus fewer than 2^27 slabs.
     let slab_min = if n > 1 << 28 {
         usize::MAX
-    } else if n >= PREFETCH_MIN as usize {
+    } else if n >= LARGE_TREE as usize {
         SLAB_MIN_TRIANGLES_LARGE
     } else {
         SLAB_MIN_TRIANGLES
@@ -617,7 +617,7 @@ mod tests {
     #[test]
     fn large_trees_slab_smaller_subtrees() {
         // 2 × 100² triangles: under the large-tree size; 2 × 130² = 33 800: over it.
-        const { assert!(2 * 100 * 100 < PREFETCH_MIN && PREFETCH_MIN <= 2 * 130 * 130) };
+        const { assert!(2 * 100 * 100 < LARGE_TREE && LARGE_TREE <= 2 * 130 * 130) };
         let small = smallest_slabbed(100);
         assert!((SLAB_MIN_TRIANGLES..SLAB_MIN_TRIANGLES + 4).contains(&small), "{small}");
         let large = smallest_slabbed(130);

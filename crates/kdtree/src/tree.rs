@@ -516,7 +516,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         let tree = self.tree;
         let (axes, mut seg) = tree.ray_start(ray, max_t)?;
         let mut stack = [Segment::default(); STACK];
-        let big = tree.triangles >= PREFETCH_MIN;
+        let big = tree.triangles >= LARGE_TREE;
         let mut top = 0;
         // `tmax` is kept at most the best hit's t (segments starting past it are skipped; ties go
         // to the lowest index, so a segment starting at it is not).
@@ -657,12 +657,13 @@ fn box_overlaps(v: &[Point3<f32>; 3], lo: &Point3<f32>, hi: &Point3<f32>) -> boo
     })
 }
 
-/// Rays prefetch leaves' triangles ahead, and box queries defer their leaves' tests
-/// ([`test_deferred`]), on trees of at least this many triangles (their mesh and tree, about 26
-/// bytes a triangle, are then mostly past L2). On chunk-sized meshes, which stay in cache, the
-/// same prefetch made box queries 7% slower, and the deferral gained nothing, so small trees skip
-/// both.
-pub(crate) const PREFETCH_MIN: u32 = 1 << 15;
+/// Trees of at least this many triangles are large: their mesh and tree, about 26 bytes a
+/// triangle, are mostly past L2, and cache misses outweigh instructions. There rays prefetch
+/// leaves' triangles ahead, batched rays run in lanes (`batch.rs`), box queries defer their
+/// leaves' tests ([`test_deferred`]) and the build places slabs over smaller subtrees. On
+/// chunk-sized meshes, which stay in cache, the same prefetch made box queries 7% slower, the
+/// deferral gained nothing and the slabs cost 9–15% of a build, so small trees do none of it.
+pub(crate) const LARGE_TREE: u32 = 1 << 15;
 
 /// Prefetches the triangle indices of whichever of the children at `c` and `c + 1` are leaves
 /// (children are adjacent, so both words share a line the visit loads next anyway). PERF: a leaf
@@ -714,7 +715,7 @@ pub(crate) use with_fetch;
 
 impl<S: TriangleSource> TriangleIndex for KdTreeView<'_, S> {
     fn triangles_in_aabb(&self, aabb: &Aabb, visit: &mut dyn FnMut(u32)) {
-        if self.tree.triangles >= PREFETCH_MIN {
+        if self.tree.triangles >= LARGE_TREE {
             self.aabb_query_deferred(aabb, visit)
         } else {
             with_fetch!(self, fetch, ahead, corners => self.aabb_query::<false>(aabb, fetch, ahead, corners, visit))
@@ -783,7 +784,7 @@ mod tests {
         let mesh = crate::test_util::grid(130, |x, z| {
             ((x * 7 + z * 13) % 5) as f32 * 0.3 + (x as f32 * 0.1).sin() * 4.0
         });
-        assert!(mesh.triangles.len() as u32 >= PREFETCH_MIN);
+        assert!(mesh.triangles.len() as u32 >= LARGE_TREE);
         let tree = KdTree::build(&mesh).unwrap();
         let view = tree.with(&mesh);
         let positions = &mesh.positions[..];
