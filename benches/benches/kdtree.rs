@@ -5,7 +5,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Aabb, Culling, Ray, TriangleIndex, TriangleMesh};
+use voxterra_core::{Aabb, BruteForceTriangles, Culling, Ray, TriangleIndex, TriangleMesh};
 use voxterra_kdtree::KdTree;
 
 /// A bumpy `n` × `n` quad grid.
@@ -31,13 +31,25 @@ fn kdtree(c: &mut Criterion) {
     let tree = KdTree::build(&mesh).unwrap();
     let view = tree.with(&mesh);
     let ray = Ray::new(Point3::new(37.3, 10.0, 61.7), Vector3::new(0.0, -1.0, 0.0));
-    assert!(view.cast_ray(&ray, 100.0, Culling::None).is_some());
+    // Check every timed query's answer once against the brute force over all triangles.
+    let brute = BruteForceTriangles(&mesh);
+    let hit = view.cast_ray(&ray, 100.0, Culling::None);
+    assert!(hit.is_some());
+    assert_eq!(hit, brute.cast_ray(&ray, 100.0, Culling::None));
+    let in_box = |index: &dyn TriangleIndex, b: &Aabb| {
+        let mut v = vec![];
+        index.triangles_in_aabb(b, &mut |t| v.push(t));
+        v.sort_unstable();
+        v
+    };
     let mut g = c.benchmark_group("kdtree");
     g.throughput(Throughput::Elements(mesh.triangles.len() as u64));
     g.bench_function("build 20k triangles", |b| b.iter(|| KdTree::build(&mesh).unwrap()));
     g.throughput(Throughput::Elements(1));
     g.bench_function("closest hit, down", |b| b.iter(|| view.cast_ray(&ray, 100.0, Culling::None)));
     let aabb = Aabb::new(Point3::new(40.2, -1.0, 40.3), Point3::new(42.7, 3.0, 42.8));
+    assert!(!in_box(&view, &aabb).is_empty());
+    assert_eq!(in_box(&view, &aabb), in_box(&brute, &aabb));
     g.bench_function("aabb query 2.5^3", |b| {
         b.iter(|| {
             let mut k = 0;
@@ -58,6 +70,19 @@ fn kdtree(c: &mut Criterion) {
         })
         .collect();
     let mut hits = vec![None; rays.len()];
+    big_view.cast_rays(&rays, f32::MAX, Culling::None, &mut hits);
+    let big_brute = BruteForceTriangles(&big);
+    for (i, r) in rays.iter().enumerate() {
+        let one = big_view.cast_ray(r, f32::MAX, Culling::None);
+        assert_eq!(one, hits[i], "batched and single casts agree");
+        if i % 16 == 0 {
+            assert_eq!(
+                one,
+                big_brute.cast_ray(r, f32::MAX, Culling::None),
+                "ray {i} against the brute force"
+            );
+        }
+    }
     g.throughput(Throughput::Elements(rays.len() as u64));
     g.bench_function("closest hit, 1024 oblique rays, one by one", |b| {
         b.iter(|| rays.iter().filter(|r| big_view.cast_ray(r, f32::MAX, Culling::None).is_some()).count())
@@ -77,6 +102,9 @@ fn kdtree(c: &mut Criterion) {
             Aabb::new(lo, lo + Vector3::new(2.5, 2.5, 2.5))
         })
         .collect();
+    for bx in boxes.iter().step_by(16) {
+        assert_eq!(in_box(&big_view, bx), in_box(&big_brute, bx));
+    }
     g.bench_function("aabb queries 2.5^3, 1024 on 80k triangles", |b| {
         b.iter(|| {
             let mut k = 0;

@@ -27,6 +27,15 @@ fn store(c: &mut Criterion) {
     });
 
     let region = Region::from_min_size(world.min(), [128, 128, 128]).unwrap();
+    let sum_rows = |r: &dyn VoxelRead| {
+        let mut s = 0u64;
+        r.visit_rows(&region, &mut |_, row| s += row.iter().map(|v| v.to_bits() as u64).sum::<u64>());
+        s
+    };
+    assert_eq!(
+        w.store.rows(&region).map(|(_, r)| r.iter().map(|v| v.to_bits() as u64).sum::<u64>()).sum::<u64>(),
+        sum_rows(&w.dense)
+    );
     g.throughput(Throughput::Elements(region.volume() as u64));
     g.bench_function("rows 128^3", |b| {
         b.iter(|| {
@@ -35,6 +44,10 @@ fn store(c: &mut Criterion) {
     });
     let boxr = Region::from_min_size(world.min() + Vector3::new(17, 9, 5), [40, 40, 40]).unwrap();
     let mut buf = vec![Voxel::AIR; 64_000];
+    let mut want = vec![Voxel::AIR; 64_000];
+    w.store.read_box(&boxr, &mut buf).unwrap();
+    w.dense.read_box(&boxr, &mut want).unwrap();
+    assert_eq!(buf, want);
     g.throughput(Throughput::Elements(64_000));
     g.bench_function("read_box 40^3", |b| b.iter(|| w.store.read_box(black_box(&boxr), &mut buf).unwrap()));
 
@@ -51,6 +64,13 @@ fn store(c: &mut Criterion) {
     };
     let dest = Region::from_min_size(world.min() + Vector3::new(5, 30, 7), [32, 32, 32]).unwrap();
     let air = vec![Voxel::AIR; content.len()];
+    let mut back = vec![Voxel::AIR; content.len()];
+    store.write_box(&dest, &content).unwrap();
+    store.read_box(&dest, &mut back).unwrap();
+    assert_eq!(back, content);
+    store.write_box(&dest, &air).unwrap();
+    store.read_box(&dest, &mut back).unwrap();
+    assert_eq!(back, air);
     g.throughput(Throughput::Elements(2 * 32 * 32 * 32));
     g.bench_function("write_box 32^3 (content, then air)", |b| {
         b.iter(|| {

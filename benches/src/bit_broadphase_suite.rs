@@ -7,7 +7,7 @@ use crate::world::{Rng, bench_world};
 use std::time::Instant;
 use voxterra_bit_broadphase::{BitBroadphase, PHYS_SHIFT};
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Aabb, MaterialTable, Region, VoxelRead};
+use voxterra_core::{Aabb, MaterialTable, PhysicsChunkKey, Region, VoxelRead};
 
 const PEER: &str = "brute force";
 
@@ -101,7 +101,8 @@ fn checksum_slots(per_chunk: &[u8; 64], c0: [i64; 3]) -> u64 {
 fn bp_query(bp: &BitBroadphase, b: &Aabb) -> u64 {
     let mut sum = 0u64;
     bp.query(b, |k, t| {
-        sum = sum.wrapping_add(checksum_one(k.cast::<i64>(), t.solid as u8 | (t.water as u8) << 1));
+        sum =
+            sum.wrapping_add(checksum_one(k.to_point().cast::<i64>(), t.solid as u8 | (t.water as u8) << 1));
     });
     sum
 }
@@ -258,7 +259,7 @@ pub fn run(quick: bool) -> Report {
             for y in lo[1]..=hi[1] {
                 for z in lo[2]..=hi[2] {
                     for x in lo[0]..=hi[0] {
-                        plain += bp.chunk(Point3::new(x, y, z)).is_some() as u64;
+                        plain += bp.chunk(PhysicsChunkKey::new(x, y, z)).is_some() as u64;
                     }
                 }
             }

@@ -35,11 +35,10 @@ pub fn run(quick: bool) -> Report {
     let gen_seconds = gen_start.elapsed().as_secs_f64();
     let store = &w.store;
     let keys = store.chunk_keys();
-    let regions: Vec<Region> =
-        keys.iter().map(|k| Region::chunk(*k, CHUNK_SHIFT).expect("stored chunk")).collect();
+    let regions: Vec<Region> = keys.iter().map(|k| k.region().expect("stored chunk")).collect();
     let chunk_voxels = 1usize << (3 * CHUNK_SHIFT);
     let total_voxels = (regions.len() * chunk_voxels) as u64;
-    let non_empty = store.memory_stats().non_empty_voxels as f64;
+    let non_empty = store.stats().non_empty_voxels as f64;
     let [sx, sy, sz] = w.params.size;
     let mut report = Report {
         suite: "codec".into(),
@@ -180,8 +179,10 @@ pub fn run(quick: bool) -> Report {
     let path = dir.join("world.vxt");
     let table = MaterialTable::default();
     let t = Instant::now();
-    let saved =
-        voxterra_codec::save_world(&path, store, &keys, &table, Default::default(), |_, _| {}).expect("save");
+    let file = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));
+    let (file, saved) =
+        voxterra_codec::write_world(file, store, &keys, &table, Default::default(), |_, _| {}).expect("save");
+    file.into_inner().expect("flush").sync_all().expect("sync");
     let save_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut reader = voxterra_codec::WorldReader::open_path(&path, Default::default()).expect("open");

@@ -1,7 +1,7 @@
 //! Suite `dynamic-aabb-tree`: the dynamic AABB tree against parry3d 0.25.3's `Bvh` driven as rapier
 //! 0.30 drives it, and against obvhs 0.4's `Bvh2` (insert, move and AABB traversal per mover).
 //!
-//! Scenario (the issue's): N boxes of size U[0.5, 1.5] in a cube of side (4N)^(1/3), speeds
+//! Scenario: N boxes of size U[0.5, 1.5] in a cube of side (4N)^(1/3), speeds
 //! U[0, 3] m/s in random directions, bouncing off the walls at 60 Hz; a share of the boxes moves,
 //! the rest stay still. Each frame the scene advances once and every side updates its tree and
 //! finds its pairs, in a fixed order, each starting with 4 MB read since the side before it
@@ -19,7 +19,7 @@
 //!   skin for movers, `optimize_incremental`, `refit`, `traverse_bvtt_single_tree::<true>`, tight
 //!   boxes tested in the callback. With change detection it reports only pairs of leaves whose
 //!   skin box changed: *less* than the other two (rapier keeps earlier pairs in a hash map, which
-//!   is left out here, in parry's favour).
+//!   is left out here, in parry's favor).
 
 use crate::harness::{Budget, CaseResult, Metric, Report, compare_prechecked};
 use crate::world::Rng;
@@ -36,7 +36,7 @@ const DT: f32 = 1.0 / 60.0;
 
 /// The bouncing boxes.
 pub struct Scene {
-    /// Centres.
+    /// Centers.
     pub pos: Vec<Point3<f32>>,
     /// Velocities (zero for still boxes).
     pub vel: Vec<Vector3<f32>>,
@@ -63,7 +63,7 @@ impl Scene {
             let size = Vector3::new(0.5 + unit(), 0.5 + unit(), 0.5 + unit());
             s.half.push(size / 2.0);
             s.pos.push(Point3::new(unit() * side, unit() * side, unit() * side));
-            // A random direction (normalised Gaussian-ish by rejection) times U[0, 3].
+            // A random direction (normalized Gaussian-ish by rejection) times U[0, 3].
             let dir = loop {
                 let d = Vector3::new(unit() * 2.0 - 1.0, unit() * 2.0 - 1.0, unit() * 2.0 - 1.0);
                 let l = d.norm();
@@ -128,7 +128,7 @@ impl Ours {
         let ids = (0..s.pos.len())
             .map(|i| {
                 let kind = if s.moving[i] { ProxyKind::Dynamic } else { ProxyKind::Static };
-                tree.create(s.aabb(i), i as u64, kind).expect("valid box")
+                tree.create_proxy_of_kind(s.aabb(i), i as u64, kind).expect("valid box")
             })
             .collect();
         Ours { tree, ids, moves: Vec::new() }
@@ -202,10 +202,10 @@ pub struct Obvhs {
     moving: Vec<bool>,
 }
 
-/// obvhs's fat-box margin: 0.1, voxterra's old default. obvhs runs faster with it than with 0.04
-/// (voxterra's default since session 24, rapier's skin) in every cell where it is the stronger
-/// peer (`dyn_cell_probe`, our speed against it at 0.1 and at 0.04: 10k/10% 2.26–2.36× and
-/// 3.02–3.03×, 10k/1% 2.57–2.59× and 2.83×, 100k/1% 5.93–5.94× and 6.12–6.20×).
+/// obvhs's fat-box margin: 0.1. obvhs runs faster with it than with 0.04 (voxterra's default,
+/// rapier's skin) in every cell where it is the stronger peer (our speed against it at 0.1 and
+/// at 0.04: 10k/10% 2.26–2.36× and 3.02–3.03×, 10k/1% 2.57–2.59× and 2.83×, 100k/1% 5.93–5.94×
+/// and 6.12–6.20×), so the suite gives it 0.1.
 const OBVHS_MARGIN: f32 = 0.1;
 
 impl Obvhs {
@@ -285,12 +285,11 @@ struct Round {
 /// a game, after the frame's rendering and logic. The sides run in one fixed order every frame,
 /// so each finds the other three run since its last frame, and L3 as they left it.
 ///
-/// Before (session 19), sides ran in alternating order (`0 1 2 3`, then `3 2 1 0`) with no
-/// sweep: the first and last ran back to back every other frame and found their data in cache,
-/// the middle two never did (session 17: the 2-thread row of ours, the same sequential code at
-/// 10k, measured 5% slower than the first), and a side's frames alternated between two cache
-/// states, likely why 100k/1% had p99/mean 1.60–1.68 in two full runs with the sweep and the
-/// alternation, against 1.17–1.30 in two cell probes in the fixed order.
+/// Why a fixed order with a sweep: with sides in alternating order (`0 1 2 3`, then `3 2 1 0`)
+/// the first and last run back to back every other frame and find their data in cache, the
+/// middle two never do (the 2-thread row of ours, the same sequential code at 10k, measured 5%
+/// slower than the first), and a side's frames alternate between two cache states (100k/1%
+/// p99/mean 1.60–1.68 that way, against 1.17–1.30 in the fixed order).
 const SWEEP_BYTES: usize = 4 << 20;
 
 /// Reads one word of every cache line of `junk` (see [`SWEEP_BYTES`]); the probes sweep with it
@@ -416,11 +415,11 @@ fn obvhs_all_pairs(o: &Obvhs, with_static: bool) -> u64 {
 
 /// Query cases on the 100%-moving scene of `n` boxes after some frames.
 /// The suite's queries in a cube of side `side`: 4096 boxes of side 2 m at random places, their
-/// centres as points, and 4096 rays from random places in random directions.
+/// centers as points, and 4096 rays from random places in random directions.
 pub struct QuerySet {
     /// The query boxes.
     pub boxes: Vec<Aabb>,
-    /// The boxes' centres.
+    /// The boxes' centers.
     pub points: Vec<Point3<f32>>,
     /// The rays (unit directions).
     pub rays: Vec<Ray>,
@@ -584,7 +583,7 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
         obvhs_point,
     ));
     // Closest box entry along each ray, within 20 m; checksum: hits and the sum of entry
-    // distances in millimetres (the three ray-box routines may differ in the last bits).
+    // distances in millimeters (the three ray-box routines may differ in the last bits).
     let max_t = 20.0f32;
     let ours_ray = || {
         let (mut hits, mut mm) = (0u64, 0u64);

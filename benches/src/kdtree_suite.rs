@@ -10,7 +10,7 @@ use voxterra_core::{
     Aabb, Culling, Positions, Ray, TriangleIndex, TriangleIndices, TriangleMesh, TriangleSource,
 };
 use voxterra_kdtree::KdTree;
-use voxterra_worldgen::Terrain;
+use voxterra_worldgen::TerrainModel;
 
 const PEER: &str = if cfg!(feature = "parry-simd") { "parry simd" } else { "parry" };
 
@@ -30,7 +30,7 @@ impl TriangleSource for ChunkMesh {
 }
 
 /// A heightfield grid of `n × n` quads over the default world's terrain, starting at `(x0, z0)`.
-pub fn terrain_grid(terrain: &Terrain, n: u32, x0: i32, z0: i32) -> (Vec<Point3<f32>>, Vec<[u32; 3]>) {
+pub fn terrain_grid(terrain: &TerrainModel, n: u32, x0: i32, z0: i32) -> (Vec<Point3<f32>>, Vec<[u32; 3]>) {
     let mut p = Vec::with_capacity(((n + 1) * (n + 1)) as usize);
     for z in 0..=n {
         for x in 0..=n {
@@ -69,7 +69,7 @@ pub fn rays(rng: &mut Rng, bounds: &Aabb, n: usize, oblique: bool) -> Vec<Ray> {
 }
 
 /// `count` chunk-sized meshes (12 × 12 quads: 288 triangles, u16 indices) tiling the terrain.
-pub fn chunk_meshes(terrain: &Terrain, count: i32) -> Vec<ChunkMesh> {
+pub fn chunk_meshes(terrain: &TerrainModel, count: i32) -> Vec<ChunkMesh> {
     (0..count)
         .map(|i| {
             let (p, t) = terrain_grid(terrain, 12, (i % 40) * 12, (i / 40) * 12);
@@ -128,7 +128,7 @@ fn count_aabb(index: &impl TriangleIndex, boxes: &[Aabb]) -> usize {
 /// Runs the suite.
 pub fn run(quick: bool) -> Report {
     let budget = Budget::new(quick);
-    let terrain = Terrain::new(1, 128);
+    let terrain = TerrainModel::new(1, 128);
     let side = if quick { 100 } else { 317 }; // 317² quads: 200 978 triangles
     let (positions, triangles) = terrain_grid(&terrain, side, 40, 40);
     let big = TriangleMesh { positions, triangles };

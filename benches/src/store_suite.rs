@@ -136,7 +136,7 @@ pub fn run(quick: bool) -> Report {
     ));
 
     // Memory of the world as generated (before the write case changes it).
-    let mem = w.store.memory_stats();
+    let mem = w.store.stats();
     let non_empty = mem.non_empty_voxels as f64;
     report.metrics.push(Metric {
         name: "bytes per non-empty voxel".into(),

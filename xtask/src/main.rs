@@ -102,7 +102,7 @@ fn fuzz(args: &[String]) -> Result<(), String> {
         if !status.success() {
             return Err(format!(
                 "fuzz target {target} failed; the crashing input is in fuzz/artifacts/{target}/. \
-                 Minimise it with `cargo fuzz tmin {target} <file>` and commit it to fuzz/corpus/{target}/."
+                 Minimize it with `cargo fuzz tmin {target} <file>` and commit it to fuzz/corpus/{target}/."
             ));
         }
     }

@@ -24,7 +24,7 @@ struct Args {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if cfg!(debug_assertions) {
-        eprintln!("warning: compare was built without optimisations; run it with --release for real figures");
+        eprintln!("warning: compare was built without optimizations; run it with --release for real figures");
     }
     let report = match args.suite.as_str() {
         "store" => store_suite::run(args.quick),

@@ -2,7 +2,7 @@
 
 use crate::BitBroadphase;
 use voxterra_core::Aabb;
-use voxterra_core::nalgebra::Point3;
+use voxterra_core::PhysicsChunkKey;
 
 /// Solid or water: a body holds at most one of each per chunk.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -17,7 +17,7 @@ pub enum ContactKind {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Contact {
     /// The physics chunk.
-    pub chunk: Point3<i32>,
+    pub chunk: PhysicsChunkKey,
     /// Solid or water.
     pub kind: ContactKind,
 }

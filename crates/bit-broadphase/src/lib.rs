@@ -1,7 +1,7 @@
 //! # voxterra-bit-broadphase
 //!
 //! The terrain broadphase from the Roblox terrain-physics article: for every 8³ physics chunk, a
-//! *solid* and a *water* bit mask, each voxel's bit set when the voxel or any of its 26 neighbours
+//! *solid* and a *water* bit mask, each voxel's bit set when the voxel or any of its 26 neighbors
 //! holds solid (or water), because the mesher's geometry may spill one voxel out of its voxel. A
 //! moving body's box is tested against the masks bit-parallel — a whole 8×8 Y slice per AND — so
 //! bodies hanging in caves or flying over terrain get no narrowphase work at all.
@@ -15,7 +15,7 @@
 //! - [`reference`]: the brute-force version the tests and benches compare against.
 //!
 //! Masks are built from the 10³ box around each chunk, read through [`voxterra_core::VoxelRead`],
-//! and dilated with bit operations (shift-or along X, OR of neighbouring rows along Z and Y). The
+//! and dilated with bit operations (shift-or along X, OR of neighboring rows along Z and Y). The
 //! material table decides what is solid and what is water.
 //!
 //! ```
@@ -44,11 +44,11 @@
 
 #![forbid(unsafe_code)]
 
-mod broadphase;
 mod contacts;
+mod mask_map;
 mod masks;
 pub mod reference;
 
-pub use broadphase::{BitBroadphase, BroadphaseError, BroadphaseStats, Touch};
 pub use contacts::{BodyContacts, Contact, ContactEvent, ContactKind};
-pub use masks::{ChunkState, Masks, PHYS_SHIFT, PHYS_SIZE, neighbourhood};
+pub use mask_map::{BitBroadphase, BroadphaseError, BroadphaseStats, Touch};
+pub use masks::{ChunkState, Masks, PHYS_SHIFT, PHYS_SIZE, neighborhood};

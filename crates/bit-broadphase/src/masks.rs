@@ -2,15 +2,15 @@
 //! one voxel in all 26 directions, one `u64` per Y slice (bit `z * 8 + x`).
 
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Region, VoxelRead};
+use voxterra_core::{PhysicsChunkKey, Region, VoxelRead};
 
-/// log2 of the physics chunk side.
-pub const PHYS_SHIFT: u32 = 3;
+/// log2 of the physics chunk side ([`PhysicsChunkKey::SHIFT`]).
+pub const PHYS_SHIFT: u32 = PhysicsChunkKey::SHIFT;
 /// Voxels along each side of a physics chunk.
 pub const PHYS_SIZE: i32 = 1 << PHYS_SHIFT;
 
 /// The dilated masks of one chunk: bit `z * 8 + x` of `solid[y]` is set when voxel `(x, y, z)` of
-/// the chunk, or one of its 26 neighbours, is solid; likewise `water`.
+/// the chunk, or one of its 26 neighbors, is solid; likewise `water`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct Masks {
     /// Solid mask per Y slice.
@@ -22,7 +22,7 @@ pub struct Masks {
 // PERF: 2 bits per voxel, the article's worst case; the slab stores these back to back.
 const _: () = assert!(std::mem::size_of::<Masks>() == 128);
 
-/// What a chunk's 10³ neighbourhood holds.
+/// What a chunk's 10³ neighborhood holds.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum ChunkState {
     /// Every voxel of the 10³ box is solid: the masks would be all ones for solid, all zeros for water.
@@ -33,32 +33,32 @@ pub enum ChunkState {
     Masks(Masks),
 }
 
-/// The first voxel of a chunk's 10³ neighbourhood, per axis (i64: it may lie outside i32).
-fn origin(key: Point3<i32>) -> [i64; 3] {
-    [key.x, key.y, key.z].map(|k| ((k as i64) << PHYS_SHIFT) - 1)
+/// The first voxel of a chunk's 10³ neighborhood, per axis (i64: it may lie outside i32).
+fn origin(key: PhysicsChunkKey) -> [i64; 3] {
+    key.to_array().map(|k| ((k as i64) << PHYS_SHIFT) - 1)
 }
 
 /// The region a chunk's masks are built from: the chunk and one voxel around it, clipped to the i32
 /// voxel space (what lies beyond reads as Air).
-pub fn neighbourhood(key: Point3<i32>) -> Region {
+pub fn neighborhood(key: PhysicsChunkKey) -> Region {
     let o = origin(key);
     let clip = |v: i64| v.clamp(i32::MIN as i64, i32::MAX as i64) as i32;
     let lo = Point3::new(clip(o[0]), clip(o[1]), clip(o[2]));
     let hi = Point3::new(clip(o[0] + 10), clip(o[1] + 10), clip(o[2] + 10));
-    Region::new(lo, hi).expect("a clipped neighbourhood keeps min <= max")
+    Region::new(lo, hi).expect("a clipped neighborhood keeps min <= max")
 }
 
-/// Builds a chunk's state from its 10³ neighbourhood: `None` when it holds neither solid nor water.
+/// Builds a chunk's state from its 10³ neighborhood: `None` when it holds neither solid nor water.
 ///
 /// `solid` and `liquid` are the material table's masks (bit `id` set for solid / liquid materials).
 pub(crate) fn build(
     source: &impl VoxelRead,
-    key: Point3<i32>,
+    key: PhysicsChunkKey,
     solid: u64,
     liquid: u64,
 ) -> Option<ChunkState> {
     // 10 rows of 10 bits per (y, z): bit i is voxel x = base - 1 + i.
-    let region = neighbourhood(key);
+    let region = neighborhood(key);
     let [x0, y0, z0] = origin(key);
     let mut s_rows = [[0u16; 10]; 10];
     let mut w_rows = [[0u16; 10]; 10];
@@ -89,8 +89,8 @@ pub(crate) fn build(
     Some(ChunkState::Masks(Masks { solid: dilate(&s_rows), water: dilate(&w_rows) }))
 }
 
-/// The article's bit dilation: shift-or along X, then OR of neighbouring rows along Z and along Y;
-/// the 8³ centre is kept.
+/// The article's bit dilation: shift-or along X, then OR of neighboring rows along Z and along Y;
+/// the 8³ center is kept.
 fn dilate(rows: &[[u16; 10]; 10]) -> [u64; 8] {
     let mut x = [[0u16; 10]; 10];
     for (xy, ry) in x.iter_mut().zip(rows) {

@@ -4,9 +4,9 @@
 use crate::Touch;
 use crate::masks::PHYS_SHIFT;
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Aabb, MaterialTable, VoxelRead};
+use voxterra_core::{Aabb, MaterialTable, PhysicsChunkKey, VoxelRead};
 
-/// Is voxel `p` within one voxel (26-neighbourhood or itself) of a solid / water voxel?
+/// Is voxel `p` within one voxel (26-neighborhood or itself) of a solid / water voxel?
 pub fn dilated_at(source: &impl VoxelRead, table: &MaterialTable, p: Point3<i64>) -> Touch {
     let mut t = Touch::default();
     for dy in -1..=1 {
@@ -33,7 +33,7 @@ pub fn query(
     table: &MaterialTable,
     voxel_size: f32,
     aabb: &Aabb,
-) -> Vec<(Point3<i32>, Touch)> {
+) -> Vec<(PhysicsChunkKey, Touch)> {
     // Its own rule, independent of the fast path: scan a generous range and keep the voxels whose
     // closed cube [v, v+1] meets the closed box [a, b] on every axis.
     let mut lo = [0i64; 3];
@@ -49,7 +49,7 @@ pub fn query(
         hi[i] = (b[i].ceil() + 1.0).clamp(i32::MIN as f64, i32::MAX as f64) as i64;
     }
     let meets = |v: i64, i: usize| (v as f64) <= b[i] && (v + 1) as f64 >= a[i];
-    let mut out: Vec<(Point3<i32>, Touch)> = Vec::new();
+    let mut out: Vec<(PhysicsChunkKey, Touch)> = Vec::new();
     for y in lo[1]..=hi[1] {
         for z in lo[2]..=hi[2] {
             for x in lo[0]..=hi[0] {
@@ -60,8 +60,11 @@ pub fn query(
                 if !(t.solid || t.water) {
                     continue;
                 }
-                let key =
-                    Point3::new((x >> PHYS_SHIFT) as i32, (y >> PHYS_SHIFT) as i32, (z >> PHYS_SHIFT) as i32);
+                let key = PhysicsChunkKey::new(
+                    (x >> PHYS_SHIFT) as i32,
+                    (y >> PHYS_SHIFT) as i32,
+                    (z >> PHYS_SHIFT) as i32,
+                );
                 match out.iter_mut().find(|(k, _)| *k == key) {
                     Some((_, acc)) => {
                         acc.solid |= t.solid;

@@ -4,14 +4,14 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeSet;
-use voxterra_bit_broadphase::{
-    BitBroadphase, BodyContacts, ContactEvent, ContactKind, PHYS_SHIFT, Touch, reference,
-};
+use voxterra_bit_broadphase::{BitBroadphase, BodyContacts, ContactEvent, ContactKind, Touch, reference};
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Aabb, DenseVoxels, MaterialTable, Region, Voxel, VoxelWrite, materials as m};
+use voxterra_core::{
+    Aabb, DenseVoxels, MaterialTable, PhysicsChunkKey, Region, Voxel, VoxelWrite, materials as m,
+};
 
 /// A random world in [-24, 24)³: a rock slab and a water pool thick enough for some chunks' whole
-/// 10³ neighbourhood (tagged chunks), random blobs of air, water and partly-full sand, air above.
+/// 10³ neighborhood (tagged chunks), random blobs of air, water and partly-full sand, air above.
 fn world(seed: u64) -> DenseVoxels {
     let region = Region::from_min_size(Point3::new(-24, -24, -24), [48, 48, 48]).unwrap();
     let mut d = DenseVoxels::new(region, 1 << 20).unwrap();
@@ -42,7 +42,7 @@ fn build(d: &DenseVoxels, voxel_size: f32) -> BitBroadphase {
     bp
 }
 
-fn query(bp: &BitBroadphase, b: &Aabb) -> Vec<(Point3<i32>, Touch)> {
+fn query(bp: &BitBroadphase, b: &Aabb) -> Vec<(PhysicsChunkKey, Touch)> {
     let mut v = vec![];
     bp.query(b, |k, t| v.push((k, t)));
     v.sort_unstable_by_key(|(k, _)| (k.y, k.z, k.x));
@@ -82,10 +82,9 @@ proptest! {
         let d = world(seed);
         let table = MaterialTable::default();
         let mut bp = BitBroadphase::new(&table, 1.0).unwrap();
-        let (lo, hi) = d.region().expanded(1).chunk_range(PHYS_SHIFT).unwrap();
-        for y in lo.y..=hi.y { for z in lo.z..=hi.z { for x in lo.x..=hi.x {
-            bp.rebuild_chunk(&d, Point3::new(x, y, z));
-        }}}
+        for key in PhysicsChunkKey::range(&d.region().expanded(1)).unwrap().iter() {
+            bp.rebuild_chunk(&d, key);
+        }
         for b in &boxes {
             prop_assert_eq!(query(&bp, b), reference::query(&d, &table, 1.0, b));
         }
@@ -102,10 +101,9 @@ proptest! {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let parallel = pool.install(|| build(&d, 1.0));
         let mut serial = BitBroadphase::new(&MaterialTable::default(), 1.0).unwrap();
-        let (lo, hi) = d.region().expanded(1).chunk_range(PHYS_SHIFT).unwrap();
-        for y in lo.y..=hi.y { for z in lo.z..=hi.z { for x in lo.x..=hi.x {
-            serial.rebuild_chunk(&d, Point3::new(x, y, z));
-        }}}
+        for key in PhysicsChunkKey::range(&d.region().expanded(1)).unwrap().iter() {
+            serial.rebuild_chunk(&d, key);
+        }
         prop_assert_eq!(parallel.chunks(), serial.chunks());
     }
 

@@ -1,5 +1,5 @@
-//! Mesh files any viewer opens: Wavefront OBJ (text, vertex colours as the common `v x y z r g b`
-//! extension) and binary little-endian PLY (positions, normals, RGB colours, triangle lists).
+//! Mesh files any viewer opens: Wavefront OBJ (text, vertex colors as the common `v x y z r g b`
+//! extension) and binary little-endian PLY (positions, normals, RGB colors, triangle lists).
 
 use std::io::{self, Write};
 use voxterra::core::MaterialTable;
@@ -25,7 +25,7 @@ impl Format {
     }
 }
 
-fn colour(table: &MaterialTable, mesh: &RenderMesh, v: usize) -> [u8; 3] {
+fn color(table: &MaterialTable, mesh: &RenderMesh, v: usize) -> [u8; 3] {
     table.get(mesh.materials[v]).map_or([255, 0, 255], |m| m.color)
 }
 
@@ -35,10 +35,10 @@ pub(crate) fn write_obj(
     meshes: &[RenderMesh],
     table: &MaterialTable,
 ) -> io::Result<()> {
-    writeln!(out, "# voxterra terrain mesh: positions in voxel units, Y up, vertex colours by material")?;
+    writeln!(out, "# voxterra terrain mesh: positions in voxel units, Y up, vertex colors by material")?;
     for mesh in meshes {
         for (v, (p, n)) in mesh.positions.iter().zip(&mesh.normals).enumerate() {
-            let [r, g, b] = colour(table, mesh, v).map(|c| c as f32 / 255.0);
+            let [r, g, b] = color(table, mesh, v).map(|c| c as f32 / 255.0);
             writeln!(out, "v {} {} {} {r:.3} {g:.3} {b:.3}", p.x, p.y, p.z)?;
             writeln!(out, "vn {:.4} {:.4} {:.4}", n.x, n.y, n.z)?;
         }
@@ -80,7 +80,7 @@ pub(crate) fn write_ply(
             for f in [p.x, p.y, p.z, n.x, n.y, n.z] {
                 buf.extend_from_slice(&f.to_le_bytes());
             }
-            buf.extend_from_slice(&colour(table, mesh, v));
+            buf.extend_from_slice(&color(table, mesh, v));
             out.write_all(&buf)?;
         }
     }

@@ -100,7 +100,7 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
     let seconds = start.elapsed().as_secs_f64();
     bar.finish_and_clear();
 
-    let mem = store.memory_stats();
+    let mem = store.stats();
     let saved = match &args.out {
         None => None,
         Some(path) => {

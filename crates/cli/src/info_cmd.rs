@@ -54,7 +54,7 @@ pub(crate) fn run(args: &InfoArgs) -> anyhow::Result<()> {
         file: args.file.display().to_string(),
         bytes: reader.file_len(),
         chunks: keys.len(),
-        chunk_size: 1 << reader.chunk_shift(),
+        chunk_size: voxterra::core::StoreChunkKey::SIZE as u32,
         raw_bytes: raw,
         ratio: raw as f64 / reader.file_len() as f64,
         non_empty_voxels: non_empty,

@@ -25,7 +25,7 @@ enum Command {
     Gen(gen_cmd::GenArgs),
     /// Describe a world file: size, chunks, compression ratio, voxels per material.
     Info(info_cmd::InfoArgs),
-    /// Mesh a world (a file, or generated) and write it as OBJ or PLY with material colours.
+    /// Mesh a world (a file, or generated) and write it as OBJ or PLY with material colors.
     Mesh(mesh_cmd::MeshArgs),
 }
 

@@ -1,5 +1,5 @@
 //! `voxterra mesh`: mesh a world (a file, or generated from gen's flags) chunk by chunk in parallel
-//! and write it as OBJ or PLY with material colours.
+//! and write it as OBJ or PLY with material colors.
 
 use crate::export::{Format, write_obj, write_ply};
 use crate::gen_cmd::{parse_size, progress_bar};
@@ -8,10 +8,10 @@ use rayon::prelude::*;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
-use voxterra::codec::AtomicFile;
-use voxterra::core::{MaterialTable, Region};
+use voxterra::AtomicFile;
+use voxterra::core::{ChunkRange, MaterialTable, Region, StoreChunkKey};
 use voxterra::mesher::{MeshWorkspace, Mesher, RenderMesh, ShapeMode, Surface};
-use voxterra::store::{CHUNK_SHIFT, VoxelStore};
+use voxterra::store::VoxelStore;
 use voxterra::worldgen::{WorldParams, generate};
 
 /// Vertex placement, as on the command line.
@@ -171,13 +171,13 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
 /// (missing, all-air) chunk under it. Uniform chunks cost almost nothing.
 fn chunks_to_mesh(store: &VoxelStore) -> Vec<Region> {
     let Some(bounds) = store.bounds() else { return Vec::new() };
-    let Some((first, last)) = bounds.chunk_range(CHUNK_SHIFT) else { return Vec::new() };
+    let Some(ChunkRange { first, last }) = StoreChunkKey::range(&bounds) else { return Vec::new() };
     let mut keys = Vec::new();
     for y in first.y as i64 - 1..=last.y as i64 {
         for z in first.z as i64 - 1..=last.z as i64 {
             for x in first.x as i64 - 1..=last.x as i64 {
-                let key = [x, y, z].map(|v| v as i32);
-                if let Ok(region) = Region::chunk(key.into(), CHUNK_SHIFT) {
+                let key = StoreChunkKey::new(x as i32, y as i32, z as i32);
+                if let Ok(region) = key.region() {
                     keys.push(region);
                 }
             }

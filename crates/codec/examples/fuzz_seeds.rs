@@ -34,11 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     store.fill(&Region::from_min_size(VoxelPos::new(-3, 0, 0), [40, 4, 6])?, Voxel::full(m::SAND))?;
     store.set(VoxelPos::new(1, 4, 1), Voxel::new(m::GRASS, 77))?;
     for (name, c) in [("lz4", Compression::Lz4), ("plain", Compression::None)] {
-        let mut w = WorldWriter::new(
-            Vec::new(),
-            &MaterialTable::default(),
-            WriteOptions { compression: c, chunk_shift: 5 },
-        )?;
+        let mut w = WorldWriter::new(Vec::new(), &MaterialTable::default(), WriteOptions { compression: c })?;
         for k in store.chunk_keys() {
             w.write_chunk(k, &store)?;
         }

@@ -117,6 +117,9 @@ pub enum WorldFileError {
     /// A format version this build cannot read.
     #[error("unsupported world file version {0}")]
     UnsupportedVersion(u16),
+    /// A chunk size other than the store's 32³ chunks (chunk shift 5).
+    #[error("unsupported chunk shift {0}: world files hold 32³ chunks (shift 5)")]
+    UnsupportedChunkShift(u8),
     /// A structural field out of range or inconsistent.
     #[error("corrupt {what} at byte {offset}")]
     Corrupt {

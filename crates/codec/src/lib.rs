@@ -9,8 +9,8 @@
 //! - [`block`]: an RLE stream plus the compressor that packed it (none or LZ4), so new compressors
 //!   can be added without breaking old data; lying lengths cannot make it over-allocate.
 //! - [`world`]: world files — header with the material table, one checksummed record per chunk, a
-//!   directory so one chunk can be read alone, a checksummed trailer; written as a stream and saved
-//!   atomically ([`save_world`]). The layout is in `docs/format.md`.
+//!   directory so one chunk can be read alone, a checksummed trailer; written as a stream into any
+//!   `Write` ([`write_world`]; the facade saves it atomically). The layout is in `docs/format.md`.
 //! - [`Snapshot`]: the box a tool is about to change, encoded, for undo.
 //!
 //! Decoders are a security boundary: world files and packets come from untrusted sources. Every
@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use voxterra_codec::{rle, Compression, WorldReader, WorldWriter, ReadLimits, WriteOptions};
-//! use voxterra_core::{materials, DenseVoxels, MaterialTable, Region, Voxel, VoxelPos, VoxelRead, VoxelWrite};
+//! use voxterra_core::{materials, DenseVoxels, MaterialTable, Region, StoreChunkKey, Voxel, VoxelPos, VoxelRead, VoxelWrite};
 //!
 //! // RLE: a uniform 32³ chunk is 256 bytes.
 //! let mut bytes = Vec::new();
@@ -32,18 +32,17 @@
 //! world.fill(&Region::from_min_size(VoxelPos::new(0, 0, 0), [32, 8, 32])?, Voxel::full(materials::SAND))?;
 //! let table = MaterialTable::default();
 //! let mut w = WorldWriter::new(Vec::new(), &table, WriteOptions::default()).unwrap();
-//! w.write_chunk(VoxelPos::new(0, 0, 0), &world).unwrap();
+//! w.write_chunk(StoreChunkKey::new(0, 0, 0), &world).unwrap();
 //! let (file, _len) = w.finish().unwrap();
 //! let mut r = WorldReader::open(std::io::Cursor::new(file), ReadLimits::default()).unwrap();
 //! let mut chunk = vec![Voxel::AIR; r.chunk_voxels()];
-//! assert!(r.read_chunk(VoxelPos::new(0, 0, 0), &mut chunk).unwrap());
+//! assert!(r.read_chunk(StoreChunkKey::new(0, 0, 0), &mut chunk).unwrap());
 //! assert_eq!(chunk, world.as_slice());
 //! # Ok::<(), voxterra_core::CoreError>(())
 //! ```
 
 #![forbid(unsafe_code)]
 
-mod atomic;
 pub mod block;
 mod error;
 pub mod fuzz;
@@ -51,9 +50,8 @@ pub mod rle;
 mod snapshot;
 pub mod world;
 
-pub use atomic::AtomicFile;
 pub use block::{BlockScratch, Compression};
 pub use error::{BlockError, DecodeError, SnapshotError, WorldFileError};
 pub use rle::RleEncoder;
 pub use snapshot::Snapshot;
-pub use world::{ChunkEntry, ReadLimits, SaveStats, WorldReader, WorldWriter, WriteOptions, save_world};
+pub use world::{ChunkEntry, ReadLimits, SaveStats, WorldReader, WorldWriter, WriteOptions, write_world};

@@ -60,12 +60,12 @@ impl<'a> RleEncoder<'a> {
     #[inline]
     pub fn push_slice(&mut self, row: &[Voxel]) {
         // PERF: most rows of real terrain are uniform and continue the current run (air above the
-        // surface, rock below): one vectorised comparison of the whole row, no run splitting.
+        // surface, rock below): one vectorized comparison of the whole row, no run splitting.
         if self.count > 0 && all_equal(row, self.current) {
             self.count += row.len();
             return;
         }
-        // PERF: a full store row gets its run boundaries from one vectorised pass; the runs are then
+        // PERF: a full store row gets its run boundaries from one vectorized pass; the runs are then
         // the gaps between set bits.
         if let Ok(row32) = <&[Voxel; 32]>::try_from(row) {
             let mut prev = row32[0].to_bits();
@@ -126,7 +126,7 @@ fn emit(out: &mut Vec<u8>, v: Voxel, n: usize) {
     }
 }
 
-/// True when every voxel of `s` is `v`. No early exit, so it vectorises.
+/// True when every voxel of `s` is `v`. No early exit, so it vectorizes.
 #[inline]
 fn all_equal(s: &[Voxel], v: Voxel) -> bool {
     let bits = v.to_bits();

@@ -3,13 +3,11 @@
 //! CRC-32 or an exact structural check, so a damaged file is an error, never a different world.
 
 use crate::WorldFileError;
-use crate::atomic::AtomicFile;
 use crate::block::{BlockScratch, Compression, decode_block, encode_block};
 use crate::rle::RleEncoder;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use voxterra_core::nalgebra::Point3;
-use voxterra_core::{MaterialTable, Region, Voxel, VoxelRead, VoxelWrite};
+use voxterra_core::{MaterialTable, StoreChunkKey, Voxel, VoxelRead, VoxelWrite};
 
 /// First bytes of every world file.
 pub const MAGIC: [u8; 8] = *b"VOXTERRA";
@@ -33,13 +31,11 @@ const MAX_TABLE: u64 = 1 << 20;
 pub struct WriteOptions {
     /// Compressor for every chunk.
     pub compression: Compression,
-    /// log2 of the chunk side (5: the store's 32³ chunks). 1..=7.
-    pub chunk_shift: u8,
 }
 
 impl Default for WriteOptions {
     fn default() -> Self {
-        WriteOptions { compression: Compression::Lz4, chunk_shift: 5 }
+        WriteOptions { compression: Compression::Lz4 }
     }
 }
 
@@ -59,8 +55,8 @@ impl Default for ReadLimits {
 /// One directory entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChunkEntry {
-    /// Chunk key (voxel coordinates >> chunk_shift).
-    pub key: Point3<i32>,
+    /// The storage chunk.
+    pub key: StoreChunkKey,
     /// Offset of the chunk's record in the file.
     pub offset: u64,
     /// Length of the record (header + block).
@@ -71,9 +67,8 @@ fn crc(bytes: &[u8]) -> u32 {
     crc32fast::hash(bytes)
 }
 
-fn chunk_region(key: Point3<i32>, shift: u8) -> Result<Region, voxterra_core::CoreError> {
-    Region::chunk(key, shift as u32)
-}
+/// The chunk shift byte of the header: files hold the store's 32³ chunks.
+const CHUNK_SHIFT: u8 = StoreChunkKey::SHIFT as u8;
 
 /// Streams a world file: header first, then chunks one by one, then [`finish`](Self::finish)
 /// writes the directory and trailer. Memory holds one chunk's encoding and a 24-byte directory
@@ -92,15 +87,12 @@ pub struct WorldWriter<W: Write> {
 impl<W: Write> WorldWriter<W> {
     /// Writes the header (magic, version, chunk size, material table).
     pub fn new(mut out: W, table: &MaterialTable, options: WriteOptions) -> Result<Self, WorldFileError> {
-        if !(1..=7).contains(&options.chunk_shift) {
-            return Err(WorldFileError::Corrupt { what: "chunk shift option (1..=7)", offset: 10 });
-        }
         let json = serde_json::to_vec(table)
             .map_err(|e| WorldFileError::MaterialTable { offset: HEADER_FIXED, why: e.to_string() })?;
         let mut header = Vec::with_capacity(json.len() + 20);
         header.extend_from_slice(&MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
-        header.push(options.chunk_shift);
+        header.push(CHUNK_SHIFT);
         header.push(0);
         header.extend_from_slice(&(json.len() as u32).to_le_bytes());
         header.extend_from_slice(&json);
@@ -120,9 +112,12 @@ impl<W: Write> WorldWriter<W> {
 
     /// Encodes chunk `key` from `source` (straight from its rows) and writes its record. All-air
     /// chunks are skipped (reading gives Air anyway); returns whether a record was written.
-    pub fn write_chunk(&mut self, key: Point3<i32>, source: &impl VoxelRead) -> Result<bool, WorldFileError> {
-        let region =
-            chunk_region(key, self.options.chunk_shift).map_err(|e| WorldFileError::Voxels(e.to_string()))?;
+    pub fn write_chunk(
+        &mut self,
+        key: StoreChunkKey,
+        source: &impl VoxelRead,
+    ) -> Result<bool, WorldFileError> {
+        let region = key.region().map_err(|e| WorldFileError::Voxels(e.to_string()))?;
         self.rle.clear();
         let mut all_air = true;
         let mut enc = RleEncoder::new(&mut self.rle);
@@ -193,27 +188,24 @@ pub struct SaveStats {
     pub bytes: u64,
 }
 
-/// Saves chunks `keys` of `source` to `path` atomically: a temporary file beside it, fsync, rename.
-/// A failure at any point leaves the previous file at `path` intact. `progress(done, total)` is
-/// called after each chunk.
-pub fn save_world(
-    path: impl AsRef<Path>,
+/// Writes chunks `keys` of `source` as a whole world file into `out`; returns `out` (to commit,
+/// for an atomic file) and what was written. `progress(done, total)` is called after each chunk.
+pub fn write_world<W: Write>(
+    out: W,
     source: &impl VoxelRead,
-    keys: &[Point3<i32>],
+    keys: &[StoreChunkKey],
     table: &MaterialTable,
     options: WriteOptions,
     mut progress: impl FnMut(usize, usize),
-) -> Result<SaveStats, WorldFileError> {
-    let file = AtomicFile::create(path)?;
-    let mut w = WorldWriter::new(file, table, options)?;
+) -> Result<(W, SaveStats), WorldFileError> {
+    let mut w = WorldWriter::new(out, table, options)?;
     for (i, key) in keys.iter().enumerate() {
         w.write_chunk(*key, source)?;
         progress(i + 1, keys.len());
     }
     let chunks = w.chunks_written();
-    let (file, bytes) = w.finish()?;
-    file.commit()?;
-    Ok(SaveStats { chunks, bytes })
+    let (out, bytes) = w.finish()?;
+    Ok((out, SaveStats { chunks, bytes }))
 }
 
 /// Reads a world file: header, trailer and directory at open, then chunks on demand, each checked
@@ -223,7 +215,6 @@ pub struct WorldReader<R: Read + Seek> {
     input: R,
     table: MaterialTable,
     known: u64,
-    chunk_shift: u8,
     entries: Vec<ChunkEntry>,
     file_len: u64,
     scratch: BlockScratch,
@@ -284,9 +275,8 @@ impl<R: Read + Seek> WorldReader<R> {
         if crc(&header[..body]) != le_u32(&header[body..]) {
             return Err(WorldFileError::Checksum { what: "header", offset: 0 });
         }
-        let chunk_shift = fixed[10];
-        if !(1..=7).contains(&chunk_shift) {
-            return Err(corrupt("chunk shift", 10));
+        if fixed[10] != CHUNK_SHIFT {
+            return Err(WorldFileError::UnsupportedChunkShift(fixed[10]));
         }
         if fixed[11] != 0 {
             return Err(corrupt("reserved header byte", 11));
@@ -328,7 +318,7 @@ impl<R: Read + Seek> WorldReader<R> {
         let mut next = header_end;
         for (i, e) in dir.chunks_exact(DIR_ENTRY as usize).enumerate() {
             let entry = ChunkEntry {
-                key: Point3::new(le_i32(&e[0..4]), le_i32(&e[4..8]), le_i32(&e[8..12])),
+                key: StoreChunkKey::new(le_i32(&e[0..4]), le_i32(&e[4..8]), le_i32(&e[8..12])),
                 offset: le_u64(&e[12..20]),
                 len: le_u32(&e[20..24]),
             };
@@ -337,7 +327,7 @@ impl<R: Read + Seek> WorldReader<R> {
             {
                 return Err(corrupt("directory entry (record offset or length)", at));
             }
-            chunk_region(entry.key, chunk_shift).map_err(|_| corrupt("directory entry (chunk key)", at))?;
+            entry.key.region().map_err(|_| corrupt("directory entry (chunk key)", at))?;
             next += entry.len as u64;
             entries.push(entry);
         }
@@ -352,7 +342,6 @@ impl<R: Read + Seek> WorldReader<R> {
             input,
             table,
             known,
-            chunk_shift,
             entries,
             file_len,
             scratch: BlockScratch::default(),
@@ -365,14 +354,9 @@ impl<R: Read + Seek> WorldReader<R> {
         &self.table
     }
 
-    /// log2 of the chunk side.
-    pub fn chunk_shift(&self) -> u8 {
-        self.chunk_shift
-    }
-
     /// Voxels per chunk.
     pub fn chunk_voxels(&self) -> usize {
-        1 << (3 * self.chunk_shift as usize)
+        1 << (3 * StoreChunkKey::SHIFT as usize)
     }
 
     /// The directory, sorted by key.
@@ -387,7 +371,7 @@ impl<R: Read + Seek> WorldReader<R> {
 
     /// Reads and decodes chunk `key` into `out` (`chunk_voxels()` long, buffer order). Returns
     /// `false` (and leaves `out` alone) if the file has no such chunk: it is all Air.
-    pub fn read_chunk(&mut self, key: Point3<i32>, out: &mut [Voxel]) -> Result<bool, WorldFileError> {
+    pub fn read_chunk(&mut self, key: StoreChunkKey, out: &mut [Voxel]) -> Result<bool, WorldFileError> {
         let Ok(i) =
             self.entries.binary_search_by_key(&(key.x, key.y, key.z), |e| (e.key.x, e.key.y, e.key.z))
         else {
@@ -438,8 +422,7 @@ impl<R: Read + Seek> WorldReader<R> {
         let entries = self.entries.clone();
         for (i, e) in entries.iter().enumerate() {
             self.read_entry(e, &mut voxels)?;
-            let region = chunk_region(e.key, self.chunk_shift)
-                .map_err(|err| WorldFileError::Voxels(err.to_string()))?;
+            let region = e.key.region().map_err(|err| WorldFileError::Voxels(err.to_string()))?;
             dest.write_box(&region, &voxels).map_err(|err| WorldFileError::Voxels(err.to_string()))?;
             progress(i + 1, entries.len());
         }

@@ -7,11 +7,12 @@ use proptest::prelude::*;
 use std::io::Cursor;
 use voxterra_codec::block::{BlockScratch, decode_block, encode_voxels};
 use voxterra_codec::{
-    AtomicFile, Compression, ReadLimits, Snapshot, WorldFileError, WorldReader, WorldWriter, WriteOptions,
-    rle, save_world,
+    Compression, ReadLimits, Snapshot, WorldFileError, WorldReader, WorldWriter, WriteOptions, rle,
 };
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Material, MaterialTable, Region, Voxel, VoxelPos, VoxelRead, materials as m};
+use voxterra_core::{
+    Material, MaterialTable, Region, StoreChunkKey, Voxel, VoxelPos, VoxelRead, materials as m,
+};
 use voxterra_voxel_store::VoxelStore;
 
 fn arb_voxel() -> impl Strategy<Value = Voxel> {
@@ -107,7 +108,7 @@ fn exact_bytes_of_small_boxes() {
     insta::assert_snapshot!(cases);
 }
 
-fn small_world() -> (VoxelStore, Vec<Point3<i32>>) {
+fn small_world() -> (VoxelStore, Vec<StoreChunkKey>) {
     let mut store = VoxelStore::new();
     let params = voxterra_worldgen::WorldParams::new(9, [40, 40, 36]);
     voxterra_worldgen::generate(&params, &mut store, |_, _| {}).unwrap();
@@ -115,13 +116,9 @@ fn small_world() -> (VoxelStore, Vec<Point3<i32>>) {
     (store, keys)
 }
 
-fn file_of(store: &VoxelStore, keys: &[Point3<i32>], c: Compression) -> Vec<u8> {
-    let mut w = WorldWriter::new(
-        Vec::new(),
-        &MaterialTable::default(),
-        WriteOptions { compression: c, chunk_shift: 5 },
-    )
-    .unwrap();
+fn file_of(store: &VoxelStore, keys: &[StoreChunkKey], c: Compression) -> Vec<u8> {
+    let mut w =
+        WorldWriter::new(Vec::new(), &MaterialTable::default(), WriteOptions { compression: c }).unwrap();
     for k in keys {
         w.write_chunk(*k, store).unwrap();
     }
@@ -155,9 +152,9 @@ fn world_files_load_exactly_what_was_saved() {
         let mut chunk = vec![Voxel::AIR; r.chunk_voxels()];
         assert!(r.read_chunk(keys[1], &mut chunk).unwrap());
         let mut expect = vec![Voxel::AIR; chunk.len()];
-        store.read_box(&Region::chunk(keys[1], 5).unwrap(), &mut expect).unwrap();
+        store.read_box(&keys[1].region().unwrap(), &mut expect).unwrap();
         assert_eq!(chunk, expect);
-        assert!(!r.read_chunk(Point3::new(100, 100, 100), &mut chunk).unwrap());
+        assert!(!r.read_chunk(StoreChunkKey::new(100, 100, 100), &mut chunk).unwrap());
         assert_eq!(r.material_table(), &MaterialTable::default());
     }
 }
@@ -198,42 +195,17 @@ fn every_byte_flip_and_truncation_errors_or_decodes_exactly() {
 }
 
 #[test]
-fn interrupted_save_keeps_the_previous_file() {
-    let dir = std::env::temp_dir().join(format!("voxterra-codec-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("world.vxt");
+fn other_chunk_sizes_are_rejected_by_name() {
     let (store, keys) = small_world();
-    let table = MaterialTable::default();
-    save_world(&path, &store, &keys, &table, WriteOptions::default(), |_, _| {}).unwrap();
-    let saved = std::fs::read(&path).unwrap();
-
-    // A crash between write and rename: everything written, never committed.
-    let mut other = VoxelStore::new();
-    other
-        .fill(&Region::from_min_size(Point3::new(0, 0, 0), [8, 8, 8]).unwrap(), Voxel::full(m::SNOW))
-        .unwrap();
-    {
-        let file = AtomicFile::create(&path).unwrap();
-        let temp = file.temp_path().to_path_buf();
-        let mut w = WorldWriter::new(file, &table, WriteOptions::default()).unwrap();
-        w.write_chunk(Point3::new(0, 0, 0), &other).unwrap();
-        let (file, _) = w.finish().unwrap();
-        assert!(temp.exists());
-        drop(file); // the failure: no commit
-        assert!(!temp.exists(), "the partial file is removed");
-    }
-    assert_eq!(std::fs::read(&path).unwrap(), saved, "the previous file is untouched");
-    let mut r = WorldReader::open_path(&path, ReadLimits::default()).unwrap();
-    let mut loaded = VoxelStore::new();
-    r.read_all(&mut loaded, |_, _| {}).unwrap();
-    assert!(same_voxels(&store, &loaded));
-
-    // A failing source mid-save: the error comes back and the old file stays.
-    let bad_keys = [Point3::new(i32::MAX, 0, 0)];
-    assert!(save_world(&path, &store, &bad_keys, &table, WriteOptions::default(), |_, _| {}).is_err());
-    assert_eq!(std::fs::read(&path).unwrap(), saved);
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file is left behind");
-    std::fs::remove_dir_all(&dir).unwrap();
+    let mut bytes = file_of(&store, &keys, Compression::Lz4);
+    assert_eq!(bytes[10], 5, "the chunk shift byte");
+    bytes[10] = 4;
+    // Fix the header CRC so only the shift is wrong.
+    let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let body = 16 + json_len;
+    let crc = crc32fast::hash(&bytes[..body]);
+    bytes[body..body + 4].copy_from_slice(&crc.to_le_bytes());
+    assert!(matches!(load(&bytes), Err(WorldFileError::UnsupportedChunkShift(4))));
 }
 
 #[test]

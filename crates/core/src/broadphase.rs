@@ -2,7 +2,56 @@
 //! destroyed; overlapping pairs; AABB and ray queries. [`BruteForceBroadphase`] is the O(n²)
 //! reference the dynamic AABB tree is tested against.
 
-use crate::{Aabb, CoreError, Ray};
+use crate::{Aabb, Ray};
+use thiserror::Error;
+
+/// What went wrong in a [`Broadphase`] call.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// A box with a NaN or infinite coordinate, or `mins > maxs` on some axis.
+    #[error("invalid proxy box {mins:?}..{maxs:?}: NaN, infinite or inverted")]
+    InvalidAabb {
+        /// The given minimum corner.
+        mins: [f32; 3],
+        /// The given maximum corner.
+        maxs: [f32; 3],
+    },
+    /// A finite box past the coordinates the implementor accepts (its documented limit).
+    #[error("proxy box {mins:?}..{maxs:?} reaches beyond ±{limit:e}")]
+    OutOfRange {
+        /// The given minimum corner.
+        mins: [f32; 3],
+        /// The given maximum corner.
+        maxs: [f32; 3],
+        /// The largest absolute coordinate accepted.
+        limit: f32,
+    },
+    /// A proxy id the broadphase does not hold.
+    #[error("unknown proxy {0}")]
+    UnknownProxy(u32),
+    /// More live proxies than the implementor can address.
+    #[error("at most {limit} proxies")]
+    CapacityExceeded {
+        /// The most live proxies allowed.
+        limit: u64,
+    },
+    /// One item of a batch call failed; nothing of the batch was applied.
+    #[error("item {index} of the batch: {source}")]
+    InBatch {
+        /// The item's index in the batch.
+        index: usize,
+        /// What was wrong with it.
+        source: Box<ProxyError>,
+    },
+}
+
+impl ProxyError {
+    /// [`ProxyError::InvalidAabb`] for `aabb`.
+    pub fn invalid(aabb: &Aabb) -> Self {
+        ProxyError::InvalidAabb { mins: aabb.mins.into(), maxs: aabb.maxs.into() }
+    }
+}
 
 /// A proxy's handle. Ids of destroyed proxies may be reused.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -24,12 +73,17 @@ pub struct ProxyMove {
 /// Pair semantics shared by every implementor: [`Broadphase::update_pairs`] reports, once each and in
 /// ascending `(low, high)` id order, every pair of proxies whose boxes overlap and of which at least
 /// one was created or moved since the previous call.
+///
+/// That rule covers every proxy made through [`Broadphase::create_proxy`]. An implementor may also
+/// offer, through its own API, proxies that opt out of pairs among themselves (the dynamic AABB
+/// tree's *static* proxies, for level geometry that never needs to collide with itself): pairs of
+/// two such proxies are never reported, pairs of one with any other proxy follow the rule.
 pub trait Broadphase {
-    /// Adds a proxy; [`CoreError::InvalidAabb`] for NaN or inverted boxes.
-    fn create_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, CoreError>;
+    /// Adds a proxy; [`ProxyError::InvalidAabb`] for NaN or inverted boxes.
+    fn create_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, ProxyError>;
 
-    /// Removes a proxy; [`CoreError::UnknownProxy`] if it does not exist.
-    fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), CoreError>;
+    /// Removes a proxy; [`ProxyError::UnknownProxy`] if it does not exist.
+    fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), ProxyError>;
 
     /// Moves a proxy to `aabb`; `displacement` is a hint for implementors that predict motion.
     fn move_proxy(
@@ -37,12 +91,12 @@ pub trait Broadphase {
         id: ProxyId,
         aabb: Aabb,
         displacement: nalgebra::Vector3<f32>,
-    ) -> Result<(), CoreError>;
+    ) -> Result<(), ProxyError>;
 
     /// Moves many proxies, as [`Broadphase::move_proxy`] on each in order. On the first error the
     /// moves before it stay applied, and the rest are not. Implementors may settle their
     /// structures once for the whole batch (a simulation step moves most bodies at once).
-    fn move_proxies(&mut self, moves: &[ProxyMove]) -> Result<(), CoreError> {
+    fn move_proxies(&mut self, moves: &[ProxyMove]) -> Result<(), ProxyError> {
         for m in moves {
             self.move_proxy(m.id, m.aabb, m.displacement)?;
         }
@@ -84,8 +138,8 @@ impl BruteForceBroadphase {
         Self::default()
     }
 
-    fn get_mut(&mut self, id: ProxyId) -> Result<&mut Proxy, CoreError> {
-        self.proxies.get_mut(id.0 as usize).and_then(Option::as_mut).ok_or(CoreError::UnknownProxy(id.0))
+    fn get_mut(&mut self, id: ProxyId) -> Result<&mut Proxy, ProxyError> {
+        self.proxies.get_mut(id.0 as usize).and_then(Option::as_mut).ok_or(ProxyError::UnknownProxy(id.0))
     }
 
     fn live(&self) -> impl Iterator<Item = (ProxyId, &Proxy)> {
@@ -93,12 +147,12 @@ impl BruteForceBroadphase {
     }
 }
 
-fn checked(aabb: Aabb) -> Result<Aabb, CoreError> {
-    Aabb::try_new(aabb.mins, aabb.maxs)
+fn checked(aabb: Aabb) -> Result<Aabb, ProxyError> {
+    if aabb.is_valid() { Ok(aabb) } else { Err(ProxyError::invalid(&aabb)) }
 }
 
 impl Broadphase for BruteForceBroadphase {
-    fn create_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, CoreError> {
+    fn create_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, ProxyError> {
         let proxy = Proxy { aabb: checked(aabb)?, user_data, moved: true };
         Ok(match self.free.pop() {
             Some(i) => {
@@ -112,7 +166,7 @@ impl Broadphase for BruteForceBroadphase {
         })
     }
 
-    fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), CoreError> {
+    fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), ProxyError> {
         self.get_mut(id)?;
         self.proxies[id.0 as usize] = None;
         self.free.push(id.0);
@@ -124,7 +178,7 @@ impl Broadphase for BruteForceBroadphase {
         id: ProxyId,
         aabb: Aabb,
         _displacement: nalgebra::Vector3<f32>,
-    ) -> Result<(), CoreError> {
+    ) -> Result<(), ProxyError> {
         let aabb = checked(aabb)?;
         let p = self.get_mut(id)?;
         p.aabb = aabb;
@@ -186,7 +240,7 @@ mod tests {
         let mv = |id, aabb| ProxyMove { id, aabb, displacement: Vector3::zeros() };
         let nan = Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::origin());
         let got = bp.move_proxies(&[mv(a, cube(9.0)), mv(b, nan), mv(a, cube(3.0))]);
-        assert!(matches!(got, Err(CoreError::InvalidAabb(_))), "{got:?}");
+        assert!(matches!(got, Err(ProxyError::InvalidAabb { .. })), "{got:?}");
         // The first move stands, the third was never made.
         let mut found = vec![];
         bp.query_aabb(&cube(9.0), &mut |id| {
@@ -217,7 +271,7 @@ mod tests {
         assert_eq!(pairs, vec![(a, c), (b, c)]);
         assert!(bp.create_proxy(Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::origin()), 0).is_err());
         bp.destroy_proxy(b).unwrap();
-        assert_eq!(bp.destroy_proxy(b), Err(CoreError::UnknownProxy(b.0)));
+        assert_eq!(bp.destroy_proxy(b), Err(ProxyError::UnknownProxy(b.0)));
         assert_eq!(bp.user_data(c), Some(9));
         let mut hits = vec![];
         bp.cast_ray(&Ray::new(Point3::new(-1.0, 0.5, 0.5), Vector3::x()), 100.0, &mut |id, _, l| {

@@ -1,9 +1,10 @@
-//! The error type shared by core's constructors and traits.
+//! The error type shared by core's constructors and voxel traits.
 
+use crate::Region;
 use thiserror::Error;
 
 /// What went wrong in a core constructor or a voxel read/write through core's traits.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum CoreError {
     /// Material ids are 6 bits (the codec's lead byte): 0..=63.
@@ -13,8 +14,13 @@ pub enum CoreError {
     #[error("air voxel with non-zero occupancy byte {0}")]
     AirWithOccupancy(u8),
     /// A material id the material table does not define.
-    #[error("material {0} is not in the material table ({1} entries)")]
-    UnknownMaterial(u8, usize),
+    #[error("material {id} is not in the material table ({table_len} entries)")]
+    UnknownMaterial {
+        /// The material id.
+        id: u8,
+        /// Entries in the table.
+        table_len: usize,
+    },
     /// A region whose min exceeds its max on some axis.
     #[error("inverted region: min {min:?} exceeds max {max:?}")]
     InvertedRegion {
@@ -23,9 +29,33 @@ pub enum CoreError {
         /// The given maximum corner.
         max: [i32; 3],
     },
-    /// A region or coordinate that leaves the i32 voxel space, or whose voxel count overflows usize.
-    #[error("region too large or out of range: {0}")]
-    RegionOverflow(String),
+    /// A coordinate, size or count past what its type can hold: a region leaving the i32 voxel
+    /// space, a voxel count past usize, a row longer than u32.
+    #[error("{what} {value} is past its limit {limit}")]
+    RegionOverflow {
+        /// What overflowed ("region end", "chunk key", "voxel count", "row length").
+        what: &'static str,
+        /// The value asked for.
+        value: i128,
+        /// The largest (or, for negative values, smallest) value allowed.
+        limit: i128,
+    },
+    /// A dense buffer asked for more voxels than the caller's limit.
+    #[error("{voxels} voxels exceed the limit of {limit}")]
+    TooManyVoxels {
+        /// Voxels asked for.
+        voxels: usize,
+        /// The limit in force.
+        limit: usize,
+    },
+    /// A read or write outside the voxels a reader or writer holds.
+    #[error("region {region:?} is not inside {bounds:?}")]
+    OutsideRegion {
+        /// The region asked for.
+        region: Region,
+        /// The region held.
+        bounds: Region,
+    },
     /// A dense buffer whose length does not match the region it stands for.
     #[error("buffer holds {got} voxels but the region has {expected}")]
     BufferSize {
@@ -34,19 +64,28 @@ pub enum CoreError {
         /// Voxels in the buffer.
         got: usize,
     },
-    /// An AABB with a NaN or infinite coordinate, or min > max.
-    #[error("invalid AABB: {0}")]
-    InvalidAabb(String),
+    /// An AABB with a NaN or infinite coordinate, or `mins > maxs` on some axis.
+    #[error("invalid AABB {mins:?}..{maxs:?}: NaN, infinite or inverted")]
+    InvalidAabb {
+        /// The given minimum corner.
+        mins: [f32; 3],
+        /// The given maximum corner.
+        maxs: [f32; 3],
+    },
     /// A ray with a NaN or infinite component, or a zero direction.
-    #[error("invalid ray: {0}")]
-    InvalidRay(String),
-    /// A proxy id the broadphase does not hold.
-    #[error("unknown proxy {0}")]
-    UnknownProxy(u32),
-    /// A material table that breaks the table's rules.
-    #[error("invalid material table: {0}")]
-    InvalidMaterialTable(String),
-    /// A structure would grow past its documented size limit (e.g. a broadphase's proxy count).
-    #[error("capacity exceeded: {0}")]
-    CapacityExceeded(String),
+    #[error("invalid ray from {origin:?} along {dir:?}: non-finite or zero direction")]
+    InvalidRay {
+        /// The given origin.
+        origin: [f32; 3],
+        /// The given direction.
+        dir: [f32; 3],
+    },
+    /// A material table that breaks one of the table's rules.
+    #[error("invalid material table: entry {entry} breaks the rule \"{rule}\"")]
+    InvalidMaterialTable {
+        /// The entry that breaks it (the entry count for the count rule).
+        entry: usize,
+        /// The rule, as the table's documentation states it.
+        rule: &'static str,
+    },
 }

@@ -28,7 +28,11 @@ impl Aabb {
     /// A box from its corners, or [`CoreError::InvalidAabb`] for NaN, infinities, or `mins > maxs`.
     pub fn try_new(mins: Point3<f32>, maxs: Point3<f32>) -> Result<Self, CoreError> {
         let b = Aabb { mins, maxs };
-        if b.is_valid() { Ok(b) } else { Err(CoreError::InvalidAabb(format!("{mins:?}..{maxs:?}"))) }
+        if b.is_valid() {
+            Ok(b)
+        } else {
+            Err(CoreError::InvalidAabb { mins: mins.into(), maxs: maxs.into() })
+        }
     }
 
     /// The smallest box holding every point, `None` for no points.
@@ -43,10 +47,19 @@ impl Aabb {
         (0..3).all(|i| self.mins[i].is_finite() && self.maxs[i].is_finite() && self.mins[i] <= self.maxs[i])
     }
 
-    /// True when the closed boxes share a point.
+    /// True when the closed boxes share a point. An inverted box (`mins > maxs` on some axis) holds
+    /// no point, so it intersects nothing, itself included; neither does a box with a NaN corner.
     #[inline]
     pub fn intersects(&self, other: &Aabb) -> bool {
-        self.mins.x <= other.maxs.x
+        // Each axis: the later start is at most the earlier end, written as the four pairwise
+        // compares so NaN fails every one (`f32::max` would skip a NaN).
+        self.mins.x <= self.maxs.x
+            && other.mins.x <= other.maxs.x
+            && self.mins.y <= self.maxs.y
+            && other.mins.y <= other.maxs.y
+            && self.mins.z <= self.maxs.z
+            && other.mins.z <= other.maxs.z
+            && self.mins.x <= other.maxs.x
             && other.mins.x <= self.maxs.x
             && self.mins.y <= other.maxs.y
             && other.mins.y <= self.maxs.y
@@ -85,7 +98,7 @@ impl Aabb {
         self.maxs - self.mins
     }
 
-    /// The centre point.
+    /// The center point.
     #[inline]
     pub fn center(&self) -> Point3<f32> {
         nalgebra::center(&self.mins, &self.maxs)
@@ -158,7 +171,7 @@ impl Ray {
     pub fn try_new(origin: Point3<f32>, dir: Vector3<f32>) -> Result<Self, CoreError> {
         let finite = origin.iter().chain(dir.iter()).all(|v| v.is_finite());
         if !finite || dir == Vector3::zeros() {
-            return Err(CoreError::InvalidRay(format!("origin {origin:?}, dir {dir:?}")));
+            return Err(CoreError::InvalidRay { origin: origin.into(), dir: dir.into() });
         }
         Ok(Ray { origin, dir })
     }
@@ -257,6 +270,11 @@ mod tests {
         let nan = Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0));
         let unit = Aabb::new(Point3::origin(), Point3::new(1.0, 1.0, 1.0));
         assert!(!nan.intersects(&unit) && !unit.intersects(&nan));
+        // The documented contract: an inverted box overlaps nothing, whichever side it is on.
+        let inverted = Aabb::new(Point3::new(5.0, 0.0, 0.0), Point3::new(3.0, 1.0, 1.0));
+        let spanning = Aabb::new(Point3::new(2.0, 0.0, 0.0), Point3::new(6.0, 1.0, 1.0));
+        assert!(!inverted.intersects(&spanning) && !spanning.intersects(&inverted));
+        assert!(!inverted.intersects(&inverted));
         assert!(Ray::try_new(Point3::origin(), Vector3::zeros()).is_err());
         let ray = Ray::new(Point3::new(0.5, 2.0, 0.5), Vector3::new(0.0, -1.0, 0.0));
         assert_eq!(unit.clip_ray(&ray, 10.0), Some((1.0, 2.0)));

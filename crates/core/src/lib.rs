@@ -6,13 +6,15 @@
 //! - [`Voxel`]: a [`Material`] id (0..=63, 0 is Air) and an occupancy byte, two bytes. Occupancy
 //!   byte `v` means `(v + 1) / 256` for non-air and 0 for Air; Air never carries occupancy.
 //! - [`MaterialTable`]: what each material is (air, solid or liquid; smooth or sharp; friction,
-//!   restitution, colour), with a default palette ([`materials`]).
+//!   restitution, color), with a default palette ([`materials`]).
 //! - [`VoxelPos`] and [`Region`]: integer coordinates (Y up) and half-open boxes of them. Dense
 //!   buffers are laid out X fastest, then Z, then Y.
+//! - [`StoreChunkKey`] (32³ storage chunks) and [`PhysicsChunkKey`] (8³ physics chunks): distinct
+//!   key types, so one cannot be passed where the other belongs.
 //! - [`Aabb`], [`Ray`], [`ray_triangle`]: f32 geometry on nalgebra 0.34 (parry3d 0.25's).
 //! - The traits: [`VoxelRead`] / [`VoxelWrite`] (a box into a dense buffer, rows along X, writes
 //!   that report their dirty region), [`TriangleSource`] (a mesh without copying, f32 or 16-bit
-//!   quantised positions), [`TriangleIndex`] (AABB and ray queries over triangles), [`Broadphase`]
+//!   quantized positions), [`TriangleIndex`] (AABB and ray queries over triangles), [`Broadphase`]
 //!   (moving proxies). Each has a simple reference implementation here — [`DenseVoxels`],
 //!   [`BruteForceTriangles`], [`BruteForceBroadphase`] — that the fast ones are tested against.
 //!
@@ -33,6 +35,7 @@
 #![forbid(unsafe_code)]
 
 mod broadphase;
+mod chunk_key;
 mod error;
 mod geometry;
 mod material;
@@ -41,11 +44,14 @@ mod triangles;
 mod voxel;
 mod voxel_io;
 
-pub use broadphase::{Broadphase, BruteForceBroadphase, ProxyId, ProxyMove};
+pub use broadphase::{Broadphase, BruteForceBroadphase, ProxyError, ProxyId, ProxyMove};
+pub use chunk_key::{
+    ChunkKey, ChunkRange, PHYSICS_CHUNK_SHIFT, PhysicsChunkKey, STORE_CHUNK_SHIFT, StoreChunkKey,
+};
 pub use error::CoreError;
 pub use geometry::{Aabb, Culling, Ray, RayHit, ray_triangle};
 pub use material::{MaterialInfo, MaterialKind, MaterialTable, SurfaceShape, materials};
-pub use region::{ChunkKey, DirtyBounds, Region, VoxelPos, chunk_key};
+pub use region::{DirtyBounds, Region, VoxelPos};
 pub use triangles::{
     BruteForceTriangles, Positions, QuantizedPositions, TriangleIndex, TriangleIndices, TriangleMesh,
     TriangleSource, check_indices,

@@ -1,5 +1,5 @@
 //! The material table: what each material id is (air, solid or liquid; smooth or sharp surface;
-//! friction, restitution, colour), and the default palette.
+//! friction, restitution, color), and the default palette.
 
 use crate::{CoreError, Material, Voxel};
 
@@ -41,7 +41,7 @@ pub struct MaterialInfo {
     pub friction: f32,
     /// Restitution in `[0, 1]`.
     pub restitution: f32,
-    /// sRGB colour for previews and exported meshes.
+    /// sRGB color for previews and exported meshes.
     pub color: [u8; 3],
 }
 
@@ -110,29 +110,23 @@ impl MaterialTable {
     /// A table from its entries, checked: 1..=64 entries, entry 0 and only it is Air, names unique
     /// and non-empty, friction finite and >= 0, restitution in `[0, 1]`.
     pub fn new(entries: Vec<MaterialInfo>) -> Result<Self, CoreError> {
-        let bad = |why: String| Err(CoreError::InvalidMaterialTable(why));
+        let bad = |entry: usize, rule: &'static str| Err(CoreError::InvalidMaterialTable { entry, rule });
         if entries.is_empty() || entries.len() > Material::COUNT {
-            return bad(format!("{} entries; a table has 1..=64", entries.len()));
+            return bad(entries.len(), "a table has 1..=64 entries");
         }
         let (mut solid_mask, mut liquid_mask) = (0u64, 0u64);
         for (id, e) in entries.iter().enumerate() {
             if (id == 0) != (e.kind == MaterialKind::Air) {
-                return bad(format!("entry {id} ({}): Air must be entry 0 and only entry 0", e.name));
+                return bad(id, "Air is entry 0 and only entry 0");
             }
             if e.name.is_empty() || entries[..id].iter().any(|o| o.name == e.name) {
-                return bad(format!("entry {id}: name {:?} is empty or repeated", e.name));
+                return bad(id, "names are non-empty and unique");
             }
             if !(e.friction.is_finite() && e.friction >= 0.0) {
-                return bad(format!(
-                    "entry {id} ({}): friction {} is not finite and >= 0",
-                    e.name, e.friction
-                ));
+                return bad(id, "friction is finite and >= 0");
             }
             if !(0.0..=1.0).contains(&e.restitution) {
-                return bad(format!(
-                    "entry {id} ({}): restitution {} is not in [0, 1]",
-                    e.name, e.restitution
-                ));
+                return bad(id, "restitution is in [0, 1]");
             }
             match e.kind {
                 MaterialKind::Solid => solid_mask |= 1 << id,
@@ -147,7 +141,7 @@ impl MaterialTable {
     pub fn get(&self, material: Material) -> Result<&MaterialInfo, CoreError> {
         self.entries
             .get(material.id() as usize)
-            .ok_or(CoreError::UnknownMaterial(material.id(), self.entries.len()))
+            .ok_or(CoreError::UnknownMaterial { id: material.id(), table_len: self.entries.len() })
     }
 
     /// Checks that a voxel's material is in this table.
@@ -251,7 +245,10 @@ mod tests {
         assert!(!t.is_solid(Voxel::AIR));
         assert!(t.is_liquid(Voxel::full(materials::WATER)));
         assert_eq!(t.get(materials::BASALT).unwrap().surface, SurfaceShape::Sharp);
-        assert!(matches!(t.get(Material::new(40).unwrap()), Err(CoreError::UnknownMaterial(40, 15))));
+        assert!(matches!(
+            t.get(Material::new(40).unwrap()),
+            Err(CoreError::UnknownMaterial { id: 40, table_len: 15 })
+        ));
     }
 
     #[test]

@@ -6,13 +6,6 @@ use nalgebra::Point3;
 /// A voxel coordinate. Voxel `(x, y, z)` covers `[x, x+1) × [y, y+1) × [z, z+1)`; Y is up.
 pub type VoxelPos = Point3<i32>;
 
-/// The key of the chunk of `2^shift` voxels a side that holds `p` (arithmetic shift, so negative
-/// coordinates land in negative chunks).
-#[inline]
-pub fn chunk_key(p: VoxelPos, shift: u32) -> Point3<i32> {
-    Point3::new(p.x >> shift, p.y >> shift, p.z >> shift)
-}
-
 /// A half-open box of voxels `[min, max)`; `min == max` on any axis is an empty region.
 ///
 /// Regions are the unit of every read and write. Dense buffers that stand for a region are laid out
@@ -44,8 +37,12 @@ impl Region {
     /// leave the i32 coordinate space.
     pub fn from_min_size(min: VoxelPos, size: [u32; 3]) -> Result<Self, CoreError> {
         let end = |m: i32, s: u32| {
-            i32::try_from(m as i64 + s as i64)
-                .map_err(|_| CoreError::RegionOverflow(format!("{m} + {s} leaves the i32 voxel space")))
+            let end = m as i64 + s as i64;
+            i32::try_from(end).map_err(|_| CoreError::RegionOverflow {
+                what: "region end",
+                value: end as i128,
+                limit: i32::MAX as i128,
+            })
         };
         Ok(Region { min, max: Point3::new(end(min.x, size[0])?, end(min.y, size[1])?, end(min.z, size[2])?) })
     }
@@ -53,16 +50,6 @@ impl Region {
     /// The one-voxel region at `p`. The voxel at `i32::MAX` on an axis has no half-open region.
     pub fn voxel(p: VoxelPos) -> Result<Self, CoreError> {
         Region::from_min_size(p, [1, 1, 1])
-    }
-
-    /// The region of chunk `key` for chunks of `2^shift` voxels a side.
-    pub fn chunk(key: Point3<i32>, shift: u32) -> Result<Self, CoreError> {
-        let lo = |k: i32| {
-            i32::try_from((k as i64) << shift)
-                .map_err(|_| CoreError::RegionOverflow(format!("chunk {k} << {shift} leaves i32")))
-        };
-        let min = Point3::new(lo(key.x)?, lo(key.y)?, lo(key.z)?);
-        Region::from_min_size(min, [1 << shift; 3])
     }
 
     /// Inclusive minimum corner.
@@ -92,8 +79,11 @@ impl Region {
 
     /// Voxel count as usize, or [`CoreError::RegionOverflow`]: the checked size of a dense buffer.
     pub fn len(&self) -> Result<usize, CoreError> {
-        usize::try_from(self.volume())
-            .map_err(|_| CoreError::RegionOverflow(format!("{:?} voxels do not fit usize", self.size())))
+        usize::try_from(self.volume()).map_err(|_| CoreError::RegionOverflow {
+            what: "voxel count",
+            value: self.volume().min(i128::MAX as u128) as i128,
+            limit: usize::MAX as i128,
+        })
     }
 
     /// True when the region holds no voxel.
@@ -148,27 +138,6 @@ impl Region {
         }
     }
 
-    /// The chunk keys (chunks of `2^shift` a side) this region touches, as an inclusive range
-    /// `(first, last)`; `None` for an empty region.
-    pub fn chunk_range(&self, shift: u32) -> Option<(Point3<i32>, Point3<i32>)> {
-        if self.is_empty() {
-            return None;
-        }
-        let last = Point3::new(self.max.x - 1, self.max.y - 1, self.max.z - 1);
-        Some((chunk_key(self.min, shift), chunk_key(last, shift)))
-    }
-
-    /// Number of chunks of `2^shift` a side this region touches.
-    pub fn chunk_count(&self, shift: u32) -> u128 {
-        match self.chunk_range(shift) {
-            None => 0,
-            Some((a, b)) => {
-                let n = |a: i32, b: i32| (b as i64 - a as i64 + 1) as u128;
-                n(a.x, b.x) * n(a.y, b.y) * n(a.z, b.z)
-            }
-        }
-    }
-
     /// Index of `p` (inside the region) in a dense buffer for this region: X fastest, then Z, then Y.
     #[inline]
     pub fn index_of(&self, p: VoxelPos) -> usize {
@@ -199,11 +168,9 @@ mod tests {
                 .unwrap();
         assert_eq!(r.size(), [u32::MAX; 3]);
         assert_eq!(r.volume(), (u32::MAX as u128).pow(3));
-        assert!(matches!(r.len(), Err(CoreError::RegionOverflow(_))));
+        assert!(matches!(r.len(), Err(CoreError::RegionOverflow { what: "voxel count", .. })));
         assert!(Region::voxel(Point3::new(i32::MAX, 0, 0)).is_err());
-        assert!(Region::chunk(Point3::new(i32::MAX, 0, 0), 5).is_err());
         assert_eq!(r.expanded(5), r);
-        assert_eq!(chunk_key(Point3::new(-1, -32, -33), 5), Point3::new(-1, -1, -2));
     }
 
     proptest! {
@@ -230,9 +197,6 @@ mod tests {
                 prop_assert_eq!(i.is_some_and(|i| i.contains(p)), both);
                 if ra.contains(p) || rb.contains(p) { prop_assert!(u.contains(p)); }
             }
-            prop_assert_eq!(ra.chunk_count(3), ra.chunk_range(3).map_or(0, |_| {
-                let mut keys: Vec<_> = ra.iter().map(|p| chunk_key(p, 3)).collect();
-                keys.sort_by_key(|k| (k.x, k.y, k.z)); keys.dedup(); keys.len() as u128 }));
         }
     }
 }
@@ -274,36 +238,5 @@ impl DirtyBounds {
     pub fn region(&self) -> Option<Region> {
         // Every marked voxel came from a region with an exclusive max in i32, so +1 cannot overflow.
         self.bounds.map(|(lo, hi)| Region { min: lo, max: Point3::new(hi.x + 1, hi.y + 1, hi.z + 1) })
-    }
-}
-
-/// A chunk key as a hash-map key: the chunk's coordinates (voxel coordinates shifted right by the
-/// chunk size's log2).
-///
-/// PERF: hashes as one packed u64 — one hasher round. nalgebra's `Hash` for `Point3` writes the
-/// shape and each coordinate (five rounds), which cost the store 4× in random reads. Equality still
-/// compares all 96 bits; the fold is only for hashing.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Default)]
-pub struct ChunkKey(pub [i32; 3]);
-
-impl std::hash::Hash for ChunkKey {
-    #[inline]
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let [x, y, z] = self.0.map(|v| v as u32 as u64);
-        state.write_u64(x ^ y << 21 ^ z << 42);
-    }
-}
-
-impl From<Point3<i32>> for ChunkKey {
-    #[inline]
-    fn from(p: Point3<i32>) -> Self {
-        ChunkKey([p.x, p.y, p.z])
-    }
-}
-
-impl From<ChunkKey> for Point3<i32> {
-    #[inline]
-    fn from(k: ChunkKey) -> Self {
-        Point3::new(k.0[0], k.0[1], k.0[2])
     }
 }

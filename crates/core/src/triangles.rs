@@ -1,4 +1,4 @@
-//! Triangle sources (meshes seen without copying, f32 or 16-bit quantised positions) and triangle indices (spatial queries over them),
+//! Triangle sources (meshes seen without copying, f32 or 16-bit quantized positions) and triangle indices (spatial queries over them),
 //! with [`BruteForceTriangles`], the reference every index is tested against.
 
 use crate::{Aabb, Culling, Ray, RayHit, ray_triangle};
@@ -43,8 +43,8 @@ impl TriangleIndices<'_> {
 /// for physics meshes.
 ///
 /// With `step` a power of two and `origin` on the `step` grid, `points[i] * step` is exact and the
-/// sum rounds once, so two meshes that quantise the same point on the same grid decode it to the
-/// same f32, whatever their origins: neighbouring chunks meet without cracks.
+/// sum rounds once, so two meshes that quantize the same point on the same grid decode it to the
+/// same f32, whatever their origins: neighboring chunks meet without cracks.
 #[derive(Clone, Copy, Debug)]
 pub struct QuantizedPositions<'a> {
     /// Coordinates in steps from `origin`.
@@ -68,7 +68,7 @@ impl QuantizedPositions<'_> {
     }
 }
 
-/// The vertex buffer of a mesh: plain f32 positions, or 16-bit quantised ones (compact physics
+/// The vertex buffer of a mesh: plain f32 positions, or 16-bit quantized ones (compact physics
 /// meshes).
 #[derive(Clone, Copy, Debug)]
 pub enum Positions<'a> {

@@ -52,17 +52,17 @@ impl From<Material> for u8 {
     }
 }
 
-/// One voxel: a material and a quantised occupancy, 2 bytes.
+/// One voxel: a material and a quantized occupancy, 2 bytes.
 ///
 /// Occupancy byte `v` means `(v + 1) / 256` for non-air materials (exact in f32) and 0 for Air.
 /// The invariant "Air has occupancy byte 0" holds for every `Voxel` value: every constructor
-/// normalises (branch-free) or rejects, and the fields are private.
+/// normalizes (branch-free) or rejects, and the fields are private.
 ///
 /// ```
 /// use voxterra_core::{Material, Voxel};
 /// let rock = Material::new(3).unwrap();
 /// assert_eq!(Voxel::new(rock, 127).occupancy(), 0.5);
-/// assert_eq!(Voxel::new(Material::AIR, 200), Voxel::AIR); // normalised
+/// assert_eq!(Voxel::new(Material::AIR, 200), Voxel::AIR); // normalized
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -83,7 +83,7 @@ impl Voxel {
     /// A voxel of `material` with occupancy byte `occupancy`; Air's occupancy is forced to 0.
     #[inline]
     pub const fn new(material: Material, occupancy: u8) -> Self {
-        // Branch-free normalisation: the mask is 0x00 for Air and 0xff otherwise.
+        // Branch-free normalization: the mask is 0x00 for Air and 0xff otherwise.
         let mask = ((material.0 != 0) as u8).wrapping_neg();
         Voxel { material, occupancy: occupancy & mask }
     }
@@ -201,7 +201,7 @@ mod tests {
         }
 
         #[test]
-        fn occupancy_quantisation_is_nearest(m in 1u8..64, f in 0.0f32..1.5) {
+        fn occupancy_quantization_is_nearest(m in 1u8..64, f in 0.0f32..1.5) {
             let v = Voxel::with_occupancy(Material::new(m).unwrap(), f);
             if f <= 0.0 { prop_assert_eq!(v, Voxel::AIR); } else {
                 let target = f.clamp(1.0 / 256.0, 1.0);

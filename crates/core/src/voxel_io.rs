@@ -38,8 +38,11 @@ pub trait VoxelRead {
 
     /// Copies the X row starting at `start` into `out` (`out.len()` voxels).
     fn read_row(&self, start: VoxelPos, out: &mut [Voxel]) -> Result<(), CoreError> {
-        let len =
-            u32::try_from(out.len()).map_err(|_| CoreError::RegionOverflow("row longer than u32".into()))?;
+        let len = u32::try_from(out.len()).map_err(|_| CoreError::RegionOverflow {
+            what: "row length",
+            value: out.len() as i128,
+            limit: u32::MAX as i128,
+        })?;
         let region = Region::from_min_size(start, [len, 1, 1])?;
         self.visit_rows(&region, &mut |p, row| {
             let at = (p.x - start.x) as usize;
@@ -88,11 +91,11 @@ pub struct DenseVoxels {
 
 impl DenseVoxels {
     /// An all-air box over `region`. Refuses regions larger than `max_voxels` (the caller's memory
-    /// limit) with [`CoreError::RegionOverflow`] before allocating.
+    /// limit) with [`CoreError::TooManyVoxels`] (or [`CoreError::RegionOverflow`]) before allocating.
     pub fn new(region: Region, max_voxels: usize) -> Result<Self, CoreError> {
         let len = region.len()?;
         if len > max_voxels {
-            return Err(CoreError::RegionOverflow(format!("{len} voxels exceed the limit of {max_voxels}")));
+            return Err(CoreError::TooManyVoxels { voxels: len, limit: max_voxels });
         }
         Ok(DenseVoxels { region, voxels: vec![Voxel::AIR; len] })
     }
@@ -148,10 +151,7 @@ impl DenseVoxels {
         if self.region.contains_region(region) {
             Ok(())
         } else {
-            Err(CoreError::RegionOverflow(format!(
-                "{region:?} is not inside the dense box {:?}",
-                self.region
-            )))
+            Err(CoreError::OutsideRegion { region: *region, bounds: self.region })
         }
     }
 

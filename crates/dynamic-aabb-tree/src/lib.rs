@@ -4,11 +4,11 @@
 //! overlap. It starts from the dynamic AABB tree of Ming-Lun Chou's article (fat boxes, leaves in
 //! a binary tree of unions) and goes where Box2D v3 and bepu went since:
 //!
-//! - **Proxies** ([`DynamicAabbTree::create`], [`Broadphase::move_proxy`], destroy) carry user
+//! - **Proxies** ([`DynamicAabbTree::create_proxy_of_kind`], [`Broadphase::move_proxy`], destroy) carry user
 //!   data and a *fat* box: the tight box grown by a margin and stretched along the motion hint.
 //!   A move that stays inside its fat box touches no node. [`Broadphase::move_proxies`] moves a
 //!   batch: when many leave their fat boxes, the tree is refitted once rather than walked up from
-//!   each leaf. [`DynamicAabbTree::create_many`] creates a batch (a scene's load): when it is a
+//!   each leaf. [`DynamicAabbTree::create_proxies`] creates a batch (a scene's load): when it is a
 //!   quarter or more of its tree, the tree is rebuilt in bulk instead of inserting each. Static
 //!   proxies start with no margin.
 //! - **The tree**: 4-wide 128-byte nodes (two cache lines, Jolt's layout) in an index arena
@@ -72,10 +72,13 @@
 
 #![forbid(unsafe_code)]
 
-mod broadphase;
+mod proxies;
 mod quad;
 mod radix;
 mod sah;
+mod sink;
 
-pub use broadphase::{DynamicAabbTree, MAX_COORD, ProxyKind, Stats, TreeConfig, TreeStats};
+pub use proxies::{DynamicAabbTree, DynamicTreeStats, MAX_COORD, ProxyKind, TreeConfig, TreeStats};
+pub use quad::InvalidTree;
+pub use voxterra_core::ProxyError;
 pub use voxterra_core::{Broadphase, ProxyId};

@@ -38,7 +38,7 @@ impl Item {
         Item { aabb, r: LEAF | item, bin: 0 }
     }
 
-    /// Twice the box centre on `axis` (binning only compares, so the halving is skipped).
+    /// Twice the box center on `axis` (binning only compares, so the halving is skipped).
     #[inline]
     fn center2(&self, axis: usize) -> f32 {
         self.aabb.mins[axis] + self.aabb.maxs[axis]
@@ -113,8 +113,8 @@ fn bounds_area(items: &[Item]) -> f32 {
     area_lanes(lo, hi)
 }
 
-/// Partitions `items` (at least 2) by binned SAH on the centres (longest centroid axis); the split
-/// point is always in `1..len`. Falls back to halving when the centres coincide or SAH finds
+/// Partitions `items` (at least 2) by binned SAH on the centers (longest centroid axis); the split
+/// point is always in `1..len`. Falls back to halving when the centers coincide or SAH finds
 /// nothing.
 pub(crate) fn split(items: &mut [Item]) -> Split {
     let n = items.len();
@@ -198,11 +198,11 @@ pub(crate) fn split(items: &mut [Item]) -> Split {
     Split { at: i, areas }
 }
 
-/// Up to this many items are split by exact SAH over their sorted centres: cheaper than 12 bins
+/// Up to this many items are split by exact SAH over their sorted centers: cheaper than 12 bins
 /// (about half of all nodes of a tree have this few leaves below them).
 const SMALL: usize = 8;
 
-/// The axis along which the items' centres spread most, with the centres' low end and extent
+/// The axis along which the items' centers spread most, with the centers' low end and extent
 /// on it (in `center2` units).
 fn centroid_axis(items: &[Item]) -> (usize, f32, f32) {
     let (mut lo, mut hi) = (F4::splat(f32::INFINITY), F4::splat(f32::NEG_INFINITY));
@@ -329,7 +329,7 @@ mod tests {
 
     proptest! {
         /// [`split`] splits as the plain scalar reference does: the same point and the same items
-        /// on each side, in the same order (few items, many, coinciding centres).
+        /// on each side, in the same order (few items, many, coinciding centers).
         #[test]
         fn split_is_the_plain_binned_sah(
             boxes in proptest::collection::vec(

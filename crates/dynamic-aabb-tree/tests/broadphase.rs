@@ -7,8 +7,8 @@
 
 use proptest::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Aabb, Broadphase, BruteForceBroadphase, CoreError, ProxyId, ProxyMove, Ray};
-use voxterra_dynamic_aabb_tree::{DynamicAabbTree, ProxyKind, TreeConfig};
+use voxterra_core::{Aabb, Broadphase, BruteForceBroadphase, ProxyError, ProxyId, ProxyMove, Ray};
+use voxterra_dynamic_aabb_tree::{DynamicAabbTree, MAX_COORD, ProxyKind, TreeConfig};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -95,7 +95,7 @@ impl Pair {
         match op {
             Op::Create { b, kind } => {
                 let ud = self.live.len() as u64 * 7 + 1;
-                let id = self.tree.create(*b, ud, *kind).unwrap();
+                let id = self.tree.create_proxy_of_kind(*b, ud, *kind).unwrap();
                 assert_eq!(self.brute.create_proxy(*b, ud).unwrap(), id, "ids are handed out alike");
                 self.live.push((id, *kind));
                 assert_eq!(self.tree.user_data(id), Some(ud));
@@ -149,7 +149,7 @@ impl Pair {
                 let (id, _) = self.live.swap_remove(pick % self.live.len());
                 self.tree.destroy_proxy(id).unwrap();
                 self.brute.destroy_proxy(id).unwrap();
-                assert_eq!(self.tree.destroy_proxy(id), Err(CoreError::UnknownProxy(id.0)));
+                assert_eq!(self.tree.destroy_proxy(id), Err(ProxyError::UnknownProxy(id.0)));
                 assert_eq!(self.tree.user_data(id), None);
             }
             Op::Pairs => {
@@ -301,7 +301,7 @@ proptest! {
         let mut brute = BruteForceBroadphase::new();
         for (i, &(b, still)) in boxes.iter().enumerate() {
             let kind = if still { ProxyKind::Static } else { ProxyKind::Dynamic };
-            prop_assert_eq!(tree.create(b, i as u64, kind).unwrap(), brute.create_proxy(b, i as u64).unwrap());
+            prop_assert_eq!(tree.create_proxy_of_kind(b, i as u64, kind).unwrap(), brute.create_proxy(b, i as u64).unwrap());
         }
         for (origin, dir) in rays {
             let ray = Ray::new(Point3::from(origin), Vector3::from(dir));
@@ -351,7 +351,7 @@ proptest! {
             let c = Point3::new(next() * 60.0, next() * 60.0, next() * 60.0);
             let b = Aabb::new(c, c + Vector3::new(next(), next(), next()) * 2.0);
             let kind = if i % 5 == 0 { ProxyKind::Static } else { ProxyKind::Dynamic };
-            tree.create(b, i as u64, kind).unwrap();
+            tree.create_proxy_of_kind(b, i as u64, kind).unwrap();
             brute.create_proxy(b, i as u64).unwrap();
         }
         for (corner, size, k) in queries {
@@ -405,7 +405,7 @@ fn bouncing_scene_matches_brute_force_and_threads() {
     let mut ids = vec![];
     for (i, (p, _, h)) in bodies.iter().enumerate() {
         let kind = if i % 10 == 0 { ProxyKind::Static } else { ProxyKind::Dynamic };
-        ids.push(tree.create(boxof(p, *h), i as u64, kind).unwrap());
+        ids.push(tree.create_proxy_of_kind(boxof(p, *h), i as u64, kind).unwrap());
         brute.create_proxy(boxof(p, *h), i as u64).unwrap();
     }
     let dt = 1.0 / 60.0;
@@ -416,7 +416,7 @@ fn bouncing_scene_matches_brute_force_and_threads() {
             let (p, _, h) = bodies[j];
             tree.destroy_proxy(ids[j]).unwrap();
             brute.destroy_proxy(ids[j]).unwrap();
-            ids[j] = tree.create(boxof(&p, h), j as u64, ProxyKind::Dynamic).unwrap();
+            ids[j] = tree.create_proxy_of_kind(boxof(&p, h), j as u64, ProxyKind::Dynamic).unwrap();
             assert_eq!(brute.create_proxy(boxof(&p, h), j as u64).unwrap(), ids[j]);
         }
         for (i, (p, v, h)) in bodies.iter_mut().enumerate() {
@@ -465,17 +465,19 @@ fn bad_boxes_are_rejected() {
     let inverted = Aabb::new(Point3::new(2.0, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0));
     let huge = Aabb::new(Point3::new(-1e10, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0));
     let inf = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(f32::INFINITY, 1.0, 1.0));
-    for b in [nan, inverted, huge, inf] {
-        assert!(matches!(tree.create_proxy(b, 0), Err(CoreError::InvalidAabb(_))), "{b:?}");
+    for b in [nan, inverted, inf] {
+        assert!(matches!(tree.create_proxy(b, 0), Err(ProxyError::InvalidAabb { .. })), "{b:?}");
     }
+    assert!(matches!(tree.create_proxy(huge, 0), Err(ProxyError::OutOfRange { limit: MAX_COORD, .. })));
     let ok = Aabb::new(Point3::origin(), Point3::new(1.0, 1.0, 1.0));
     let id = tree.create_proxy(ok, 0).unwrap();
-    for b in [nan, inverted, huge, inf] {
-        assert!(matches!(tree.move_proxy(id, b, Vector3::zeros()), Err(CoreError::InvalidAabb(_))));
+    for b in [nan, inverted, inf] {
+        assert!(matches!(tree.move_proxy(id, b, Vector3::zeros()), Err(ProxyError::InvalidAabb { .. })));
     }
+    assert!(matches!(tree.move_proxy(id, huge, Vector3::zeros()), Err(ProxyError::OutOfRange { .. })));
     // A non-finite motion hint is ignored (documented clamp), not an error.
     tree.move_proxy(id, ok, Vector3::new(f32::NAN, f32::INFINITY, 0.0)).unwrap();
-    assert_eq!(tree.move_proxy(ProxyId(9), ok, Vector3::zeros()), Err(CoreError::UnknownProxy(9)));
+    assert_eq!(tree.move_proxy(ProxyId(9), ok, Vector3::zeros()), Err(ProxyError::UnknownProxy(9)));
     // Rays with NaN or zero directions find nothing and do not panic.
     for dir in [Vector3::zeros(), Vector3::new(f32::NAN, 0.0, 0.0)] {
         tree.cast_ray(&Ray::new(Point3::new(0.5, 0.5, -1.0), dir), 10.0, &mut |_, _, l| l);
@@ -552,8 +554,8 @@ proptest! {
             tree.update_pairs(&mut |_, _| {});
         }
         let proxies: Vec<(Aabb, u64)> = batch.iter().enumerate().map(|(i, b)| (*b, 1000 + i as u64)).collect();
-        let got = bulk.create_many(&proxies, kind).unwrap();
-        let want: Vec<_> = proxies.iter().map(|&(b, u)| each.create(b, u, kind).unwrap()).collect();
+        let got = bulk.create_proxies(&proxies, kind).unwrap();
+        let want: Vec<_> = proxies.iter().map(|&(b, u)| each.create_proxy_of_kind(b, u, kind).unwrap()).collect();
         prop_assert_eq!(&got, &want);
         for id in &got {
             prop_assert_eq!(bulk.user_data(*id), each.user_data(*id));
@@ -588,14 +590,17 @@ fn create_many_is_all_or_nothing() {
     let nan = Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0));
     let batch: Vec<(Aabb, u64)> =
         (0..10).map(|i| (if i == 6 { nan } else { cube(i as f32 * 0.5) }, i)).collect();
-    match tree.create_many(&batch, ProxyKind::Dynamic) {
-        Err(CoreError::InvalidAabb(m)) => assert!(m.contains("proxy 6"), "{m}"),
+    match tree.create_proxies(&batch, ProxyKind::Dynamic) {
+        Err(ProxyError::InBatch { index, source }) => {
+            assert_eq!(index, 6);
+            assert!(matches!(*source, ProxyError::InvalidAabb { .. }), "{source}");
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(tree.stats().proxies, 1);
     assert_eq!(tree.user_data(ProxyId(1)), None);
     tree.validate().unwrap();
-    let ids = tree.create_many(&batch[..6], ProxyKind::Dynamic).unwrap();
+    let ids = tree.create_proxies(&batch[..6], ProxyKind::Dynamic).unwrap();
     assert_eq!(ids, (1..7).map(ProxyId).collect::<Vec<_>>());
     let mut pairs = vec![];
     tree.update_pairs(&mut |a, b| pairs.push((a.0, b.0)));
@@ -617,7 +622,7 @@ fn rebuild_partial_restores_quality_after_a_teleport() {
     let boxes: Vec<(Aabb, u64)> = (0..1000)
         .map(|i| (cube((i % 10) as f32 * 0.9, (i / 10 % 10) as f32 * 0.9, (i / 100) as f32 * 0.9), i))
         .collect();
-    let ids = tree.create_many(&boxes, ProxyKind::Dynamic).unwrap();
+    let ids = tree.create_proxies(&boxes, ProxyKind::Dynamic).unwrap();
     tree.update_pairs(&mut |_, _| {});
     let before = tree.area_ratio();
     // Three boxes jump to the far corners.
@@ -648,4 +653,54 @@ fn rebuild_partial_restores_quality_after_a_teleport() {
     // The three movers touch each other (and nothing else).
     assert_eq!(got.len(), 3);
     assert_eq!(got, want);
+}
+
+/// The trait's pair rule, as documented: proxies made through `create_proxy` follow it; static
+/// proxies (this crate's own API) never pair with each other, moved or not, and pair with any
+/// dynamic proxy as the rule says.
+#[test]
+fn static_proxies_never_pair_with_each_other() {
+    let cube = |x: f32| Aabb::new(Point3::new(x, 0.0, 0.0), Point3::new(x + 1.0, 1.0, 1.0));
+    let mut tree = DynamicAabbTree::new();
+    let a = tree.create_static_proxy(cube(0.0), 0).unwrap();
+    let b = tree.create_static_proxy(cube(0.5), 1).unwrap();
+    let c = tree.create_proxy(cube(0.25), 2).unwrap();
+    let mut pairs = vec![];
+    tree.update_pairs(&mut |x, y| pairs.push((x, y)));
+    assert_eq!(pairs, vec![(a, c), (b, c)]);
+    // A static proxy that moves over another static one still pairs only with the dynamic one.
+    pairs.clear();
+    tree.move_proxy(b, cube(0.1), Vector3::zeros()).unwrap();
+    tree.update_pairs(&mut |x, y| pairs.push((x, y)));
+    assert_eq!(pairs, vec![(b, c)]);
+    // The brute force, given the same boxes as dynamic proxies, reports the static pair too.
+    let mut brute = BruteForceBroadphase::new();
+    for bx in [cube(0.0), cube(0.1), cube(0.25)] {
+        brute.create_proxy(bx, 0).unwrap();
+    }
+    let mut all = vec![];
+    brute.update_pairs(&mut |x, y| all.push((x, y)));
+    assert_eq!(all.len(), 3);
+    tree.validate().unwrap();
+}
+
+/// An inverted query box overlaps nothing, as core's `Aabb` documents.
+#[test]
+fn inverted_query_boxes_find_nothing() {
+    let mut tree = DynamicAabbTree::new();
+    let mut brute = BruteForceBroadphase::new();
+    for i in 0..20 {
+        let b = Aabb::new(Point3::new(i as f32, 0.0, 0.0), Point3::new(i as f32 + 1.0, 1.0, 1.0));
+        tree.create_proxy(b, i).unwrap();
+        brute.create_proxy(b, i).unwrap();
+    }
+    let inverted = Aabb::new(Point3::new(5.0, 0.0, 0.0), Point3::new(3.0, 1.0, 1.0));
+    for bp in [&tree as &dyn Broadphase, &brute] {
+        let mut found = 0;
+        bp.query_aabb(&inverted, &mut |_| {
+            found += 1;
+            true
+        });
+        assert_eq!(found, 0);
+    }
 }

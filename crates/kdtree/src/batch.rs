@@ -21,8 +21,11 @@
 //!
 //! Trees small enough to stay in cache (chunk meshes) gain nothing: they are cast one by one.
 
+use crate::fetch::Fetch;
+use crate::node::upto;
 use crate::node::{Kind, Node};
-use crate::tree::{Fetch, KdTreeView, LARGE_TREE, RayAxis, SHALLOW, Segment, test_leaf, upto};
+use crate::ray_query::{RayAxis, SHALLOW, Segment, test_leaf};
+use crate::tree::{KdTreeView, LARGE_TREE};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Culling, Ray, RayHit, TriangleSource};
 
@@ -115,7 +118,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
             }
             return;
         }
-        crate::tree::with_fetch!(self, fetch, ahead, corners => self.walk_lanes(rays, max_t, culling, any, emit, fetch, ahead, corners));
+        crate::fetch::with_fetch!(self, fetch, ahead, corners => self.walk_lanes(rays, max_t, culling, any, emit, fetch, ahead, corners));
     }
 
     #[allow(clippy::too_many_arguments)] // the batch's arguments, and the mesh's monomorphised accessors

@@ -9,8 +9,7 @@
 //! - slab nodes bound a subtree on an axis its ancestors leave loose (height, on terrain).
 
 use crate::node::{Grid, Node, SLAB_CHILD_LIMIT, TOP};
-use crate::tree::LARGE_TREE;
-use crate::{KdTree, KdTreeError};
+use crate::tree::{KdTree, KdTreeError, LARGE_TREE, MAX_TRIANGLES};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, Positions, TriangleIndices, TriangleSource};
 use wide::{CmpLt, f32x4};
@@ -94,15 +93,6 @@ impl Bounds {
 /// with its index in the spare lane.
 type Prim = Bounds;
 
-/// The most triangles a tree holds: node child indices and leaf counts have 30 bits.
-pub const MAX_TRIANGLES: usize = 1 << 29;
-
-/// A bound on the depth for any tree of at most [`MAX_TRIANGLES`]: each child of a branch gets at
-/// most 75% of its parent's triangles, so branches nest at most log_{4/3}(2^29 / 2) + 1 < 72 deep,
-/// and a slab's child is always a branch or leaf, so with slabs a path has at most 144 nodes.
-/// Query stacks hold one entry per branch on a path.
-pub(crate) const MAX_DEPTH: usize = 72;
-
 /// A split on Y (up) must cost this much less than the best horizontal one to be chosen: rays
 /// against terrain mostly come from above, and a Y split of a heightfield interleaves both children
 /// over the same ground, so a vertical ray visits both (measured on the `kdtree` suite's terrain).
@@ -120,7 +110,15 @@ const SLAB_MIN_TRIANGLES_LARGE: usize = 8;
 /// ...when the bounds their ancestors give them on some axis are this many times their own extent.
 const SLAB_RATIO: f32 = 1.5;
 
-pub(crate) fn build(source: &impl TriangleSource) -> Result<KdTree, KdTreeError> {
+impl KdTree {
+    /// Builds the tree over `mesh`'s triangles. O(n log n); one scratch buffer of 40 bytes per
+    /// triangle. Errors on out-of-range indices, non-finite vertices, or more than 2^29 triangles.
+    pub fn build(mesh: &impl TriangleSource) -> Result<Self, KdTreeError> {
+        build(mesh)
+    }
+}
+
+fn build(source: &impl TriangleSource) -> Result<KdTree, KdTreeError> {
     let n = source.triangle_count();
     if n > MAX_TRIANGLES {
         return Err(KdTreeError::TooManyTriangles(n));
@@ -171,7 +169,7 @@ pub(crate) fn build(source: &impl TriangleSource) -> Result<KdTree, KdTreeError>
     }
     Ok(KdTree {
         nodes: builder.nodes,
-        clip: bounds.loosened(bounds.extents().norm() * crate::tree::WIDEN + f32::MIN_POSITIVE),
+        clip: bounds.loosened(bounds.extents().norm() * crate::ray_query::WIDEN + f32::MIN_POSITIVE),
         reach: [0, 1, 2].map(|a| bounds.mins[a].abs().max(bounds.maxs[a].abs())),
         bounds,
         grid,
@@ -331,12 +329,12 @@ fn split(prims: &mut [Prim], bounds: &Bounds) -> (usize, usize, Bounds, Bounds) 
     let n = prims.len();
     let step = (n / SAH_SAMPLES).max(1);
     // The mean midpoint, estimated on the sample the axis choice uses. Midpoints are taken relative
-    // to the box centre, so f32 sums keep their precision far from the origin.
-    let centre = bounds.mids2();
+    // to the box center, so f32 sums keep their precision far from the origin.
+    let center = bounds.mids2();
     // PERF: `step_by` cost 6 instructions an element; most nodes take every element.
     let (sum, mids_lo, mids_hi, extents, sampled) =
-        if step == 1 { sample(prims.iter(), centre) } else { sample(prims.iter().step_by(step), centre) };
-    let mean = centre + sum / sampled as f32;
+        if step == 1 { sample(prims.iter(), center) } else { sample(prims.iter().step_by(step), center) };
+    let mean = center + sum / sampled as f32;
     let axis = if n <= ESTIMATE_MAX {
         // The range of twice the midpoints, halved.
         estimated_axis(bounds, (mids_hi - mids_lo) * 0.5, extents / sampled as f32)
@@ -367,17 +365,17 @@ fn split(prims: &mut [Prim], bounds: &Bounds) -> (usize, usize, Bounds, Bounds) 
     median_split(prims, axis, n / 2)
 }
 
-/// Over `prims`: the sum of twice their midpoints relative to `centre`; for the estimated axis
+/// Over `prims`: the sum of twice their midpoints relative to `center`; for the estimated axis
 /// choice, the range of twice the midpoints and the summed extents; and their count.
 #[inline(always)]
-fn sample<'a>(prims: impl Iterator<Item = &'a Prim>, centre: f32x4) -> (f32x4, f32x4, f32x4, f32x4, usize) {
+fn sample<'a>(prims: impl Iterator<Item = &'a Prim>, center: f32x4) -> (f32x4, f32x4, f32x4, f32x4, usize) {
     let mut sum = f32x4::ZERO;
     let (mut mids_lo, mut mids_hi) = (f32x4::splat(f32::INFINITY), f32x4::splat(f32::NEG_INFINITY));
     let mut extents = f32x4::ZERO;
     let mut sampled = 0;
     for p in prims {
         let m = p.mids2();
-        sum += m - centre;
+        sum += m - center;
         mids_lo = mids_lo.fast_min(m);
         mids_hi = mids_hi.fast_max(m);
         extents -= p.lo + p.nhi;

@@ -1,4 +1,4 @@
-//! The 8-byte node, and the grid its planes are quantised on.
+//! The 8-byte node, and the grid its planes are quantized on.
 
 use wide::{CmpGt, CmpLt, f32x4, i32x4};
 
@@ -103,7 +103,7 @@ impl Node {
 
 /// The grid planes are stored on: per axis, `origin + q × step` for `q` in `0..=65535`, spanning
 /// the tree's bounds. Every plane is rounded outward to a grid value (a left child's upper plane up,
-/// a right child's lower plane down), and queries dequantise with this same function, so the
+/// a right child's lower plane down), and queries dequantize with this same function, so the
 /// planes still bound their triangles exactly; they are looser than the f32 planes by under a step
 /// (1/65535 of the tree's extent: 0.005 voxels on a 317-voxel terrain, 0.0002 on a physics chunk).
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -144,7 +144,7 @@ impl Grid {
     #[inline]
     pub(crate) fn up(&self, a: usize, x: f32) -> u16 {
         // The estimate is within a step unless steps are far below the coordinates' ulp (then
-        // runs of steps share a value): check its neighbourhood with two values, search only past it.
+        // runs of steps share a value): check its neighborhood with two values, search only past it.
         let e = self.estimate(a, x);
         let v = self.value(a, e);
         if v >= x {
@@ -259,6 +259,19 @@ impl Grid {
         // `as` saturates (and maps NaN to 0); no `floor`, a libm call on baseline x86-64.
         ((x - self.origin[a]) * self.inv_step[a]) as u16
     }
+}
+
+/// The end of a span: `t` clipped to `limit`, or `limit` when `t` is NaN (conservative). One
+/// `minss`, where `f32::min`'s NaN handling costs five instructions per plane.
+#[inline(always)]
+pub(crate) fn upto(t: f32, limit: f32) -> f32 {
+    if t < limit { t } else { limit }
+}
+
+/// The start of a span: `t` clipped from below by `limit`, or `limit` when `t` is NaN.
+#[inline(always)]
+pub(crate) fn from(t: f32, limit: f32) -> f32 {
+    if t > limit { t } else { limit }
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ impl TriangleSource for Mesh16 {
     }
 }
 
-/// The same mesh with 16-bit quantised positions (as the mesher's physics meshes), u16 or u32
+/// The same mesh with 16-bit quantized positions (as the mesher's physics meshes), u16 or u32
 /// indices.
 struct Quantized {
     points: Vec<[u16; 3]>,
@@ -163,7 +163,7 @@ fn arb_box(center: f32) -> impl Strategy<Value = Aabb> {
 
 fn check(mesh: &impl TriangleSource, rays: &[Ray], boxes: &[Aabb]) -> Result<(), TestCaseError> {
     let tree = KdTree::build(mesh).unwrap();
-    tree.validate(mesh).map_err(TestCaseError::fail)?;
+    tree.validate(mesh).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let (fast, slow) = (tree.with(mesh), BruteForceTriangles(mesh));
     for ray in rays {
         for culling in [Culling::None, Culling::BackFaces] {
@@ -220,7 +220,7 @@ fn shared_edges_and_vertices_are_hit() {
     let view = tree.with(&mesh);
     for z in 0..=16 {
         for x in 0..=16 {
-            // Every grid vertex, edge midpoint and face centre, straight down.
+            // Every grid vertex, edge midpoint and face center, straight down.
             let ray =
                 Ray::new(Point3::new(x as f32 * 0.5, 3.0, z as f32 * 0.5), Vector3::new(0.0, -1.0, 0.0));
             assert_eq!(view.cast_ray(&ray, 10.0, Culling::None).map(|h| h.t), Some(3.0), "{ray:?}");

@@ -1,5 +1,5 @@
-//! One surface cell: the cube between 8 neighbouring voxel centres. Its vertex goes at the mass point
-//! of its edge crossings (smooth, as surface nets) or at the minimiser of the crossings' planes
+//! One surface cell: the cube between 8 neighboring voxel centers. Its vertex goes at the mass point
+//! of its edge crossings (smooth, as surface nets) or at the minimizer of the crossings' planes
 //! (sharp, as dual contouring), clamped to the cell; its normal is the occupancy gradient; its
 //! material is the dominant matter material of its corners.
 //!
@@ -45,7 +45,7 @@ fn gradient(d: &[f32; 8], p: [f32; 3]) -> [f32; 3] {
     [gx, gy, gz]
 }
 
-/// `-g` normalised (density grows into matter, so this points into air); `None` for a zero gradient.
+/// `-g` normalized (density grows into matter, so this points into air); `None` for a zero gradient.
 #[inline]
 fn outward(g: [f32; 3]) -> Option<[f32; 3]> {
     let len2 = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];
@@ -60,7 +60,7 @@ fn corner_pos(i: u8) -> [f32; 3] {
     [(i & 1) as f32, (i >> 1 & 1) as f32, (i >> 2 & 1) as f32]
 }
 
-/// Cells placed together. The placement math runs lane-wise over a batch, so it vectorises across
+/// Cells placed together. The placement math runs lane-wise over a batch, so it vectorizes across
 /// cells rather than within one (a single cell's 12 edges and 3 axes fill vector registers poorly).
 pub(crate) const LANES: usize = 8;
 
@@ -77,7 +77,7 @@ impl Batch {
 }
 
 /// Placed vertices of a batch by axis then lane, in cell-local coordinates (`[0, 1]³` from the low
-/// corner's centre), and each lane's dominant material. `pub` only so the sealed
+/// corner's center), and each lane's dominant material. `pub` only so the sealed
 /// [`MeshOutput`](crate::MeshOutput) can take it; this module is private, so no user can name it.
 pub struct PlacedBatch {
     pub(crate) local: [[f32; LANES]; 3],
@@ -89,7 +89,7 @@ pub struct PlacedBatch {
 /// the material ids that place sharp vertices.
 ///
 /// Explicit 8-lane vectors (`wide`: two SSE registers on baseline x86-64, one AVX register where
-/// enabled); auto-vectorisation of the same loops proved fragile. Each lane computes exactly what a
+/// enabled); auto-vectorization of the same loops proved fragile. Each lane computes exactly what a
 /// lone cell would (the same IEEE operations in the same order), so batching never changes a bit
 /// of the output.
 #[inline]
@@ -246,7 +246,7 @@ fn qef_edge<const K: usize>(d: &[F; 8], t: F, crossing: F, mass: [F; 3], ata: &m
     let a = EDGES[K].0;
     let mut p = [(a & 1) as f32, (a >> 1 & 1) as f32, (a >> 2 & 1) as f32].map(F::splat);
     p[K >> 2] = t;
-    // The raw gradient, not normalised: the same plane, weighted by its squared steepness (crisp
+    // The raw gradient, not normalized: the same plane, weighted by its squared steepness (crisp
     // crossings count more than shallow ones), and no square root per crossing.
     let g = edge_gradient(d, K, t);
     let nrm = g.map(|c| c & crossing);
@@ -260,7 +260,7 @@ fn qef_edge<const K: usize>(d: &[F; 8], t: F, crossing: F, mass: [F; 3], ata: &m
     *atb = [atb[0] + nrm[0] * r, atb[1] + nrm[1] * r, atb[2] + nrm[2] * r];
 }
 
-/// The dual-contouring vertex of every lane: minimises the squared distances to the planes through
+/// The dual-contouring vertex of every lane: minimizes the squared distances to the planes through
 /// each crossing with the gradient normal there (weighted by the gradient's squared length),
 /// regularised toward the mass point, clamped to the cell. `t` holds each edge's crossing
 /// parameter, `crossing` masks the edges that cross.
@@ -303,7 +303,7 @@ fn corners(b: &Batch, d: &[F; 8], inside: u8, matter: u8, j: usize) -> Corners {
     }
 }
 
-/// The normal when the gradient at the vertex vanishes: the cell-centre gradient, then the corner
+/// The normal when the gradient at the vertex vanishes: the cell-center gradient, then the corner
 /// pattern (inside corners minus outside ones), which is never zero for an active cell... except for
 /// symmetric patterns, where up is as good as any.
 #[cold]
@@ -491,7 +491,7 @@ mod tests {
             }
         }
 
-        /// A lane of a full batch gets the bits a lone cell gets, whatever its neighbours: the
+        /// A lane of a full batch gets the bits a lone cell gets, whatever its neighbors: the
         /// batching never shows in the output (and chunk seams depend on that).
         #[test]
         fn lanes_are_independent(cells in proptest::array::uniform8(corner_keys()), sharp in proptest::prelude::any::<u64>()) {

@@ -2,12 +2,12 @@
 //!
 //! Turns voxels into triangles: the dual mesher both rendering and physics take their geometry
 //! from. Density is occupancy (design.md): the surface lies where it crosses one half between
-//! neighbouring voxel centres. Each *cell* — the cube between 8 voxel centres — that the surface
+//! neighboring voxel centers. Each *cell* — the cube between 8 voxel centers — that the surface
 //! crosses gets one vertex; each voxel edge the surface crosses gets one quad (two triangles, wound
 //! so normals face the air) joining the 4 cells around it.
 //!
 //! - Vertex placement by the cell's dominant material ([`ShapeMode`]): *smooth* materials put the
-//!   vertex at the mass point of the edge crossings (surface nets); *sharp* ones at the minimiser of
+//!   vertex at the mass point of the edge crossings (surface nets); *sharp* ones at the minimizer of
 //!   the crossings' tangent planes, with normals from the occupancy gradient (dual contouring's
 //!   QEF), clamped to the cell. Vertex material: the dominant matter material of the 8 corners
 //!   (most frequent; ties to the larger occupancy, then the lower id). Vertex normal: the gradient.
@@ -56,11 +56,11 @@
 #![forbid(unsafe_code)]
 
 mod cell;
+mod extract;
 mod keys;
-mod mesher;
 mod output;
 
-pub use mesher::{DEFAULT_MAX_VOXELS, MeshError, MeshSummary, MeshWorkspace, Mesher, ShapeMode, Surface};
+pub use extract::{DEFAULT_MAX_VOXELS, MeshError, MeshStats, MeshWorkspace, Mesher, ShapeMode, Surface};
 pub use output::{MeshOutput, PhysicsMesh, RenderMesh};
 
 const _: () = {

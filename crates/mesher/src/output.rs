@@ -1,5 +1,5 @@
 //! The two meshes the mesher fills: [`RenderMesh`] (positions, normals, materials, u32 indices) and
-//! [`PhysicsMesh`] (16-bit quantised positions, a material byte per vertex, u16 indices), and the sealed
+//! [`PhysicsMesh`] (16-bit quantized positions, a material byte per vertex, u16 indices), and the sealed
 //! [`MeshOutput`] trait that lets one generic pass fill either.
 
 use crate::cell::{LANES, PlacedBatch};
@@ -36,7 +36,7 @@ pub trait MeshOutput: sealed::Sealed {
     #[doc(hidden)]
     fn start(&mut self, origin: VoxelPos);
     /// The first `len` vertices of `placed`: lane `j` at `placed.local[..][j]` (in `[0, 1]³`, from
-    /// the cell's centre) in cell `origin + cells[..][j]`, whose centre is the voxel centre of the
+    /// the cell's center) in cell `origin + cells[..][j]`, whose center is the voxel center of the
     /// cell's low corner.
     #[doc(hidden)]
     fn push_vertices(
@@ -163,7 +163,7 @@ const _: () = assert!(std::mem::size_of::<[u16; 3]>() == 6 && std::mem::size_of:
 const STEPS: u32 = 1024;
 
 impl PhysicsMesh {
-    /// The quantisation step, in voxels: a power of two, so decoding is exact up to one rounding.
+    /// The quantization step, in voxels: a power of two, so decoding is exact up to one rounding.
     pub const STEP: f32 = 1.0 / STEPS as f32;
     /// The widest region a physics mesh holds, in voxels per axis: vertices lie within
     /// `[-0.5, side + 1.5]` voxels of the padded box's corner, which must fit 65536 steps.
@@ -243,7 +243,7 @@ impl MeshOutput for PhysicsMesh {
         placed: &PlacedBatch,
         len: usize,
     ) {
-        // The cell's centre is `cell + 1/2` voxels from the origin; rounding the offset within
+        // The cell's center is `cell + 1/2` voxels from the origin; rounding the offset within
         // the cell (not the world position) makes the steps the same in every chunk. Ties round
         // to even (the vector conversion).
         let [x, y, z] = std::array::from_fn(|a| {

@@ -175,7 +175,7 @@ proptest! {
         }
         pieces.sort_unstable();
         prop_assert!(pieces == tri_keys(&mesh), "chunked triangles differ from whole ({} vs {})", pieces.len(), mesh.indices.len());
-        // Quantised physics meshes decode every shared vertex to the same f32 in every chunk.
+        // Quantized physics meshes decode every shared vertex to the same f32 in every chunk.
         physics_pieces.sort_unstable();
         prop_assert!(physics_pieces == tri_keys(&physics), "chunked physics triangles differ from whole");
     }
@@ -271,7 +271,7 @@ fn uniform_boxes_and_the_padding() {
     d.fill(&r.expanded(1), Voxel::full(materials::WATER)).unwrap();
     assert_eq!(mesh_render(&mesher, &d, &r).indices.len(), 0, "all water");
 
-    // One voxel in the low padding: its edges belong to the lower neighbour chunks.
+    // One voxel in the low padding: its edges belong to the lower neighbor chunks.
     d.fill(&r.expanded(1), Voxel::AIR).unwrap();
     d.set(Point3::new(-1, 3, 3), Voxel::full(materials::ROCK));
     assert_eq!(mesh_render(&mesher, &d, &r).indices.len(), 0, "low padding voxel");
@@ -338,7 +338,7 @@ fn physics_mesh_matches_render_mesh_and_feeds_the_kd_tree() {
         assert!((physics.data_bytes() as f64 / physics.triangles().len() as f64) < 12.5);
         let tree = voxterra_kdtree::KdTree::build(&physics).unwrap();
         tree.validate(&physics).unwrap();
-        // The tree over quantised positions answers as brute force over the same positions.
+        // The tree over quantized positions answers as brute force over the same positions.
         let (view, brute) = (tree.with(&physics), BruteForceTriangles(&physics));
         let c = whole.min().map(|v| v as f32) + Vector3::new(4.0, 4.0, 4.0);
         for k in 0..50 {

@@ -8,6 +8,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &Region::from_min_size(VoxelPos::new(-40, 0, -40), [80, 10, 80])?,
         Voxel::full(materials::ROCK),
     )?;
-    println!("{:#?}", store.memory_stats());
+    println!("{:#?}", store.stats());
     Ok(())
 }

@@ -5,8 +5,8 @@ use crate::mips::downsample;
 use crate::packed_box::{PackedBox, Rect, Scratch};
 use voxterra_core::{Material, Voxel};
 
-/// log2 of the chunk size.
-pub const CHUNK_SHIFT: u32 = 5;
+/// log2 of the chunk size ([`voxterra_core::StoreChunkKey::SHIFT`]).
+pub const CHUNK_SHIFT: u32 = voxterra_core::STORE_CHUNK_SHIFT;
 /// Voxels along each side of a storage chunk.
 pub const CHUNK_SIZE: usize = 1 << CHUNK_SHIFT;
 
@@ -57,13 +57,13 @@ impl Chunk {
 /// A read-only view of one stored chunk: its rows, whether they are packed, and its mips.
 #[derive(Clone, Copy, Debug)]
 pub struct ChunkRef<'a> {
-    pub(crate) key: voxterra_core::nalgebra::Point3<i32>,
+    pub(crate) key: voxterra_core::StoreChunkKey,
     pub(crate) chunk: &'a Chunk,
 }
 
 impl<'a> ChunkRef<'a> {
-    /// The chunk key (voxel coordinates shifted right by [`CHUNK_SHIFT`]).
-    pub fn key(&self) -> voxterra_core::nalgebra::Point3<i32> {
+    /// The chunk key.
+    pub fn key(&self) -> voxterra_core::StoreChunkKey {
         self.key
     }
 

@@ -16,7 +16,7 @@
 //!   Every write returns its dirty region and keeps the mips current; all-air chunks are dropped.
 //! - [`ChunkRef`]: one chunk's rows, packed-row materials and mips (16³, 8³, 4³; a mip voxel is
 //!   Air exactly when everything under it is Air).
-//! - [`MemoryStats`]: bytes, chunks, allocated rows, bytes per non-empty voxel.
+//! - [`StoreStats`]: bytes, chunks, allocated rows, bytes per non-empty voxel.
 //!
 //! Writes are two-stage, as in the article: mark the rows a write touches (keeping them packed
 //! when the new content allows), reallocate the chunk's cells once, then write.
@@ -35,7 +35,7 @@
 //! // Zero-copy rows: each segment is one chunk's part of an X row.
 //! let solid: usize = store.rows(&ground).map(|(_, row)| row.iter().filter(|v| !v.is_air()).count()).sum();
 //! assert_eq!(solid, 64 * 10 * 64);
-//! let stats = store.memory_stats();
+//! let stats = store.stats();
 //! // Whole rows of one material are packed: a tenth of a dense array, headers and mips included.
 //! assert!(stats.total_bytes < 64 * 10 * 64 * 2 / 5);
 //! # Ok::<(), voxterra_voxel_store::StoreError>(())
@@ -51,6 +51,7 @@ mod stats;
 mod store;
 
 pub use chunk::{CHUNK_SHIFT, CHUNK_SIZE, ChunkRef};
-pub use error::StoreError;
-pub use stats::MemoryStats;
+pub use error::{InvalidStore, StoreError};
+pub use packed_box::RowFault;
+pub use stats::StoreStats;
 pub use store::{Rows, StoreLimits, VoxelStore};

@@ -226,29 +226,75 @@ impl<const N: usize> PackedBox<N> {
     }
 
     /// Checks the invariants; `Err` names the first broken one.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), RowFault> {
         if self.headers.len() != Self::ROWS {
-            return Err(format!("{} headers for {} rows", self.headers.len(), Self::ROWS));
+            return Err(RowFault::HeaderCount { headers: self.headers.len(), rows: Self::ROWS });
         }
         let mut next_slot = 0usize;
         for (r, &h) in self.headers.iter().enumerate() {
             if h & ALLOCATED != 0 {
                 let slot = (h & !ALLOCATED) as usize;
                 if slot != next_slot {
-                    return Err(format!("row {r}: slot {slot}, expected {next_slot}"));
+                    return Err(RowFault::SlotOutOfOrder { row: r, slot, expected: next_slot });
                 }
                 next_slot += 1;
                 let row = &self.cells[slot * N..(slot + 1) * N];
                 if row[0].has_default_occupancy() && row.iter().all(|v| *v == row[0]) {
-                    return Err(format!("row {r} is allocated but uniform"));
+                    return Err(RowFault::UniformAllocated { row: r });
                 }
             } else if h as usize >= Material::COUNT {
-                return Err(format!("row {r}: packed header {h:#x} is not a material"));
+                return Err(RowFault::NotAMaterial { row: r, header: h });
             }
         }
         if self.cells.len() != next_slot * N {
-            return Err(format!("{} cells for {next_slot} allocated rows", self.cells.len()));
+            return Err(RowFault::CellCount { cells: self.cells.len(), allocated_rows: next_slot });
         }
         Ok(())
     }
+}
+
+/// An invariant of a row-packed box that does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RowFault {
+    /// The header array does not have one header per row.
+    #[error("{headers} headers for {rows} rows")]
+    HeaderCount {
+        /// Headers present.
+        headers: usize,
+        /// Rows of the box.
+        rows: usize,
+    },
+    /// Allocated rows must take cell slots in row order.
+    #[error("row {row} has slot {slot}, expected {expected}")]
+    SlotOutOfOrder {
+        /// The row.
+        row: usize,
+        /// Its slot.
+        slot: usize,
+        /// The slot row order gives it.
+        expected: usize,
+    },
+    /// An allocated row that is one material at default occupancy should be packed.
+    #[error("row {row} is allocated but uniform")]
+    UniformAllocated {
+        /// The row.
+        row: usize,
+    },
+    /// A packed row's header must be a material id.
+    #[error("row {row}: packed header {header:#x} is not a material")]
+    NotAMaterial {
+        /// The row.
+        row: usize,
+        /// Its header.
+        header: u16,
+    },
+    /// The cell array must hold exactly the allocated rows.
+    #[error("{cells} cells for {allocated_rows} allocated rows")]
+    CellCount {
+        /// Cells present.
+        cells: usize,
+        /// Allocated rows.
+        allocated_rows: usize,
+    },
 }

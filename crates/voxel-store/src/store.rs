@@ -2,11 +2,10 @@
 
 use crate::chunk::{CHUNK_SHIFT, CHUNK_SIZE, Chunk, ChunkRef};
 use crate::packed_box::{PACKED_ROWS, Rect, Scratch};
-use crate::{MemoryStats, StoreError};
-use voxterra_core::ChunkKey as Key; // hashes in one round
+use crate::{InvalidStore, StoreError, StoreStats};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{
-    CoreError, DirtyBounds, Material, Region, Voxel, VoxelPos, VoxelRead, VoxelWrite, chunk_key,
+    CoreError, DirtyBounds, Material, Region, StoreChunkKey as Key, Voxel, VoxelPos, VoxelRead, VoxelWrite,
 };
 
 type ChunkMap = hashbrown::HashMap<Key, Chunk, foldhash::fast::FixedState>;
@@ -64,7 +63,7 @@ impl VoxelStore {
     /// The voxel at `p` (Air where nothing is stored).
     #[inline]
     pub fn get(&self, p: VoxelPos) -> Voxel {
-        match self.chunks.get(&Key::from(chunk_key(p, CHUNK_SHIFT))) {
+        match self.chunks.get(&Key::containing(p)) {
             Some(c) => c.level0.voxel(local(p.x), local(p.y), local(p.z)),
             None => Voxel::AIR,
         }
@@ -82,20 +81,20 @@ impl VoxelStore {
     }
 
     /// A view of chunk `key`, if it is held.
-    pub fn chunk(&self, key: Point3<i32>) -> Option<ChunkRef<'_>> {
-        self.chunks.get(&Key::from(key)).map(|chunk| ChunkRef { key, chunk })
+    pub fn chunk(&self, key: Key) -> Option<ChunkRef<'_>> {
+        self.chunks.get(&key).map(|chunk| ChunkRef { key, chunk })
     }
 
     /// The keys of every chunk held, sorted by (y, z, x) so the order is the same on every run.
-    pub fn chunk_keys(&self) -> Vec<Point3<i32>> {
-        let mut keys: Vec<Point3<i32>> = self.chunks.keys().map(|&k| k.into()).collect();
+    pub fn chunk_keys(&self) -> Vec<Key> {
+        let mut keys: Vec<Key> = self.chunks.keys().copied().collect();
         keys.sort_unstable_by_key(|k| (k.y, k.z, k.x));
         keys
     }
 
     /// The bounding region of every stored chunk, `None` for an empty store.
     pub fn bounds(&self) -> Option<Region> {
-        self.chunks.keys().map(|&k| chunk_region(k.into())).reduce(|a, b| a.union(&b))
+        self.chunks.keys().map(|&k| chunk_region(k)).reduce(|a, b| a.union(&b))
     }
 
     /// Every X-row segment of `region`, borrowed from the store: `(start, voxels)`, where
@@ -145,21 +144,20 @@ impl VoxelStore {
         only_held: bool,
         mut edit: impl FnMut(VoxelPos, &mut [Voxel]),
     ) -> Result<Option<Region>, StoreError> {
-        let Some((first, last)) = region.chunk_range(CHUNK_SHIFT) else { return Ok(None) };
-        let region_chunks = region.chunk_count(CHUNK_SHIFT);
-        let keys: Vec<Point3<i32>> = if only_held || region_chunks > self.chunks.len() as u128 {
+        let Some(range) = Key::range(region) else { return Ok(None) };
+        let region_chunks = range.count();
+        let keys: Vec<Key> = if only_held || region_chunks > self.chunks.len() as u128 {
             // Walk the map, not the region: the region may hold far more chunk slots than the store.
-            let in_range = |k: &Point3<i32>| (0..3).all(|i| first[i] <= k[i] && k[i] <= last[i]);
-            let mut held: Vec<Point3<i32>> = self.chunks.keys().map(|&k| k.into()).filter(in_range).collect();
+            let mut held: Vec<Key> = self.chunks.keys().copied().filter(|&k| range.contains(k)).collect();
             held.sort_unstable_by_key(|k| (k.y, k.z, k.x));
             if !only_held {
                 self.check_capacity(region_chunks - held.len() as u128)?;
-                held = all_keys(first, last);
+                held = range.iter().collect();
             }
             held
         } else {
-            let keys = all_keys(first, last);
-            let new = keys.iter().filter(|&&k| !self.chunks.contains_key(&Key::from(k))).count();
+            let keys: Vec<Key> = range.iter().collect();
+            let new = keys.iter().filter(|&k| !self.chunks.contains_key(k)).count();
             self.check_capacity(new as u128)?;
             keys
         };
@@ -212,8 +210,8 @@ impl VoxelStore {
     }
 
     /// Memory statistics: every heap byte the store owns, and bytes per non-empty voxel.
-    pub fn memory_stats(&self) -> MemoryStats {
-        let mut s = MemoryStats { chunks: self.chunks.len(), ..MemoryStats::default() };
+    pub fn stats(&self) -> StoreStats {
+        let mut s = StoreStats { chunks: self.chunks.len(), ..StoreStats::default() };
         for c in self.chunks.values() {
             let (v, m) = c.heap_bytes();
             s.voxel_bytes += v;
@@ -235,22 +233,18 @@ impl VoxelStore {
     }
 
     /// Checks every invariant: packed boxes well formed, mips equal to a fresh downsample, no
-    /// all-air chunk held. For tests; `Err` names the chunk and the problem.
-    pub fn validate(&self) -> Result<(), String> {
+    /// all-air chunk held. For tests; the error names the chunk and the invariant.
+    pub fn validate(&self) -> Result<(), InvalidStore> {
         use crate::mips::merge8;
-        for (key, c) in &self.chunks {
-            let key = Point3::from(*key);
-            let fail = |what: String| Err(format!("chunk {key:?}: {what}"));
-            for (lvl, r) in [c.level0.validate(), c.mip1.validate(), c.mip2.validate(), c.mip3.validate()]
+        for (&key, c) in &self.chunks {
+            for (level, r) in [c.level0.validate(), c.mip1.validate(), c.mip2.validate(), c.mip3.validate()]
                 .into_iter()
                 .enumerate()
             {
-                if let Err(e) = r {
-                    return fail(format!("level {lvl}: {e}"));
-                }
+                r.map_err(|fault| InvalidStore::Rows { chunk: key, level: level as u32, fault })?;
             }
             if c.is_air() {
-                return fail("all air but held".into());
+                return Err(InvalidStore::AirChunkHeld { chunk: key });
             }
             let view = ChunkRef { key, chunk: c };
             for level in 1..4u32 {
@@ -274,7 +268,7 @@ impl VoxelStore {
                             ]);
                             let got = view.mip_voxel(level, x, y, z);
                             if got != Some(want) {
-                                return fail(format!("mip {level} voxel ({x},{y},{z}) is stale"));
+                                return Err(InvalidStore::StaleMip { chunk: key, level, at: [x, y, z] });
                             }
                             // The guarantee itself, against level 0: Air exactly when all under it is.
                             let s = 1usize << level;
@@ -284,9 +278,7 @@ impl VoxelStore {
                                     .is_some_and(|v| v.is_air())
                             });
                             if got.is_some_and(|v| v.is_air()) != all_air {
-                                return fail(format!(
-                                    "mip {level} voxel ({x},{y},{z}) breaks the air guarantee"
-                                ));
+                                return Err(InvalidStore::AirGuarantee { chunk: key, level, at: [x, y, z] });
                             }
                         }
                     }
@@ -304,22 +296,10 @@ fn local(v: i32) -> usize {
 
 /// The voxels of chunk `key` that half-open regions can address: the top chunk of the i32 space
 /// ends at `i32::MAX` (exclusive), one voxel short.
-fn chunk_region(key: Point3<i32>) -> Region {
-    let lo = key.map(|k| k << CHUNK_SHIFT);
-    let hi = key.map(|k| ((k as i64 + 1) << CHUNK_SHIFT).min(i32::MAX as i64) as i32);
+fn chunk_region(key: Key) -> Region {
+    let lo = key.to_point().map(|k| k << CHUNK_SHIFT);
+    let hi = key.to_point().map(|k| ((k as i64 + 1) << CHUNK_SHIFT).min(i32::MAX as i64) as i32);
     Region::new(lo, hi).expect("a chunk's min is below its max")
-}
-
-fn all_keys(first: Point3<i32>, last: Point3<i32>) -> Vec<Point3<i32>> {
-    let mut keys = Vec::new();
-    for y in first.y..=last.y {
-        for z in first.z..=last.z {
-            for x in first.x..=last.x {
-                keys.push(Point3::new(x, y, z));
-            }
-        }
-    }
-    keys
 }
 
 /// Iterator over the X-row segments of a region; see [`VoxelStore::rows`].
@@ -327,10 +307,10 @@ fn all_keys(first: Point3<i32>, last: Point3<i32>) -> Vec<Point3<i32>> {
 pub struct Rows<'a> {
     store: &'a VoxelStore,
     region: Region,
-    first: Point3<i32>,
-    last: Point3<i32>,
+    first: Key,
+    last: Key,
     /// The chunk being walked (`None` when done) and its row source (`None`: not held, reads Air).
-    key: Option<Point3<i32>>,
+    key: Option<Key>,
     chunk: Option<&'a Chunk>,
     /// This chunk's part of the region: local X range, local Y and Z cursors and ends.
     xa: usize,
@@ -346,9 +326,9 @@ pub struct Rows<'a> {
 
 impl<'a> Rows<'a> {
     fn new(store: &'a VoxelStore, region: Region) -> Self {
-        let (first, last, key) = match region.chunk_range(CHUNK_SHIFT) {
-            Some((a, b)) => (a, b, Some(a)),
-            None => (Point3::origin(), Point3::origin(), None),
+        let (first, last, key) = match Key::range(&region) {
+            Some(r) => (r.first, r.last, Some(r.first)),
+            None => (Key::default(), Key::default(), None),
         };
         let mut rows = Rows {
             store,
@@ -376,25 +356,25 @@ impl<'a> Rows<'a> {
                 .region
                 .intersection(&chunk_region(key))
                 .expect("keys come from the region's chunk range");
-            self.base = key.map(|k| k << CHUNK_SHIFT);
+            self.base = key.to_point().map(|k| k << CHUNK_SHIFT);
             let lo = |i: usize| (part.min()[i] - self.base[i]) as usize;
             let hi = |i: usize| (part.max()[i] as i64 - self.base[i] as i64) as usize;
             (self.xa, self.xb) = (lo(0), hi(0));
             (self.ly, self.ly_end) = (lo(1), hi(1));
             (self.lz_start, self.lz_end) = (lo(2), hi(2));
             self.lz = self.lz_start;
-            self.chunk = self.store.chunks.get(&Key::from(key));
+            self.chunk = self.store.chunks.get(&key);
         }
     }
 
     fn next_chunk(&mut self) {
         let Some(k) = self.key else { return };
         self.key = if k.x < self.last.x {
-            Some(Point3::new(k.x + 1, k.y, k.z))
+            Some(Key::new(k.x + 1, k.y, k.z))
         } else if k.z < self.last.z {
-            Some(Point3::new(self.first.x, k.y, k.z + 1))
+            Some(Key::new(self.first.x, k.y, k.z + 1))
         } else if k.y < self.last.y {
-            Some(Point3::new(self.first.x, k.y + 1, self.first.z))
+            Some(Key::new(self.first.x, k.y + 1, self.first.z))
         } else {
             None
         };
@@ -472,7 +452,7 @@ impl VoxelRead for VoxelStore {
     /// In buffer order (y, z, x) as the trait requires: per layer of chunks, the chunks are looked up
     /// once, then every row of the layer walks them along X.
     fn visit_rows(&self, region: &Region, visit: &mut dyn FnMut(VoxelPos, &[Voxel])) {
-        let Some((first, last)) = region.chunk_range(CHUNK_SHIFT) else { return };
+        let Some((first, last)) = Key::range(region).map(|r| (r.first, r.last)) else { return };
         if first == last {
             // One chunk: `rows` is already in buffer order.
             return self.rows(region).for_each(|(p, row)| visit(p, row));
@@ -484,7 +464,7 @@ impl VoxelRead for VoxelStore {
             layer.clear();
             for cz in first.z..=last.z {
                 for cx in first.x..=last.x {
-                    layer.push(self.chunks.get(&Key([cx, cy, cz])));
+                    layer.push(self.chunks.get(&Key::new(cx, cy, cz)));
                 }
             }
             let y_lo = rmin.y.max(cy << CHUNK_SHIFT);
@@ -512,16 +492,16 @@ impl VoxelRead for VoxelStore {
     /// From the row headers: a missing chunk is Air, a present one answers for the rows the region
     /// crosses. Never reads a voxel.
     fn uniform(&self, region: &Region) -> Option<Voxel> {
-        let (first, last) = region.chunk_range(CHUNK_SHIFT)?;
+        let (first, last) = Key::range(region).map(|r| (r.first, r.last))?;
         let (rmin, rmax) = (region.min(), region.max());
         let mut found: Option<Material> = None;
         for cy in first.y..=last.y {
             for cz in first.z..=last.z {
                 for cx in first.x..=last.x {
-                    let material = match self.chunks.get(&Key([cx, cy, cz])) {
+                    let material = match self.chunks.get(&Key::new(cx, cy, cz)) {
                         None => Material::AIR,
                         Some(chunk) => {
-                            let c = chunk_region(Point3::new(cx, cy, cz));
+                            let c = chunk_region(Key::new(cx, cy, cz));
                             let span = |axis: usize| {
                                 let lo = rmin[axis].max(c.min()[axis]);
                                 let hi = rmax[axis].min(c.max()[axis]);
@@ -546,15 +526,15 @@ impl VoxelRead for VoxelStore {
         if out.len() != expected {
             return Err(CoreError::BufferSize { expected, got: out.len() });
         }
-        let Some((first, last)) = region.chunk_range(CHUNK_SHIFT) else { return Ok(()) };
+        let Some((first, last)) = Key::range(region).map(|r| (r.first, r.last)) else { return Ok(()) };
         let [sx, _, sz] = region.size().map(|v| v as usize);
         for cy in first.y..=last.y {
             for cz in first.z..=last.z {
                 for cx in first.x..=last.x {
-                    let key = Point3::new(cx, cy, cz);
+                    let key = Key::new(cx, cy, cz);
                     let part =
                         region.intersection(&chunk_region(key)).expect("key in the region's chunk range");
-                    let base = key.map(|k| k << CHUNK_SHIFT);
+                    let base = key.to_point().map(|k| k << CHUNK_SHIFT);
                     let (x0, x1) =
                         ((part.min().x - base.x) as usize, (part.max().x as i64 - base.x as i64) as usize);
                     let (z0, z1) =
@@ -562,7 +542,7 @@ impl VoxelRead for VoxelStore {
                     let (y0, y1) =
                         ((part.min().y - base.y) as usize, (part.max().y as i64 - base.y as i64) as usize);
                     let w = x1 - x0;
-                    let chunk = self.chunks.get(&Key::from(key));
+                    let chunk = self.chunks.get(&key);
                     let mut row_at = region.index_of(part.min());
                     for y in y0..y1 {
                         let mut at = row_at;

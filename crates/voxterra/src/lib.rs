@@ -7,8 +7,8 @@
 //! | --- | --- | --- |
 //! | [`core`] | voxterra-core | voxels, materials, regions, AABBs, rays, the small traits |
 //! | [`store`] | voxterra-voxel-store | sparse row-packed 32³ chunks with mips; fast reads, dirty regions |
-//! | [`codec`] | voxterra-codec | the RLE voxel format, LZ4, atomic world files, undo snapshots |
-//! | [`broadphase`] | voxterra-bit-broadphase | dilated 8³ solid/water masks, bit-parallel box queries, contacts |
+//! | [`codec`] | voxterra-codec | the RLE voxel format, LZ4, world files, undo snapshots |
+//! | [`terrain_broadphase`] | voxterra-bit-broadphase | dilated 8³ solid/water masks, bit-parallel box queries, contacts |
 //! | [`kdtree`] | voxterra-kdtree | the loose kD tree over triangles (8-byte nodes): AABB and ray queries |
 //! | [`mesher`] | voxterra-mesher | dual surface extraction: smooth or sharp vertices, seamless chunks, render and physics meshes |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
@@ -25,7 +25,7 @@
 //! let params = WorldParams::new(3, [64, 64, 64]);
 //! generate(&params, &mut store, |_, _| {}).unwrap();
 //! assert!(!store.voxel(VoxelPos::new(5, 0, 5)).is_air());
-//! println!("{:.2} bytes per non-empty voxel", store.memory_stats().bytes_per_non_empty_voxel());
+//! println!("{:.2} bytes per non-empty voxel", store.stats().bytes_per_non_empty_voxel());
 //! ```
 //!
 //! Saving and loading a store:
@@ -41,7 +41,11 @@
 
 #![forbid(unsafe_code)]
 
-pub use voxterra_bit_broadphase as broadphase;
+mod atomic_file;
+
+pub use atomic_file::AtomicFile;
+
+pub use voxterra_bit_broadphase as terrain_broadphase;
 pub use voxterra_codec as codec;
 pub use voxterra_core as core;
 pub use voxterra_dynamic_aabb_tree as dynamic_aabb_tree;
@@ -51,12 +55,12 @@ pub use voxterra_voxel_store as store;
 pub use voxterra_worldgen as worldgen;
 
 use std::path::Path;
-use voxterra_codec::{ReadLimits, SaveStats, WorldFileError, WorldReader, WriteOptions};
+use voxterra_codec::{ReadLimits, SaveStats, WorldFileError, WorldReader, WriteOptions, write_world};
 use voxterra_core::MaterialTable;
 use voxterra_voxel_store::VoxelStore;
 
-/// Saves every chunk of `store` to `path` atomically (LZ4 over RLE). `progress(done, total)` after
-/// each chunk.
+/// Saves every chunk of `store` to `path` atomically ([`AtomicFile`]; LZ4 over RLE): a failure at
+/// any point leaves the previous file intact. `progress(done, total)` after each chunk.
 pub fn save(
     path: impl AsRef<Path>,
     store: &VoxelStore,
@@ -64,11 +68,13 @@ pub fn save(
     progress: impl FnMut(usize, usize),
 ) -> Result<SaveStats, WorldFileError> {
     let keys = store.chunk_keys();
-    voxterra_codec::save_world(path, store, &keys, table, WriteOptions::default(), progress)
+    let file = AtomicFile::create(path)?;
+    let (file, stats) = write_world(file, store, &keys, table, WriteOptions::default(), progress)?;
+    file.commit()?;
+    Ok(stats)
 }
 
-/// Loads the world file at `path` into a new store, with its material table. Files of any chunk
-/// size load: each record is written into the store as a box.
+/// Loads the world file at `path` into a new store, with its material table.
 pub fn load(
     path: impl AsRef<Path>,
     progress: impl FnMut(usize, usize),

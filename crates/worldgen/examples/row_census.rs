@@ -12,7 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let params = WorldParams::new(1, [size, 128, size]);
     let mut store = VoxelStore::new();
     generate(&params, &mut store, |_, _| {})?;
-    let s = store.memory_stats();
+    let s = store.stats();
     println!("{s:#?}\nbytes per non-empty voxel {:.3}", s.bytes_per_non_empty_voxel());
     let (mut fractional, mut mixed, mut water) = (0, 0, 0);
     let mut by_y = vec![0u32; params.size[1] as usize];

@@ -1,10 +1,10 @@
 //! Prints the height and biome distribution of a world's columns: for tuning the terrain model.
-use voxterra_worldgen::{Biome, Terrain};
+use voxterra_worldgen::{Biome, TerrainModel};
 
 fn main() {
     let seed = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
     let size = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(512);
-    let t = Terrain::new(seed, 128);
+    let t = TerrainModel::new(seed, 128);
     let mut hist = [0u32; 13];
     let mut biomes = [0u32; 4];
     let (mut canyon, mut cold, mut under) = (0, 0, 0);

@@ -1,6 +1,6 @@
 //! Making a world: tiles of 32 × 32 columns generated in parallel, written in a fixed order.
 
-use crate::terrain::{Column, Terrain};
+use crate::terrain_model::{Column, TerrainModel};
 use crate::{WorldParams, WorldgenError};
 use rayon::prelude::*;
 use voxterra_core::nalgebra::Point3;
@@ -33,7 +33,7 @@ pub fn generate<W: VoxelWrite>(
     mut progress: impl FnMut(u64, u64),
 ) -> Result<GenStats, WorldgenError<W::Error>> {
     let world = params.region().map_err(WorldgenError::widen)?;
-    let terrain = Terrain::new(params.seed, params.size[1]);
+    let terrain = TerrainModel::new(params.seed, params.size[1]);
     let tiles_x = params.size[0].div_ceil(TILE as u32) as i32;
     let tiles_z = params.size[2].div_ceil(TILE as u32) as i32;
     let tiles: Vec<(i32, i32)> = (0..tiles_z).flat_map(|tz| (0..tiles_x).map(move |tx| (tx, tz))).collect();
@@ -56,7 +56,7 @@ pub fn generate<W: VoxelWrite>(
 
 /// The voxels of one tile: slabs of `TILE` voxels high from the bottom up to the highest non-air
 /// voxel (nothing above it is written: the destination already holds Air there).
-fn tile(terrain: &Terrain, world: &Region, tx: i32, tz: i32) -> Vec<(Region, Vec<Voxel>)> {
+fn tile(terrain: &TerrainModel, world: &Region, tx: i32, tz: i32) -> Vec<(Region, Vec<Voxel>)> {
     let o = world.min();
     let [sx, sy, sz] = world.size();
     let x0 = o.x + tx * TILE;

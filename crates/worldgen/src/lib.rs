@@ -9,7 +9,7 @@
 //! - [`WorldParams`]: seed, size, origin, and a guard against sizes that exhaust memory.
 //! - [`generate`]: writes the world into anything that implements [`voxterra_core::VoxelWrite`],
 //!   generating tiles in parallel (rayon). Same parameters, identical voxels, whatever the thread count.
-//! - [`Terrain`]: the model itself, for callers that want single columns or voxels.
+//! - [`TerrainModel`]: the model itself, for callers that want single columns or voxels.
 //!
 //! ```
 //! use voxterra_core::{DenseVoxels, VoxelRead};
@@ -27,8 +27,8 @@
 
 mod generate;
 mod params;
-mod terrain;
+mod terrain_model;
 
 pub use generate::{GenStats, generate};
 pub use params::{WorldParams, WorldgenError};
-pub use terrain::{Biome, Column, Terrain};
+pub use terrain_model::{Biome, Column, TerrainModel};

@@ -3,7 +3,7 @@
 //! times one block on each side in a shuffled order (a fixed order lets one side find the block's
 //! paths still in cache from the side before it), and prints the medians over the rounds.
 //!
-//! `cargo run --release -p voxterra-benches --example kd_batch_probe` (`BLOCK=n`: rays a block,
+//! `cargo run --release -p voxterra-benches --example kdtree_rays` (`BLOCK=n`: rays a block,
 //! default 10 000; `ROUNDS=n`, default 30; `SWEEP=MB`: write that many MB before each timed block,
 //! so every side starts with the caches cold, as rays cast between a game's other work do)
 use voxterra_benches::kdtree_suite::{rays, terrain_grid};
@@ -11,7 +11,7 @@ use voxterra_benches::parry_adapter::ParryTriangles;
 use voxterra_benches::world::Rng;
 use voxterra_core::{Culling, RayHit, TriangleIndex, TriangleMesh};
 use voxterra_kdtree::KdTree;
-use voxterra_worldgen::Terrain;
+use voxterra_worldgen::TerrainModel;
 
 /// A permutation of `0..n` for round `r` (a fixed pseudo-random shuffle).
 fn order(r: u32, n: u32) -> Vec<u32> {
@@ -38,7 +38,7 @@ fn main() {
     let block_len: usize = std::env::var("BLOCK").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
     let rounds: u32 = std::env::var("ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
     let mut junk = vec![0u64; mb << 17];
-    let terrain = Terrain::new(1, 128);
+    let terrain = TerrainModel::new(1, 128);
     let (positions, triangles) = terrain_grid(&terrain, 317, 40, 40);
     let mesh = TriangleMesh { positions, triangles };
     let tree = KdTree::build(&mesh).unwrap_or_else(|e| panic!("{e}"));

@@ -2,8 +2,7 @@
 
 use crate::masks::{self, ChunkState, MASK_X, MASK_Z, Masks, PHYS_SHIFT};
 use rayon::prelude::*;
-use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Aabb, ChunkKey, CoreError, MaterialTable, Region, VoxelRead};
+use voxterra_core::{Aabb, CoreError, MaterialTable, PhysicsChunkKey as Key, Region, VoxelRead};
 
 /// What a body's box touches in one chunk.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -105,7 +104,7 @@ impl BroadphaseStats {
 /// bit-parallel box queries against them.
 #[derive(Clone, Debug)]
 pub struct BitBroadphase {
-    chunks: hashbrown::HashMap<ChunkKey, Entry, foldhash::fast::FixedState>,
+    chunks: hashbrown::HashMap<Key, Entry, foldhash::fast::FixedState>,
     slab: Vec<Masks>,
     free: Vec<u32>,
     window: Option<Window>,
@@ -182,8 +181,8 @@ impl BitBroadphase {
     }
 
     /// The state of chunk `key`, `None` if it holds neither solid nor water.
-    pub fn chunk(&self, key: Point3<i32>) -> Option<ChunkState> {
-        self.chunks.get(&ChunkKey::from(key)).map(|e| self.state(*e))
+    pub fn chunk(&self, key: Key) -> Option<ChunkState> {
+        self.chunks.get(&key).map(|e| self.state(*e))
     }
 
     fn state(&self, e: Entry) -> ChunkState {
@@ -195,15 +194,15 @@ impl BitBroadphase {
     }
 
     /// Every chunk and its state, sorted by key (y, z, x): for comparisons and tests.
-    pub fn chunks(&self) -> Vec<(Point3<i32>, ChunkState)> {
-        let mut v: Vec<_> = self.chunks.iter().map(|(k, e)| (Point3::from(*k), self.state(*e))).collect();
+    pub fn chunks(&self) -> Vec<(Key, ChunkState)> {
+        let mut v: Vec<_> = self.chunks.iter().map(|(k, e)| (*k, self.state(*e))).collect();
         v.sort_unstable_by_key(|(k, _)| (k.y, k.z, k.x));
         v
     }
 
-    fn set(&mut self, key: Point3<i32>, state: Option<ChunkState>) {
+    fn set(&mut self, key: Key, state: Option<ChunkState>) {
         self.set_entry(key, state);
-        let value = self.chunks.get(&ChunkKey::from(key)).map_or(0, |e| encode(*e));
+        let value = self.chunks.get(&key).map_or(0, |e| encode(*e));
         let k = [key.x, key.y, key.z].map(i64::from);
         match self.window.as_mut().map(|w| (w.index(k), w)) {
             Some((Some(i), w)) => w.slots[i] = value,
@@ -226,7 +225,7 @@ impl BitBroadphase {
     fn refresh_window(&mut self) {
         self.window_stale = false;
         self.window = None;
-        let mut keys = self.chunks.keys().map(|k| k.0.map(i64::from));
+        let mut keys = self.chunks.keys().map(|k| k.to_array().map(i64::from));
         let Some(first) = keys.next() else { return };
         let (lo, hi) = keys.fold((first, first), |(lo, hi), k| {
             ([0, 1, 2].map(|i| lo[i].min(k[i])), [0, 1, 2].map(|i| hi[i].max(k[i])))
@@ -239,14 +238,14 @@ impl BitBroadphase {
         }
         let mut w = Window { min: lo, size, slots: vec![0; slots as usize] };
         for (k, e) in &self.chunks {
-            let i = w.index(k.0.map(i64::from)).expect("the window is the keys' bounding box");
+            let i = w.index(k.to_array().map(i64::from)).expect("the window is the keys' bounding box");
             w.slots[i] = encode(*e);
         }
         self.window = Some(w);
     }
 
-    fn set_entry(&mut self, key: Point3<i32>, state: Option<ChunkState>) {
-        let k = ChunkKey::from(key);
+    fn set_entry(&mut self, key: Key, state: Option<ChunkState>) {
+        let k = key;
         let old = self.chunks.get(&k).copied();
         let entry = match state {
             None => {
@@ -282,8 +281,8 @@ impl BitBroadphase {
         }
     }
 
-    /// Rebuilds one chunk from its 10³ neighbourhood in `source`.
-    pub fn rebuild_chunk(&mut self, source: &impl VoxelRead, key: Point3<i32>) {
+    /// Rebuilds one chunk from its 10³ neighborhood in `source`.
+    pub fn rebuild_chunk(&mut self, source: &impl VoxelRead, key: Key) {
         let state = masks::build(source, key, self.solid, self.liquid);
         self.set(key, state);
     }
@@ -293,10 +292,8 @@ impl BitBroadphase {
     /// rebuilding them one by one: states are computed in parallel and applied in key order.
     /// Returns the number of chunks rebuilt.
     pub fn rebuild_region(&mut self, source: &(impl VoxelRead + Sync), dirty: &Region) -> usize {
-        let Some((first, last)) = dirty.expanded(1).chunk_range(PHYS_SHIFT) else { return 0 };
-        let keys = (first.y..=last.y).flat_map(|y| {
-            (first.z..=last.z).flat_map(move |z| (first.x..=last.x).map(move |x| Point3::new(x, y, z)))
-        });
+        let Some(range) = Key::range(&dirty.expanded(1)) else { return 0 };
+        let keys = range.iter();
         let (solid, liquid) = (self.solid, self.liquid);
         let mut batch = Vec::with_capacity(BATCH);
         let mut n = 0;
@@ -334,7 +331,7 @@ impl BitBroadphase {
     /// for boxes covering more chunk slots than the map holds, which walk the map instead (same
     /// result, map order). No allocation.
     #[inline]
-    pub fn query(&self, aabb: &Aabb, mut visit: impl FnMut(Point3<i32>, Touch)) {
+    pub fn query(&self, aabb: &Aabb, mut visit: impl FnMut(Key, Touch)) {
         let Some((lo, hi)) = self.voxel_range(aabb) else { return };
         let cl = lo.map(|v| v >> PHYS_SHIFT);
         let ch = hi.map(|v| v >> PHYS_SHIFT);
@@ -347,7 +344,7 @@ impl BitBroadphase {
                     for cx in a[0]..=b[0] {
                         let i = w.index([cx, cy, cz]).expect("clipped to the window");
                         if let Some(e) = decode(w.slots[i]) {
-                            let key = Point3::new(cx as i32, cy as i32, cz as i32);
+                            let key = Key::new(cx as i32, cy as i32, cz as i32);
                             let t = self.touch(e, key, &lo, &hi);
                             if t.solid || t.water {
                                 visit(key, t);
@@ -362,8 +359,9 @@ impl BitBroadphase {
         let slots = (0..3).fold(1u64, |n, i| n.saturating_mul((ch[i] - cl[i] + 1) as u64));
         if slots > self.chunks.len() as u64 {
             for (k, e) in &self.chunks {
-                let key = Point3::from(*k);
-                if (0..3).all(|i| cl[i] <= key[i] as i64 && key[i] as i64 <= ch[i]) {
+                let key = *k;
+                let at = key.to_array();
+                if (0..3).all(|i| cl[i] <= at[i] as i64 && at[i] as i64 <= ch[i]) {
                     let t = self.touch(*e, key, &lo, &hi);
                     if t.solid || t.water {
                         visit(key, t);
@@ -375,8 +373,8 @@ impl BitBroadphase {
         for cy in cl[1]..=ch[1] {
             for cz in cl[2]..=ch[2] {
                 for cx in cl[0]..=ch[0] {
-                    let key = Point3::new(cx as i32, cy as i32, cz as i32);
-                    if let Some(e) = self.chunks.get(&ChunkKey::from(key)) {
+                    let key = Key::new(cx as i32, cy as i32, cz as i32);
+                    if let Some(e) = self.chunks.get(&key) {
                         let t = self.touch(*e, key, &lo, &hi);
                         if t.solid || t.water {
                             visit(key, t);
@@ -389,12 +387,12 @@ impl BitBroadphase {
 
     /// What the voxel range touches inside one held chunk.
     #[inline]
-    fn touch(&self, e: Entry, key: Point3<i32>, lo: &[i64; 3], hi: &[i64; 3]) -> Touch {
+    fn touch(&self, e: Entry, key: Key, lo: &[i64; 3], hi: &[i64; 3]) -> Touch {
         match e {
             Entry::Solid => Touch { solid: true, water: false },
             Entry::Water => Touch { solid: false, water: true },
             Entry::Masks(i) => {
-                let base = [0, 1, 2].map(|a| (key[a] as i64) << PHYS_SHIFT);
+                let base = key.to_array().map(|k| (k as i64) << PHYS_SHIFT);
                 let l = |a: usize| (lo[a] - base[a]).clamp(0, 7) as usize;
                 let h = |a: usize| (hi[a] - base[a]).clamp(0, 7) as usize;
                 let footprint = MASK_X[l(0)][h(0)] & MASK_Z[l(2)][h(2)];
@@ -425,8 +423,7 @@ impl BitBroadphase {
         } else {
             (self.chunks.capacity() * 8 / 7).next_power_of_two()
         };
-        s.map_bytes =
-            if buckets == 0 { 0 } else { buckets * (std::mem::size_of::<(ChunkKey, Entry)>() + 1) + 16 };
+        s.map_bytes = if buckets == 0 { 0 } else { buckets * (std::mem::size_of::<(Key, Entry)>() + 1) + 16 };
         s.window_bytes = self.window.as_ref().map_or(0, |w| w.slots.capacity() * 4);
         s
     }

@@ -1,5 +1,5 @@
 //! Runs the dynamic-tree benchmark scene for voxterra alone, for profiling:
-//! `cargo run --release -p voxterra-benches --example dyn_tree_profile -- N SHARE FRAMES`.
+//! `cargo run --release -p voxterra-benches --example dynamic_tree_frames -- N SHARE FRAMES`.
 //! `WARM=k`: k untimed frames first (the suite's warm-up is 60); `SLOW=k`: print the k slowest
 //! frames with their index; `DUMP=1`: print every frame's time in order; `REPLAYS=k`: play the
 //! scene k times from scratch and take each frame's median, as the suite does; `SWEEP=MB`: read
@@ -54,7 +54,7 @@ fn main() {
         }
     }
     if std::env::var("QUERIES").is_ok() {
-        // The suite's query mix on the moved tree: 2 m boxes, their centres, 20 m rays.
+        // The suite's query mix on the moved tree: 2 m boxes, their centers, 20 m rays.
         let mut rng = voxterra_benches::world::Rng(9);
         let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
         let side = scene.side;

@@ -2,8 +2,8 @@
 //! `Bvh2`: time per insert and our tree's quality after it (SAH cost over a fresh rebuild's,
 //! height), for the scene's boxes in random order and sorted along x (a sweep, the order that
 //! builds the worst trees without rotations). The last column creates the same boxes in one
-//! `create_many` batch (a bulk build), ns per box.
-//! `cargo run --release -p voxterra-benches --example dyn_insert_probe -- [N] [REPEATS]`
+//! `create_proxies` batch (a bulk build), ns per box.
+//! `cargo run --release -p voxterra-benches --example dynamic_tree_insert -- [N] [REPEATS]`
 
 use std::time::Instant;
 use voxterra_benches::dynamic_tree_suite::Scene;
@@ -35,7 +35,7 @@ fn main() {
             let t = Instant::now();
             let mut tree = DynamicAabbTree::new();
             for (i, b) in boxes.iter().enumerate() {
-                tree.create(*b, i as u64, ProxyKind::Dynamic).expect("valid box");
+                tree.create_proxy_of_kind(*b, i as u64, ProxyKind::Dynamic).expect("valid box");
             }
             ours.push(t.elapsed().as_secs_f64() * 1e9 / n as f64);
             quality = (tree.area_ratio(), tree.stats().dynamic.height);
@@ -62,7 +62,7 @@ fn main() {
 
             let t = Instant::now();
             let mut tree = DynamicAabbTree::new();
-            tree.create_many(&proxies, ProxyKind::Dynamic).expect("valid boxes");
+            tree.create_proxies(&proxies, ProxyKind::Dynamic).expect("valid boxes");
             batch.push(t.elapsed().as_secs_f64() * 1e9 / n as f64);
             std::hint::black_box(&tree);
         }

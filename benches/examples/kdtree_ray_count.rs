@@ -6,11 +6,11 @@ use voxterra_benches::kdtree_suite::{rays, terrain_grid};
 use voxterra_benches::world::Rng;
 use voxterra_core::{Culling, TriangleIndex, TriangleMesh};
 use voxterra_kdtree::KdTree;
-use voxterra_worldgen::Terrain;
+use voxterra_worldgen::TerrainModel;
 
 fn main() {
     let n: usize = std::env::var("N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
-    let terrain = Terrain::new(1, 128);
+    let terrain = TerrainModel::new(1, 128);
     let (positions, triangles) = terrain_grid(&terrain, 317, 40, 40);
     let mesh = TriangleMesh { positions, triangles };
     let tree = KdTree::build(&mesh).unwrap_or_else(|e| panic!("{e}"));

@@ -5,7 +5,7 @@
 //!    one ordered row walk, turning each voxel into its 16-bit corner key (material if matter,
 //!    occupancy; `keys`) and setting one *inside* bit per voxel (matter and occupancy above one
 //!    half) in bit rows along X.
-//! 2. Find the edges `R` owns: between neighbouring voxels whose inside bits differ, with the lower
+//! 2. Find the edges `R` owns: between neighboring voxels whose inside bits differ, with the lower
 //!    end in `R`. Whole rows of edges come from one XOR of bit rows.
 //! 3. Mark the cells those edges touch (4 per edge), make one vertex per marked cell, in cell order,
 //!    placing 8 cells at a time in vector lanes (`cell::place_batch`).
@@ -39,12 +39,12 @@ pub enum ShapeMode {
     ByMaterial,
     /// Every cell smooth (mass point of the crossings).
     Smooth,
-    /// Every cell sharp (QEF minimiser).
+    /// Every cell sharp (QEF minimizer).
     Sharp,
 }
 
 /// Errors of [`Mesher::mesh`].
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, PartialEq)]
 #[non_exhaustive]
 pub enum MeshError {
     /// The region grown by its padding leaves the i32 coordinate space.
@@ -86,7 +86,7 @@ pub enum MeshError {
 
 /// What one call produced.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub struct MeshSummary {
+pub struct MeshStats {
     /// Vertices added.
     pub vertices: usize,
     /// Triangles added.
@@ -165,7 +165,7 @@ impl Mesher {
     }
 
     /// The box meshing `region` reads: one voxel of padding on every side. The low side holds the
-    /// cells shared with the lower neighbours; the high side the far ends of the edges `region` owns.
+    /// cells shared with the lower neighbors; the high side the far ends of the edges `region` owns.
     pub fn padded_region(region: &Region) -> Result<Region, MeshError> {
         let grow = |v: i32, d: i64| i32::try_from(v as i64 + d).map_err(|_| MeshError::OutOfRange(*region));
         let (lo, hi) = (region.min(), region.max());
@@ -187,14 +187,14 @@ impl Mesher {
         region: &Region,
         ws: &mut MeshWorkspace,
         out: &mut M,
-    ) -> Result<MeshSummary, MeshError>
+    ) -> Result<MeshStats, MeshError>
     where
         R: VoxelRead + ?Sized,
         M: MeshOutput,
     {
         out.clear();
         if region.is_empty() {
-            return Ok(MeshSummary::default());
+            return Ok(MeshStats::default());
         }
         let side = region.size().into_iter().max().unwrap_or(0);
         if side > M::MAX_SIDE {
@@ -207,11 +207,11 @@ impl Mesher {
             return Err(MeshError::TooLarge { voxels, limit: self.max_voxels });
         }
         if src.uniform(&padded).is_some() {
-            return Ok(MeshSummary { uniform: true, ..MeshSummary::default() });
+            return Ok(MeshStats { uniform: true, ..MeshStats::default() });
         }
         let g = Grid::new(&padded);
         if !ws.read(src, &padded, &g, self.matter)? {
-            return Ok(MeshSummary::default());
+            return Ok(MeshStats::default());
         }
         ws.mark_cells(&g);
         // Counting the marked cells costs a software popcount per word (baseline x86-64 has no
@@ -226,7 +226,7 @@ impl Mesher {
         }
         self.make_vertices(ws, &g, padded.min(), out);
         ws.emit_quads(&g, out);
-        Ok(MeshSummary { vertices: out.vertex_count(), triangles: out.triangle_count(), uniform: false })
+        Ok(MeshStats { vertices: out.vertex_count(), triangles: out.triangle_count(), uniform: false })
     }
 
     fn make_vertices<M: MeshOutput>(&self, ws: &mut MeshWorkspace, g: &Grid, origin: VoxelPos, out: &mut M) {
@@ -330,7 +330,7 @@ impl Grid {
 }
 
 /// The owned edges leaving voxel row `(y, z)` in word `w`, along X, Y and Z: bit `x` set when voxel
-/// `x` and its +axis neighbour differ and `x` is an owned lower end.
+/// `x` and its +axis neighbor differ and `x` is an owned lower end.
 #[inline]
 fn edge_words(g: &Grid, inside: &[u64], y: usize, z: usize, w: usize, own: u64) -> [u64; 3] {
     let r = &inside[g.row(y, z)..][..g.words];
@@ -409,7 +409,7 @@ impl MeshWorkspace {
         let convert = |piece: &[Voxel], dst: &mut [Key]| -> u64 {
             let first = piece[0];
             // Rows whose ends differ are not uniform: no need to look at the rest.
-            // A fold, not `all`: no early exit, so it vectorises.
+            // A fold, not `all`: no early exit, so it vectorizes.
             let differ = first != piece[piece.len() - 1]
                 || piece.iter().fold(0u16, |acc, v| acc | (v.to_bits() ^ first.to_bits())) != 0;
             if !differ {

@@ -19,7 +19,7 @@ pub enum Biome {
     Mountains,
 }
 
-/// Where each biome sits on the biome noise axis; heights blend between neighbours.
+/// Where each biome sits on the biome noise axis; heights blend between neighbors.
 const ANCHORS: [(f32, Biome); 4] =
     [(-0.45, Biome::Dunes), (-0.1, Biome::Plains), (0.2, Biome::Hills), (0.5, Biome::Mountains)];
 
@@ -56,7 +56,7 @@ pub struct Column {
 }
 
 /// The noise fields of one seed, scaled to a world height.
-pub struct Terrain {
+pub struct TerrainModel {
     biome: FastNoiseLite,
     temperature: FastNoiseLite,
     rolling: FastNoiseLite,
@@ -73,13 +73,13 @@ pub struct Terrain {
     pub water_level: f32,
 }
 
-impl Terrain {
+impl TerrainModel {
     /// The fields for `seed` in a world `height` voxels tall.
     pub fn new(seed: u64, height: u32) -> Self {
         use FractalType::{FBm, Ridged};
         use NoiseType::{OpenSimplex2, OpenSimplex2S};
         let h = height as f32;
-        Terrain {
+        TerrainModel {
             biome: noise(sub_seed(seed, 1), OpenSimplex2, 1.0 / 420.0, Some((FBm, 2))),
             temperature: noise(sub_seed(seed, 2), OpenSimplex2, 1.0 / 600.0, None),
             rolling: noise(sub_seed(seed, 3), OpenSimplex2S, 1.0 / 160.0, Some((FBm, 5))),

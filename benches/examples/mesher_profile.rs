@@ -3,8 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // a profiling driver: a failed unwrap is a broken setup
 
-use voxterra_core::nalgebra::Point3;
-use voxterra_core::{DenseVoxels, MaterialTable, Region, VoxelRead};
+use voxterra_core::{DenseVoxels, MaterialTable, StoreChunkKey, VoxelRead};
 use voxterra_mesher::{MeshWorkspace, Mesher, PhysicsMesh, RenderMesh, ShapeMode};
 use voxterra_voxel_store::VoxelStore;
 use voxterra_worldgen::{WorldParams, generate};
@@ -21,7 +20,7 @@ fn main() {
     for y in 0..4 {
         for z in 0..8 {
             for x in 0..8 {
-                let r = Region::chunk(Point3::new(x, y, z), 5).unwrap();
+                let r = StoreChunkKey::new(x, y, z).region().unwrap();
                 let p = Mesher::padded_region(&r).unwrap();
                 if store.uniform(&p).is_none() {
                     let mut d = DenseVoxels::new(p, 1 << 20).unwrap();

@@ -1,12 +1,13 @@
 //! [`DynamicAabbTree`]: proxies with fat boxes in two trees (moving and static), incremental pairs,
 //! queries, and core's [`Broadphase`] trait.
 
-use crate::quad::{self, QuadTree, Task};
+use crate::quad::{self, InvalidTree, QuadTree, Task};
 use crate::radix;
 use crate::sah::{MAX_ITEMS, NULL, overlap};
+use crate::sink::Sink;
 use rayon::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Aabb, Broadphase, CoreError, ProxyId, ProxyMove, Ray};
+use voxterra_core::{Aabb, Broadphase, ProxyError, ProxyId, ProxyMove, Ray};
 
 /// The largest coordinate magnitude a proxy box may have. Far beyond any game world; it keeps
 /// every surface area (the SAH's currency) finite in f32.
@@ -76,7 +77,7 @@ pub struct TreeStats {
 
 /// Statistics of the whole broadphase.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Stats {
+pub struct DynamicTreeStats {
     /// Live proxies.
     pub proxies: u32,
     /// The moving tree.
@@ -127,7 +128,7 @@ impl Default for DynamicAabbTree {
 /// Every move goes through here, so the common case is one branch-free test: NaN fails every
 /// comparison, and the bounds exclude infinities.
 #[inline]
-fn check_box(aabb: Aabb) -> Result<Aabb, CoreError> {
+fn check_box(aabb: Aabb) -> Result<Aabb, ProxyError> {
     let (lo, hi) = (&aabb.mins, &aabb.maxs);
     let ok = (-MAX_COORD <= lo.x)
         & (-MAX_COORD <= lo.y)
@@ -142,8 +143,10 @@ fn check_box(aabb: Aabb) -> Result<Aabb, CoreError> {
         return Ok(aabb);
     }
     // Say which rule failed.
-    Aabb::try_new(aabb.mins, aabb.maxs)?;
-    Err(CoreError::InvalidAabb(format!("{lo:?}..{hi:?} reaches beyond ±{MAX_COORD:e}")))
+    if !aabb.is_valid() {
+        return Err(ProxyError::invalid(&aabb));
+    }
+    Err(ProxyError::OutOfRange { mins: aabb.mins.into(), maxs: aabb.maxs.into(), limit: MAX_COORD })
 }
 
 impl DynamicAabbTree {
@@ -202,10 +205,10 @@ impl DynamicAabbTree {
         }
     }
 
-    fn slot(&self, id: ProxyId) -> Result<Slot, CoreError> {
+    fn slot(&self, id: ProxyId) -> Result<Slot, ProxyError> {
         match self.slots.get(id.0 as usize) {
             Some(s) if s.live => Ok(*s),
-            _ => Err(CoreError::UnknownProxy(id.0)),
+            _ => Err(ProxyError::UnknownProxy(id.0)),
         }
     }
 
@@ -221,12 +224,17 @@ impl DynamicAabbTree {
         fat
     }
 
-    /// Adds a proxy of the given kind; [`CoreError::InvalidAabb`] for NaN, infinite, inverted or
+    /// Adds a proxy of the given kind; [`ProxyError::InvalidAabb`] for NaN, infinite, inverted or
     /// absurdly large boxes (beyond [`MAX_COORD`]).
-    pub fn create(&mut self, aabb: Aabb, user_data: u64, kind: ProxyKind) -> Result<ProxyId, CoreError> {
+    pub fn create_proxy_of_kind(
+        &mut self,
+        aabb: Aabb,
+        user_data: u64,
+        kind: ProxyKind,
+    ) -> Result<ProxyId, ProxyError> {
         let aabb = check_box(aabb)?;
         if self.free_slot == NULL && self.slots.len() >= MAX_ITEMS as usize {
-            return Err(CoreError::CapacityExceeded(format!("at most {MAX_ITEMS} proxies")));
+            return Err(ProxyError::CapacityExceeded { limit: MAX_ITEMS as u64 });
         }
         let (id, fat) = self.claim(aabb, user_data, kind);
         self.tree_mut(kind).insert(fat, id);
@@ -234,28 +242,25 @@ impl DynamicAabbTree {
     }
 
     /// Adds many proxies of one kind, `(box, user data)` each, and returns their ids in order:
-    /// the ids, pairs and queries are those of calling [`DynamicAabbTree::create`] for each in
+    /// the ids, pairs and queries are those of calling [`DynamicAabbTree::create_proxy_of_kind`] for each in
     /// turn. When the batch is at least a quarter of its tree after, the tree is rebuilt over
     /// all its leaves at once (a bulk binned-SAH build) rather than inserting each: loading a
     /// scene of 10k–100k boxes this way took half the time or less, and the tree is then a
     /// fresh build's. All or
-    /// nothing: on an invalid box ([`CoreError::InvalidAabb`], its index in the message) or
-    /// when live proxies would exceed 2^30 − 1 ([`CoreError::CapacityExceeded`]), nothing is
+    /// nothing: on an invalid box ([`ProxyError::InBatch`] naming the box) or
+    /// when live proxies would exceed 2^30 − 1 ([`ProxyError::CapacityExceeded`]), nothing is
     /// created.
-    pub fn create_many(
+    pub fn create_proxies(
         &mut self,
         proxies: &[(Aabb, u64)],
         kind: ProxyKind,
-    ) -> Result<Vec<ProxyId>, CoreError> {
+    ) -> Result<Vec<ProxyId>, ProxyError> {
         for (i, &(aabb, _)) in proxies.iter().enumerate() {
-            check_box(aabb).map_err(|e| match e {
-                CoreError::InvalidAabb(m) => CoreError::InvalidAabb(format!("proxy {i} of the batch: {m}")),
-                e => e,
-            })?;
+            check_box(aabb).map_err(|e| ProxyError::InBatch { index: i, source: Box::new(e) })?;
         }
         // Ids come off the free list first, then new slots: live + batch bounds the slots.
         if self.live as usize + proxies.len() > MAX_ITEMS as usize {
-            return Err(CoreError::CapacityExceeded(format!("at most {MAX_ITEMS} proxies")));
+            return Err(ProxyError::CapacityExceeded { limit: MAX_ITEMS as u64 });
         }
         let mut leaves = Vec::with_capacity(proxies.len());
         let ids = proxies
@@ -299,8 +304,8 @@ impl DynamicAabbTree {
     }
 
     /// Adds a static proxy: see [`ProxyKind::Static`].
-    pub fn create_static_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, CoreError> {
-        self.create(aabb, user_data, ProxyKind::Static)
+    pub fn create_static_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, ProxyError> {
+        self.create_proxy_of_kind(aabb, user_data, ProxyKind::Static)
     }
 
     /// The proxy's kind.
@@ -340,7 +345,7 @@ impl DynamicAabbTree {
         id: ProxyId,
         aabb: Aabb,
         displacement: Vector3<f32>,
-    ) -> Result<Option<(ProxyKind, Aabb)>, CoreError> {
+    ) -> Result<Option<(ProxyKind, Aabb)>, ProxyError> {
         let aabb = check_box(aabb)?;
         let s = self.slot(id)?;
         let i = id.0 as usize;
@@ -486,7 +491,7 @@ impl DynamicAabbTree {
     }
 
     /// Tree statistics.
-    pub fn stats(&self) -> Stats {
+    pub fn stats(&self) -> DynamicTreeStats {
         let t = |tree: &QuadTree| TreeStats {
             leaves: tree.leaf_count(),
             nodes: tree.node_count(),
@@ -494,7 +499,7 @@ impl DynamicAabbTree {
             sah_cost: tree.sah_cost(),
             bytes: tree.bytes(),
         };
-        Stats { proxies: self.live, dynamic: t(&self.dynamic), statics: t(&self.statics) }
+        DynamicTreeStats { proxies: self.live, dynamic: t(&self.dynamic), statics: t(&self.statics) }
     }
 
     /// The moving tree's SAH cost over that of a fresh full binned-SAH rebuild of the same fat
@@ -509,21 +514,21 @@ impl DynamicAabbTree {
     /// Checks every invariant: parent links, boxes containing their children, heights, moved
     /// flags, the free lists, and each leaf against its proxy (id, kind, fat box holding the tight
     /// box). For tests; O(n).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidTree> {
         for (kind, tree) in [(ProxyKind::Dynamic, &self.dynamic), (ProxyKind::Static, &self.statics)] {
             tree.validate(&mut |item, fat| {
-                let s = self.slots.get(item as usize).ok_or(format!("proxy {item} out of range"))?;
+                let s = self
+                    .slots
+                    .get(item as usize)
+                    .ok_or(InvalidTree::ProxyNotHere { proxy: item, live: false })?;
                 if !s.live || s.kind != kind {
-                    return Err(format!(
-                        "proxy {item} (live {}, {:?}) has a leaf in the {kind:?} tree",
-                        s.live, s.kind
-                    ));
+                    return Err(InvalidTree::ProxyNotHere { proxy: item, live: s.live });
                 }
                 if !fat.contains(&self.tight[item as usize]) {
-                    return Err(format!("proxy {item}: fat box does not contain the tight box"));
+                    return Err(InvalidTree::FatMissesTight { proxy: item });
                 }
                 if *fat != self.fat[item as usize] {
-                    return Err(format!("proxy {item}: the leaf's box is not the proxy's fat box"));
+                    return Err(InvalidTree::LeafNotFat { proxy: item });
                 }
                 Ok(())
             })?;
@@ -532,69 +537,9 @@ impl DynamicAabbTree {
         if live != self.live as usize
             || live != (self.dynamic.leaf_count() + self.statics.leaf_count()) as usize
         {
-            return Err(format!("{live} live slots, {} counted", self.live));
+            return Err(InvalidTree::LiveCount { slots: live, counted: self.live });
         }
         Ok(())
-    }
-}
-
-/// A vector the traversal writes without branching on its tests: `put` always writes the slot
-/// past the kept entries and keeps it only when asked. PERF: the child-pair tests of a pair
-/// traversal are coin flips to a branch predictor; as branches they cost 2.4 mispredictions a
-/// visited pair on the suite's 100k boxes, all moving.
-#[derive(Debug, Default)]
-pub(crate) struct Sink<T> {
-    pub(crate) buf: Vec<T>,
-    /// Kept entries: `buf[..len]`.
-    pub(crate) len: usize,
-}
-
-impl<T: Copy + Default> Sink<T> {
-    /// Makes room for `k` more `put`s.
-    #[inline(always)]
-    pub(crate) fn room(&mut self, k: usize) {
-        if self.len + k > self.buf.len() {
-            // By value: a reference would let the sink's address escape, and keep its fields in
-            // memory rather than registers through the traversal loop.
-            self.buf = grown(std::mem::take(&mut self.buf), self.len + k);
-        }
-    }
-
-    /// Writes `v` after the kept entries and keeps it if `keep`. Needs [`Sink::room`] first.
-    #[inline(always)]
-    pub(crate) fn put(&mut self, v: T, keep: bool) {
-        self.buf[self.len] = v;
-        self.len += usize::from(keep);
-    }
-
-    #[inline(always)]
-    pub(crate) fn pop(&mut self) -> Option<T> {
-        self.len = self.len.checked_sub(1)?;
-        Some(self.buf[self.len])
-    }
-
-    pub(crate) fn kept(&self) -> &[T] {
-        &self.buf[..self.len]
-    }
-
-    pub(crate) fn into_vec(mut self) -> Vec<T> {
-        self.buf.truncate(self.len);
-        self.buf
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn grown<T: Copy + Default>(mut buf: Vec<T>, need: usize) -> Vec<T> {
-    buf.resize(need.max(2 * buf.len()), T::default());
-    buf
-}
-
-impl<T> From<Vec<T>> for Sink<T> {
-    /// Reuses the vector's allocation; its contents are dropped.
-    fn from(mut buf: Vec<T>) -> Self {
-        buf.clear();
-        Sink { buf, len: 0 }
     }
 }
 
@@ -617,11 +562,11 @@ fn keep_touching(pairs: &mut Sink<u64>, tight: &[Aabb]) {
 }
 
 impl Broadphase for DynamicAabbTree {
-    fn create_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, CoreError> {
-        self.create(aabb, user_data, ProxyKind::Dynamic)
+    fn create_proxy(&mut self, aabb: Aabb, user_data: u64) -> Result<ProxyId, ProxyError> {
+        self.create_proxy_of_kind(aabb, user_data, ProxyKind::Dynamic)
     }
 
-    fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), CoreError> {
+    fn destroy_proxy(&mut self, id: ProxyId) -> Result<(), ProxyError> {
         let s = self.slot(id)?;
         self.tree_mut(s.kind).remove(id.0);
         self.slots[id.0 as usize] = Slot { user_data: u64::from(self.free_slot), live: false, kind: s.kind };
@@ -630,7 +575,7 @@ impl Broadphase for DynamicAabbTree {
         Ok(())
     }
 
-    fn move_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vector3<f32>) -> Result<(), CoreError> {
+    fn move_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vector3<f32>) -> Result<(), ProxyError> {
         if let Some((kind, fat)) = self.move_one(id, aabb, displacement)? {
             self.tree_mut(kind).set_leaf_box(id.0, fat);
         }
@@ -641,7 +586,7 @@ impl Broadphase for DynamicAabbTree {
     /// are written with prefetches and every internal box refitted in one pass, instead of each
     /// leaf walking up its ancestors (a cache miss a level on big trees). The pair update would
     /// have refitted the tree anyway.
-    fn move_proxies(&mut self, moves: &[ProxyMove]) -> Result<(), CoreError> {
+    fn move_proxies(&mut self, moves: &[ProxyMove]) -> Result<(), ProxyError> {
         let mut refat = std::mem::take(&mut self.refat);
         refat.iter_mut().for_each(Vec::clear);
         let mut result = Ok(());
@@ -699,32 +644,6 @@ impl Broadphase for DynamicAabbTree {
         let limit = self.dynamic.cast_ray(&ray.origin, &inv, max_t, &mut f);
         if limit > 0.0 {
             self.statics.cast_ray(&ray.origin, &inv, limit, &mut f);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn sinks_keep_what_they_are_told(puts in prop::collection::vec((any::<u32>(), any::<bool>()), 0..200)) {
-            let mut sink = Sink::from(vec![9u32; 3]);
-            let mut want = vec![];
-            for &(v, keep) in &puts {
-                sink.room(1);
-                sink.put(v, keep);
-                if keep {
-                    want.push(v);
-                }
-            }
-            prop_assert_eq!(sink.kept(), &want[..]);
-            while let Some(v) = sink.pop() {
-                prop_assert_eq!(Some(v), want.pop());
-            }
-            prop_assert!(want.is_empty());
         }
     }
 }
