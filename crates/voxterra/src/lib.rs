@@ -11,10 +11,12 @@
 //! | [`terrain_broadphase`] | voxterra-bit-broadphase | dilated 8³ solid/water masks, bit-parallel box queries, contacts |
 //! | [`kdtree`] | voxterra-kdtree | the loose kD tree over triangles (8-byte nodes): AABB and ray queries |
 //! | [`mesher`] | voxterra-mesher | dual surface extraction: smooth or sharp vertices, seamless chunks, render and physics meshes |
+//! | [`narrowphase`] | voxterra-narrowphase | contacts between convex shapes and triangle sets, manifolds of at most 4 points |
+//! | [`dynamic_aabb_tree`] | voxterra-dynamic-aabb-tree | the broadphase between moving bodies |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
 //!
-//! The narrowphase and dynamic AABB tree join as they land; the facade's `Terrain` (store +
-//! broadphase masks + lazy collision cache) and `World` (bodies) come after them.
+//! The facade's `Terrain` (store + broadphase masks + lazy collision cache) and `World` (bodies)
+//! come next.
 //!
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};
@@ -51,6 +53,7 @@ pub use voxterra_core as core;
 pub use voxterra_dynamic_aabb_tree as dynamic_aabb_tree;
 pub use voxterra_kdtree as kdtree;
 pub use voxterra_mesher as mesher;
+pub use voxterra_narrowphase as narrowphase;
 pub use voxterra_voxel_store as store;
 pub use voxterra_worldgen as worldgen;
 

@@ -1,0 +1,87 @@
+//! What the narrowphase reports: contact points with stable feature ids, and manifolds of at most
+//! four of them.
+
+use voxterra_core::nalgebra::{Point3, Unit, Vector3};
+
+/// The feature of a triangle a contact lies on. Edge `i` joins corners `i` and `(i + 1) % 3`
+/// (edge 0 is a–b, edge 1 b–c, edge 2 c–a), as parry numbers them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum TriangleFeature {
+    /// Corner 0, 1 or 2.
+    Vertex(u8),
+    /// Edge 0, 1 or 2.
+    Edge(u8),
+    /// The face.
+    Face,
+}
+
+/// A contact's identity for warm starting: the triangle, its feature, the part of a compound
+/// shape (0 for a plain shape) and a shape-side index (which corner of a cuboid, for routines that
+/// make several points against one triangle). Stable while the triangles and the touching
+/// features stay the same.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct FeatureId {
+    /// The triangle's index in its set.
+    pub triangle: u32,
+    /// Which feature of the triangle.
+    pub feature: TriangleFeature,
+    /// The compound part (0 for a plain shape).
+    pub part: u32,
+    /// A shape-side discriminator (0 when a routine makes one point a triangle).
+    pub sub: u32,
+}
+
+/// One contact point between a shape and a triangle, in world space.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct ContactPoint {
+    /// The deepest point of the shape (on its surface).
+    pub on_shape: Point3<f32>,
+    /// The matching point on the triangle.
+    pub on_triangle: Point3<f32>,
+    /// Unit normal from the triangle toward the shape: the direction that separates them.
+    pub normal: Unit<Vector3<f32>>,
+    /// Signed distance along `normal`: negative when penetrating, up to the prediction distance.
+    pub dist: f32,
+    /// Which features touch.
+    pub id: FeatureId,
+}
+
+impl ContactPoint {
+    /// Penetration depth (0 when separated).
+    #[inline]
+    pub fn depth(&self) -> f32 {
+        (-self.dist).max(0.0)
+    }
+}
+
+/// At most four contact points sharing one normal (within the grouping tolerance).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Manifold {
+    /// The group's normal: that of its deepest point.
+    pub normal: Unit<Vector3<f32>>,
+    points: [ContactPoint; 4],
+    len: u8,
+}
+
+impl Manifold {
+    /// Most points a manifold keeps.
+    pub const MAX_POINTS: usize = 4;
+
+    pub(crate) fn new(normal: Unit<Vector3<f32>>, kept: &[ContactPoint]) -> Self {
+        debug_assert!(!kept.is_empty() && kept.len() <= Self::MAX_POINTS);
+        let mut points = [kept[0]; 4];
+        points[..kept.len()].copy_from_slice(kept);
+        Manifold { normal, points, len: kept.len() as u8 }
+    }
+
+    /// The points, at most [`Manifold::MAX_POINTS`].
+    #[inline]
+    pub fn points(&self) -> &[ContactPoint] {
+        &self.points[..self.len as usize]
+    }
+
+    /// The deepest point's signed distance.
+    pub fn min_dist(&self) -> f32 {
+        self.points().iter().map(|p| p.dist).fold(f32::INFINITY, f32::min)
+    }
+}

@@ -1,0 +1,277 @@
+//! Contacts between a convex shape (or a compound of convex parts) at a pose and a set of
+//! triangles: candidates from the set's AABB query, then one routine per triangle — specialized
+//! for balls and capsules, SAT with face clipping for cuboids, parry's GJK/EPA for the rest.
+
+use crate::closest::{feature_of, point_triangle, segment_triangle, triangle_normal};
+use crate::contact::{ContactPoint, FeatureId, Manifold, TriangleFeature};
+use crate::cuboid_triangle::cuboid_triangle;
+use crate::error::NarrowphaseError;
+use crate::manifold::{ReduceScratch, reduce};
+use parry3d::math::Isometry;
+use parry3d::shape::{Shape, TypedShape};
+use voxterra_core::nalgebra::{Point3, Unit, Vector3};
+use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
+
+/// A triangle set as the narrowphase reads it: the triangles, and an index that finds those in a
+/// box (the kD tree's view, [`voxterra_core::BruteForceTriangles`], or any other).
+#[derive(Debug)]
+pub struct TriangleSet<'a, S: TriangleSource, I: TriangleIndex> {
+    /// The triangles.
+    pub source: &'a S,
+    /// Finds the triangles whose boxes overlap a box.
+    pub index: &'a I,
+}
+
+// By hand: a derive would require `S: Copy` and `I: Copy`, but only references are copied.
+impl<S: TriangleSource, I: TriangleIndex> Clone for TriangleSet<'_, S, I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S: TriangleSource, I: TriangleIndex> Copy for TriangleSet<'_, S, I> {}
+
+impl<'a, S: TriangleSource, I: TriangleIndex> TriangleSet<'a, S, I> {
+    /// The set of `source`'s triangles found through `index`.
+    pub fn new(source: &'a S, index: &'a I) -> Self {
+        TriangleSet { source, index }
+    }
+}
+
+/// Scratch memory for contact queries: reuse one per thread and the queries allocate nothing once
+/// it has grown.
+#[derive(Debug, Default, Clone)]
+pub struct ContactWorkspace {
+    candidates: Vec<u32>,
+    points: Vec<ContactPoint>,
+    reduce: ReduceScratch,
+}
+
+impl ContactWorkspace {
+    /// An empty workspace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Below this distance between a capsule's segment and a triangle the closest-point routine has
+/// no reliable normal: the segment touches or crosses the triangle, and GJK/EPA takes over.
+const SEGMENT_TOUCH: f32 = 1e-4;
+
+/// Every contact point between `shape` at `pose` and the triangles of `set` within `prediction`
+/// (world units, ≥ 0), appended to `out` in triangle order: at most one a triangle, except
+/// cuboids, which give up to 8 (their face clipped against the triangle).
+pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
+    shape: &dyn Shape,
+    pose: &Isometry<f32>,
+    set: TriangleSet<'_, S, I>,
+    prediction: f32,
+    ws: &mut ContactWorkspace,
+    out: &mut Vec<ContactPoint>,
+) -> Result<(), NarrowphaseError> {
+    check_query(pose, prediction)?;
+    let mut parts = Vec::new();
+    flatten(shape, pose, 0, &mut parts)?;
+    for (part, part_pose, part_shape) in parts {
+        let local = part_shape.compute_local_aabb();
+        let extent = local.maxs - local.mins;
+        if !extent.iter().all(|e| e.is_finite()) || extent.iter().all(|&e| e <= 0.0) {
+            return Err(NarrowphaseError::DegenerateShape);
+        }
+        let b = part_shape.compute_aabb(&part_pose);
+        let query = Aabb::new(b.mins, b.maxs).loosened(prediction);
+        ws.candidates.clear();
+        set.index.triangles_in_aabb(&query, &mut |t| ws.candidates.push(t));
+        // Index order differs between indices; triangle order makes results comparable.
+        ws.candidates.sort_unstable();
+        for &t in &ws.candidates {
+            let tri = set.source.triangle(t as usize);
+            if !tri.iter().all(|p| p.iter().all(|v| v.is_finite())) || triangle_normal(&tri).is_none() {
+                continue; // degenerate triangles touch nothing
+            }
+            let id = FeatureId { triangle: t, feature: TriangleFeature::Face, part, sub: 0 };
+            shape_triangle(part_shape, &part_pose, &tri, prediction, id, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The contacts of `shape` at `pose` with the triangles of `set`, reduced to manifolds of at most
+/// four points, one per normal direction (within 5°), appended to `out`.
+///
+/// ```
+/// use voxterra_core::nalgebra::{Isometry3, Point3, Vector3};
+/// use voxterra_core::{BruteForceTriangles, TriangleMesh};
+/// use voxterra_narrowphase::{contacts, ContactWorkspace, TriangleSet};
+/// use parry3d::shape::Cuboid;
+///
+/// // Two triangles of flat ground at y = 0, and a 1×1×1 box resting 1 cm into it.
+/// let ground = TriangleMesh {
+///     positions: vec![
+///         Point3::new(-5.0, 0.0, -5.0), Point3::new(5.0, 0.0, -5.0),
+///         Point3::new(5.0, 0.0, 5.0), Point3::new(-5.0, 0.0, 5.0),
+///     ],
+///     triangles: vec![[0, 2, 1], [0, 3, 2]],
+/// };
+/// let index = BruteForceTriangles(&ground);
+/// let cube = Cuboid::new(Vector3::new(0.5, 0.5, 0.5));
+/// let pose = Isometry3::translation(0.3, 0.49, 0.2);
+/// let mut manifolds = Vec::new();
+/// contacts(&cube, &pose, TriangleSet::new(&ground, &index), 0.05, &mut ContactWorkspace::new(), &mut manifolds)?;
+/// assert_eq!(manifolds.len(), 1);
+/// assert_eq!(manifolds[0].points().len(), 4); // the four bottom corners
+/// assert!(manifolds[0].normal.y > 0.999);
+/// # Ok::<(), voxterra_narrowphase::NarrowphaseError>(())
+/// ```
+pub fn contacts<S: TriangleSource, I: TriangleIndex>(
+    shape: &dyn Shape,
+    pose: &Isometry<f32>,
+    set: TriangleSet<'_, S, I>,
+    prediction: f32,
+    ws: &mut ContactWorkspace,
+    out: &mut Vec<Manifold>,
+) -> Result<(), NarrowphaseError> {
+    let mut points = std::mem::take(&mut ws.points);
+    points.clear();
+    let r = contact_points(shape, pose, set, prediction, ws, &mut points);
+    if r.is_ok() {
+        reduce(&points, &mut ws.reduce, out);
+    }
+    ws.points = points;
+    r
+}
+
+pub(crate) fn check_query(pose: &Isometry<f32>, prediction: f32) -> Result<(), NarrowphaseError> {
+    let finite = pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite());
+    if !finite {
+        return Err(NarrowphaseError::NonFinitePose);
+    }
+    if !(prediction.is_finite() && prediction >= 0.0) {
+        return Err(NarrowphaseError::InvalidParameter { what: "prediction distance", value: prediction });
+    }
+    Ok(())
+}
+
+/// The convex parts of `shape` with their world poses and compound part indices.
+pub(crate) fn flatten<'s>(
+    shape: &'s dyn Shape,
+    pose: &Isometry<f32>,
+    part: u32,
+    out: &mut Vec<(u32, Isometry<f32>, &'s dyn Shape)>,
+) -> Result<(), NarrowphaseError> {
+    if let Some(c) = shape.as_compound() {
+        for (i, (p, s)) in c.shapes().iter().enumerate() {
+            let s: &dyn Shape = &**s;
+            if s.as_compound().is_some() || !s.is_convex() {
+                return Err(NarrowphaseError::UnsupportedShape("a compound part that is not convex"));
+            }
+            out.push((i as u32, pose * p, s));
+        }
+        return Ok(());
+    }
+    if !shape.is_convex() {
+        return Err(NarrowphaseError::UnsupportedShape(shape_name(shape)));
+    }
+    out.push((part, *pose, shape));
+    Ok(())
+}
+
+fn shape_name(shape: &dyn Shape) -> &'static str {
+    match shape.as_typed_shape() {
+        TypedShape::TriMesh(_) => "a triangle mesh",
+        TypedShape::HeightField(_) => "a height field",
+        TypedShape::Voxels(_) => "voxels",
+        TypedShape::Polyline(_) => "a polyline",
+        TypedShape::HalfSpace(_) => "a half-space",
+        _ => "a non-convex shape",
+    }
+}
+
+/// Contacts of one convex shape with one triangle, appended to `out`.
+pub(crate) fn shape_triangle(
+    shape: &dyn Shape,
+    pose: &Isometry<f32>,
+    tri: &[Point3<f32>; 3],
+    prediction: f32,
+    id: FeatureId,
+    out: &mut Vec<ContactPoint>,
+) -> Result<(), NarrowphaseError> {
+    match shape.as_typed_shape() {
+        TypedShape::Ball(b) => {
+            let c = Point3::from(pose.translation.vector);
+            out.extend(sphere_triangle(&c, b.radius, tri, prediction, id));
+            Ok(())
+        }
+        TypedShape::Capsule(c) => {
+            let (a, b) = (pose * c.segment.a, pose * c.segment.b);
+            let (on_seg, on_tri, feature) = segment_triangle(&a, &b, tri);
+            if (on_seg - on_tri).norm() > SEGMENT_TOUCH {
+                out.extend(sphere_triangle(&on_seg, c.radius, tri, prediction, FeatureId { feature, ..id }));
+                Ok(())
+            } else {
+                generic(shape, pose, tri, prediction, id, out)
+            }
+        }
+        TypedShape::Cuboid(c) => {
+            cuboid_triangle(&c.half_extents, pose, tri, prediction, id, out);
+            Ok(())
+        }
+        _ => generic(shape, pose, tri, prediction, id, out),
+    }
+}
+
+/// A sphere of radius `r` at `c` against a triangle: the closest point and the feature it is on.
+fn sphere_triangle(
+    c: &Point3<f32>,
+    r: f32,
+    tri: &[Point3<f32>; 3],
+    prediction: f32,
+    id: FeatureId,
+) -> Option<ContactPoint> {
+    let (on_tri, feature) = point_triangle(c, tri);
+    let v = c - on_tri;
+    let d = v.norm();
+    if d - r > prediction {
+        return None;
+    }
+    let normal = if d > f32::EPSILON {
+        Unit::new_unchecked(v / d)
+    } else {
+        Unit::new_unchecked(triangle_normal(tri).unwrap_or_else(Vector3::y))
+    };
+    Some(ContactPoint {
+        on_shape: c - normal.into_inner() * r,
+        on_triangle: on_tri,
+        normal,
+        dist: d - r,
+        id: FeatureId { feature, ..id },
+    })
+}
+
+/// parry's contact (GJK/EPA or its own specialized pair), with the triangle feature recovered
+/// from the contact point.
+fn generic(
+    shape: &dyn Shape,
+    pose: &Isometry<f32>,
+    tri: &[Point3<f32>; 3],
+    prediction: f32,
+    id: FeatureId,
+    out: &mut Vec<ContactPoint>,
+) -> Result<(), NarrowphaseError> {
+    let t = parry3d::shape::Triangle::new(tri[0], tri[1], tri[2]);
+    let c = parry3d::query::contact(pose, shape, &Isometry::identity(), &t, prediction)
+        .map_err(|_| NarrowphaseError::UnsupportedShape("a shape parry cannot collide with a triangle"))?;
+    if let Some(c) = c
+        && c.dist.is_finite()
+        && c.normal2.iter().all(|v| v.is_finite())
+    {
+        out.push(ContactPoint {
+            on_shape: c.point1,
+            on_triangle: c.point2,
+            normal: c.normal2,
+            dist: c.dist,
+            id: FeatureId { feature: feature_of(&c.point2, tri), ..id },
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! Cuboid against triangle by the separating axis theorem: 13 axes (the triangle's normal, the
+//! box's three face normals, nine edge cross products); the axis of least penetration (face axes
+//! preferred within a tolerance) picks a reference face, and the other shape's incident polygon is
+//! clipped against it, so a box resting on a triangle gets a point at each corner over it.
+
+use crate::closest::{feature_of, point_triangle, segment_segment, triangle_normal};
+use crate::contact::{ContactPoint, FeatureId};
+use parry3d::math::Isometry;
+use voxterra_core::nalgebra::{Point3, Unit, Vector3};
+
+/// An edge axis wins over the best face axis only when it separates (or penetrates less) by more
+/// than this, times the shapes' size: face contacts give stable manifolds.
+const EDGE_BIAS: f32 = 1e-3;
+
+/// The contacts of a box of half extents `half` at `pose` with triangle `tri` within `prediction`,
+/// appended to `out`.
+pub(crate) fn cuboid_triangle(
+    half: &Vector3<f32>,
+    pose: &Isometry<f32>,
+    tri: &[Point3<f32>; 3],
+    prediction: f32,
+    id: FeatureId,
+    out: &mut Vec<ContactPoint>,
+) {
+    let Some(n) = triangle_normal(tri) else { return };
+    let c = Point3::from(pose.translation.vector);
+    let u = [0, 1, 2].map(|i| pose.rotation * Vector3::ith(i, 1.0));
+    let h = [half.x, half.y, half.z];
+    let scale = 1.0 + h.iter().fold(0.0f32, |a, &b| a.max(b));
+
+    // Distance along axis `l` (unit): positive when separated. Returns (dist, normal from the
+    // triangle toward the box).
+    let test = |l: Vector3<f32>| -> (f32, Vector3<f32>) {
+        let rb: f32 = (0..3).map(|i| h[i] * u[i].dot(&l).abs()).sum();
+        let cb = c.coords.dot(&l);
+        let t = tri.map(|v| v.coords.dot(&l));
+        let (tmin, tmax) = (t[0].min(t[1]).min(t[2]), t[0].max(t[1]).max(t[2]));
+        // Pushing the box along +l clears the triangle by (cb - rb) - tmax; along -l by
+        // tmin - (cb + rb). The better of the two is the axis's distance.
+        let up = (cb - rb) - tmax;
+        let down = tmin - (cb + rb);
+        if up >= down { (up, l) } else { (down, -l) }
+    };
+
+    enum Axis {
+        Triangle,
+        Box(usize),
+        Edge(usize, usize),
+    }
+    let (mut best_dist, mut best_normal) = test(n);
+    let mut best = Axis::Triangle;
+    for (i, ui) in u.iter().enumerate() {
+        let (d, nn) = test(*ui);
+        // Prefer the triangle's face when the two are within the bias (terrain normals).
+        if d > best_dist + EDGE_BIAS * scale {
+            (best_dist, best_normal, best) = (d, nn, Axis::Box(i));
+        }
+    }
+    let mut best_face = best_dist;
+    if best_face > prediction {
+        return;
+    }
+    let edges = [tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]];
+    for (i, ui) in u.iter().enumerate() {
+        for (j, e) in edges.iter().enumerate() {
+            let l = ui.cross(e);
+            let len = l.norm();
+            if len < 1e-6 * e.norm().max(1e-12) {
+                continue; // parallel: the face axes cover it
+            }
+            let (d, nn) = test(l / len);
+            if d > prediction {
+                return;
+            }
+            if d > best_face + EDGE_BIAS * scale {
+                (best_dist, best_normal, best) = (d, nn, Axis::Edge(i, j));
+                best_face = d;
+            }
+        }
+    }
+    let normal = Unit::new_normalize(best_normal);
+    let nv = normal.into_inner();
+    let before = out.len();
+    match best {
+        Axis::Triangle => {
+            // Reference: the triangle's plane, normal `nv`. Incident: the box face most against it.
+            let (i, sign) = (0..3)
+                .map(|i| (i, u[i].dot(&nv)))
+                .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+                .map(|(i, d)| (i, if d > 0.0 { -1.0 } else { 1.0 }))
+                .unwrap_or((1, -1.0));
+            let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+            let center = c + u[i] * (sign * h[i]);
+            let quad: Vec<(Point3<f32>, u32)> = [(1.0, 1.0), (-1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)]
+                .iter()
+                .enumerate()
+                .map(|(q, &(a, b))| (center + u[j] * (a * h[j]) + u[k] * (b * h[k]), q as u32))
+                .collect();
+            let mut poly = quad;
+            for e in 0..3 {
+                let (a, b) = (tri[e], tri[(e + 1) % 3]);
+                let inward = nv.cross(&(b - a));
+                // Orient inward toward the third corner.
+                let inward = if inward.dot(&(tri[(e + 2) % 3] - a)) < 0.0 { -inward } else { inward };
+                poly = clip(&poly, &a, &inward, e as u32);
+            }
+            let face = (i as u32 * 2 + u32::from(sign > 0.0)) << 8;
+            for (p, tag) in poly {
+                let dist = (p - tri[0]).dot(&nv);
+                if dist <= prediction {
+                    let on_tri = p - nv * dist;
+                    let feature = feature_of(&on_tri, tri);
+                    out.push(ContactPoint {
+                        on_shape: p,
+                        on_triangle: on_tri,
+                        normal,
+                        dist,
+                        id: FeatureId { feature, sub: face | tag, ..id },
+                    });
+                }
+            }
+        }
+        Axis::Box(i) => {
+            // Reference: the box face facing the triangle (outward normal -nv). Incident: the
+            // triangle, clipped to the face's four side planes.
+            let mut poly: Vec<(Point3<f32>, u32)> =
+                tri.iter().enumerate().map(|(q, p)| (*p, q as u32)).collect();
+            for (s, k) in [(i + 1) % 3, (i + 2) % 3].into_iter().enumerate() {
+                for (t, sign) in [1.0f32, -1.0].into_iter().enumerate() {
+                    let o = c + u[k] * (sign * h[k]);
+                    poly = clip(&poly, &o, &(u[k] * -sign), (s * 2 + t) as u32);
+                }
+            }
+            let face = (16 + i as u32) << 8;
+            for (p, tag) in poly {
+                let dist = (p - c).dot(&-nv) - h[i];
+                if dist <= prediction {
+                    let feature = feature_of(&p, tri);
+                    out.push(ContactPoint {
+                        on_shape: p + nv * dist,
+                        on_triangle: p,
+                        normal,
+                        dist,
+                        id: FeatureId { feature, sub: face | tag, ..id },
+                    });
+                }
+            }
+        }
+        Axis::Edge(i, j) => {
+            // The box edge along u[i] deepest toward the triangle, against triangle edge j.
+            let mut mid = c;
+            for k in (0..3).filter(|&k| k != i) {
+                let s = if u[k].dot(&nv) > 0.0 { -1.0 } else { 1.0 };
+                mid += u[k] * (s * h[k]);
+            }
+            let (a, b) = (mid - u[i] * h[i], mid + u[i] * h[i]);
+            let (on_box, on_tri) = segment_segment(&a, &b, &tri[j], &tri[(j + 1) % 3]);
+            let dist = (on_box - on_tri).dot(&nv);
+            if dist <= prediction {
+                out.push(ContactPoint {
+                    on_shape: on_box,
+                    on_triangle: on_tri,
+                    normal,
+                    dist,
+                    id: FeatureId {
+                        feature: feature_of(&on_tri, tri),
+                        sub: (32 + i as u32 * 3 + j as u32) << 8,
+                        ..id
+                    },
+                });
+            }
+        }
+    }
+    if out.len() == before && best_dist <= prediction {
+        // Clipping rounded everything away: the box's support corner alone.
+        let mut p = c;
+        for k in 0..3 {
+            let s = if u[k].dot(&nv) > 0.0 { -1.0 } else { 1.0 };
+            p += u[k] * (s * h[k]);
+        }
+        let (on_tri, feature) = point_triangle(&p, tri);
+        out.push(ContactPoint {
+            on_shape: p,
+            on_triangle: on_tri,
+            normal,
+            dist: best_dist,
+            id: FeatureId { feature, sub: 48 << 8, ..id },
+        });
+    }
+}
+
+/// Sutherland–Hodgman: the part of polygon `poly` on the inner side of the plane through `o` with
+/// inward normal `m`. Points carry tags: kept corners keep theirs, new crossing points get
+/// `16 + plane * 8 + the tag of the edge's start` (stable while the same edges cross).
+fn clip(
+    poly: &[(Point3<f32>, u32)],
+    o: &Point3<f32>,
+    m: &Vector3<f32>,
+    plane: u32,
+) -> Vec<(Point3<f32>, u32)> {
+    let mut out = Vec::with_capacity(poly.len() + 2);
+    for (idx, &(p, tp)) in poly.iter().enumerate() {
+        let (q, _) = poly[(idx + 1) % poly.len()];
+        let (dp, dq) = ((p - o).dot(m), (q - o).dot(m));
+        if dp >= 0.0 {
+            out.push((p, tp));
+        }
+        if (dp >= 0.0) != (dq >= 0.0) {
+            let t = dp / (dp - dq);
+            out.push((p + (q - p) * t, 16 + plane * 8 + (tp & 7)));
+        }
+    }
+    out
+}

@@ -1,0 +1,59 @@
+//! # voxterra-narrowphase
+//!
+//! The layer between a triangle index and a physics solver: it turns candidate triangles into
+//! contact points and manifolds. Use it to collide convex shapes with terrain chunks (or any
+//! triangle set behind core's [`TriangleSource`](voxterra_core::TriangleSource) and
+//! [`TriangleIndex`](voxterra_core::TriangleIndex) traits: the kD tree, a brute-force index, a
+//! user mesh), and to test two triangle meshes against each other.
+//!
+//! - [`contacts`] / [`contact_points`]: a parry convex shape (ball, cuboid, capsule, cylinder,
+//!   cone, convex polyhedron, round shapes, or a compound of these) at a pose against a
+//!   [`TriangleSet`]. Candidates come from the set's AABB query (the shape's box grown by the
+//!   prediction distance); each triangle gets a specialized routine where one exists (ball and
+//!   capsule by closest points, cuboid by the separating axis theorem with face clipping) and
+//!   parry's GJK/EPA otherwise. Every [`ContactPoint`] carries a [`FeatureId`] (triangle, its
+//!   vertex/edge/face, compound part, shape-side index) stable while the triangles are, for warm
+//!   starting.
+//! - [`manifold::reduce`]: points grouped by normal (within 5°) and cut to at most four per
+//!   group: the deepest, the farthest from it, and the farthest on each side of that line (the
+//!   rule of Jolt's `PruneContactPoints`). A box resting on flat ground gets its four corners.
+//! - [`ContactWorkspace`]: scratch memory, one per thread; steady-state queries allocate nothing
+//!   in it.
+//!
+//! Bad input never panics: a non-finite pose, a degenerate shape or a negative prediction is a
+//! [`NarrowphaseError`]; degenerate or non-finite triangles touch nothing.
+//!
+//! ```
+//! use voxterra_core::nalgebra::{Isometry3, Point3};
+//! use voxterra_core::{BruteForceTriangles, TriangleMesh};
+//! use voxterra_narrowphase::{contacts, ContactWorkspace, TriangleSet};
+//! use parry3d::shape::Ball;
+//!
+//! let ground = TriangleMesh {
+//!     positions: vec![Point3::new(-5.0, 0.0, -5.0), Point3::new(5.0, 0.0, -5.0), Point3::new(0.0, 0.0, 5.0)],
+//!     triangles: vec![[0, 2, 1]],
+//! };
+//! let index = BruteForceTriangles(&ground);
+//! let mut manifolds = Vec::new();
+//! let ball = Ball::new(0.5);
+//! contacts(&ball, &Isometry3::translation(0.0, 0.45, 0.0), TriangleSet::new(&ground, &index), 0.0,
+//!          &mut ContactWorkspace::new(), &mut manifolds)?;
+//! let p = manifolds[0].points()[0];
+//! assert!((p.dist + 0.05).abs() < 1e-6 && p.normal.y > 0.999);
+//! # Ok::<(), voxterra_narrowphase::NarrowphaseError>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod closest;
+mod contact;
+mod convex_triangles;
+mod cuboid_triangle;
+mod error;
+pub mod manifold;
+
+pub use contact::{ContactPoint, FeatureId, Manifold, TriangleFeature};
+pub use convex_triangles::{ContactWorkspace, TriangleSet, contact_points, contacts};
+pub use error::NarrowphaseError;
+/// parry3d, re-exported so users name the version voxterra collides with.
+pub use parry3d;

@@ -1,0 +1,379 @@
+//! Contacts against parry's own per-triangle `contact`, the manifold rules, bad input.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use parry3d::math::Isometry;
+use parry3d::shape::{
+    Ball, Capsule, Compound, Cone, ConvexPolyhedron, Cuboid, Cylinder, RoundCuboid, Shape, SharedShape,
+    Triangle,
+};
+use proptest::prelude::*;
+use voxterra_core::nalgebra::{Point3, UnitQuaternion, Vector3};
+use voxterra_core::{BruteForceTriangles, TriangleMesh};
+use voxterra_narrowphase::manifold::{ReduceScratch, reduce};
+use voxterra_narrowphase::{
+    ContactPoint, ContactWorkspace, FeatureId, NarrowphaseError, TriangleFeature, TriangleSet,
+    contact_points, contacts,
+};
+
+fn one_triangle(t: [Point3<f32>; 3]) -> TriangleMesh {
+    TriangleMesh { positions: t.to_vec(), triangles: vec![[0, 1, 2]] }
+}
+
+fn points_of(
+    shape: &dyn Shape,
+    pose: &Isometry<f32>,
+    mesh: &TriangleMesh,
+    prediction: f32,
+) -> Vec<ContactPoint> {
+    let index = BruteForceTriangles(mesh);
+    let mut out = vec![];
+    contact_points(
+        shape,
+        pose,
+        TriangleSet::new(mesh, &index),
+        prediction,
+        &mut ContactWorkspace::new(),
+        &mut out,
+    )
+    .unwrap();
+    out
+}
+
+fn arb_triangle() -> impl Strategy<Value = [Point3<f32>; 3]> {
+    proptest::array::uniform3(proptest::array::uniform3(-2.0f32..2.0).prop_map(Point3::from))
+        .prop_filter("not degenerate", |t| (t[1] - t[0]).cross(&(t[2] - t[0])).norm() > 0.3)
+}
+
+fn arb_pose() -> impl Strategy<Value = Isometry<f32>> {
+    (proptest::array::uniform3(-2.5f32..2.5), proptest::array::uniform3(-3.2f32..3.2)).prop_map(|(t, r)| {
+        Isometry::from_parts(Vector3::from(t).into(), UnitQuaternion::from_euler_angles(r[0], r[1], r[2]))
+    })
+}
+
+/// One point per triangle for these shapes, equal to parry's `contact` within 1e-4.
+fn agrees_with_parry(
+    shape: &dyn Shape,
+    pose: &Isometry<f32>,
+    tri: [Point3<f32>; 3],
+) -> Result<(), TestCaseError> {
+    let prediction = 0.1;
+    let mesh = one_triangle(tri);
+    let ours = points_of(shape, pose, &mesh, prediction);
+    let t = Triangle::new(tri[0], tri[1], tri[2]);
+    let theirs = parry3d::query::contact(pose, shape, &Isometry::identity(), &t, prediction).unwrap();
+    match (ours.first(), theirs) {
+        (None, None) => {}
+        (Some(o), Some(p)) => {
+            prop_assert_eq!(ours.len(), 1);
+            prop_assert!((o.dist - p.dist).abs() < 1e-4, "dist {} vs parry {}", o.dist, p.dist);
+            // Witness points on the triangle agree; normals only where parry's answer is exact
+            // (separated: GJK closest points). Penetrating, parry runs EPA, whose normal can be a
+            // degree off the exact closest-feature direction ours computes (depths still agree).
+            prop_assert!((o.on_triangle - p.point2).norm() < 1e-3, "{:?} vs {:?}", o, p);
+            if p.dist > 1e-3 {
+                prop_assert!(
+                    (o.normal.into_inner() - p.normal2.into_inner()).norm() < 1e-3,
+                    "{:?} vs {:?}",
+                    o,
+                    p
+                );
+            }
+        }
+        (o, p) => {
+            // Only a grazing contact at the prediction boundary may differ.
+            let d = o.map(|o| o.dist).or(p.map(|p| p.dist)).unwrap();
+            prop_assert!((d - prediction).abs() < 1e-4, "ours {o:?}, parry {p:?}");
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn balls_match_parry(tri in arb_triangle(), pose in arb_pose(), r in 0.2f32..1.5) {
+        agrees_with_parry(&Ball::new(r), &pose, tri)?;
+    }
+
+    /// Capsules against parry's exact reference: GJK's distance between the capsule's core segment
+    /// and the triangle, minus the radius (a capsule is a segment swept by a ball). parry's own
+    /// capsule contact runs EPA when penetrating, which can be more than 1e-3 off that depth.
+    #[test]
+    fn capsules_match_parry(tri in arb_triangle(), pose in arb_pose(), half in 0.1f32..1.0, r in 0.2f32..0.8) {
+        let cap = Capsule::new_y(half, r);
+        let mesh = one_triangle(tri);
+        let ours = points_of(&cap, &pose, &mesh, 0.1);
+        let t = Triangle::new(tri[0], tri[1], tri[2]);
+        let core = parry3d::shape::Segment::new(cap.segment.a, cap.segment.b);
+        let d = parry3d::query::distance(&pose, &core, &Isometry::identity(), &t).unwrap();
+        if d > 1e-3 {
+            let want = d - r;
+            match ours.first() {
+                Some(o) => prop_assert!((o.dist - want).abs() < 1e-4, "ours {}, exact {want}", o.dist),
+                None => prop_assert!(want > 0.1 - 1e-4, "no contact, exact {want}"),
+            }
+        } else {
+            // Segment touching or crossing the triangle: GJK/EPA on both sides, parry's answer.
+            agrees_with_parry(&cap, &pose, tri)?;
+        }
+    }
+
+    #[test]
+    fn gjk_shapes_match_parry(tri in arb_triangle(), pose in arb_pose(), which in 0usize..4) {
+        let shapes: [SharedShape; 4] = [
+            SharedShape::new(Cylinder::new(0.6, 0.5)),
+            SharedShape::new(Cone::new(0.6, 0.5)),
+            SharedShape::new(RoundCuboid { inner_shape: Cuboid::new(Vector3::new(0.4, 0.3, 0.5)), border_radius: 0.1 }),
+            SharedShape::new(rock()),
+        ];
+        agrees_with_parry(&*shapes[which].0, &pose, tri)?;
+    }
+
+    /// Cuboids: the deepest point's distance equals parry's where parry reports penetration, and
+    /// both find a contact or neither does, away from the prediction boundary.
+    #[test]
+    fn cuboids_match_parry_depth(tri in arb_triangle(), pose in arb_pose(), h in proptest::array::uniform3(0.2f32..1.0)) {
+        let cube = Cuboid::new(Vector3::from(h));
+        let mesh = one_triangle(tri);
+        let ours = points_of(&cube, &pose, &mesh, 0.0);
+        let t = Triangle::new(tri[0], tri[1], tri[2]);
+        let theirs = parry3d::query::contact(&pose, &cube, &Isometry::identity(), &t, 0.0).unwrap();
+        let deepest = ours.iter().map(|p| p.dist).fold(f32::INFINITY, f32::min);
+        match theirs {
+            Some(p) if p.dist < -1e-3 => prop_assert!((deepest - p.dist).abs() < 2e-3, "ours {deepest}, parry {}", p.dist),
+            None => prop_assert!(ours.is_empty() || deepest > -1e-3, "ours {deepest}, parry none"),
+            _ => {}
+        }
+        for p in &ours {
+            prop_assert!(p.dist <= 1e-5 && p.dist.is_finite());
+            prop_assert!((p.on_shape - (p.on_triangle + p.normal.into_inner() * p.dist)).norm() < 1e-4);
+        }
+    }
+
+    /// Never more than 4 points a manifold, every manifold keeps its group's deepest point, and
+    /// the deepest point of all is kept.
+    #[test]
+    fn reduction_keeps_the_deepest_and_at_most_four(pts in proptest::collection::vec(
+        (proptest::array::uniform3(-3.0f32..3.0), -0.5f32..0.1, 0usize..3), 1..40)) {
+        let normals = [Vector3::y(), Vector3::new(0.05, 1.0, 0.0).normalize(), Vector3::x()];
+        let points: Vec<ContactPoint> = pts.iter().enumerate().map(|(i, &(p, d, n))| ContactPoint {
+            on_shape: Point3::from(p) + normals[n] * d,
+            on_triangle: Point3::from(p),
+            normal: voxterra_core::nalgebra::Unit::new_normalize(normals[n]),
+            dist: d,
+            id: FeatureId { triangle: i as u32, feature: TriangleFeature::Face, part: 0, sub: 0 },
+        }).collect();
+        let mut out = vec![];
+        reduce(&points, &mut ReduceScratch::default(), &mut out);
+        let min = points.iter().map(|p| p.dist).fold(f32::INFINITY, f32::min);
+        prop_assert!(out.iter().all(|m| !m.points().is_empty() && m.points().len() <= 4));
+        prop_assert!(out.iter().any(|m| m.points().iter().any(|p| p.dist == min)));
+        for m in &out {
+            for p in m.points() {
+                prop_assert!(p.normal.dot(&m.normal) >= 5f32.to_radians().cos() - 1e-6);
+            }
+        }
+        let total: usize = out.iter().map(|m| m.points().len()).sum();
+        prop_assert!(total <= points.len());
+    }
+}
+
+fn rock() -> ConvexPolyhedron {
+    // 32 points on a squashed sphere, deterministic.
+    let pts: Vec<Point3<f32>> = (0..32)
+        .map(|i| {
+            let (a, b) = (i as f32 * 2.399_963, (i as f32 + 0.5) / 32.0);
+            let z = 1.0 - 2.0 * b;
+            let r = (1.0 - z * z).sqrt();
+            Point3::new(r * a.cos() * 0.6, z * 0.4, r * a.sin() * 0.5)
+        })
+        .collect();
+    ConvexPolyhedron::from_convex_hull(&pts).unwrap()
+}
+
+fn flat_ground(half: f32) -> TriangleMesh {
+    TriangleMesh {
+        positions: vec![
+            Point3::new(-half, 0.0, -half),
+            Point3::new(half, 0.0, -half),
+            Point3::new(half, 0.0, half),
+            Point3::new(-half, 0.0, half),
+        ],
+        triangles: vec![[0, 2, 1], [0, 3, 2]],
+    }
+}
+
+#[test]
+fn a_resting_box_gets_its_four_corners() {
+    let ground = flat_ground(5.0);
+    let index = BruteForceTriangles(&ground);
+    let cube = Cuboid::new(Vector3::new(0.5, 1.0, 0.5));
+    for yaw in [0.0f32, 0.3, 1.0] {
+        let pose = Isometry::from_parts(
+            Vector3::new(0.3, 0.99, -0.2).into(),
+            UnitQuaternion::from_euler_angles(0.0, yaw, 0.0),
+        );
+        let mut out = vec![];
+        contacts(
+            &cube,
+            &pose,
+            TriangleSet::new(&ground, &index),
+            0.02,
+            &mut ContactWorkspace::new(),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out.len(), 1, "{out:?}");
+        let m = &out[0];
+        assert_eq!(m.points().len(), 4);
+        assert!(m.normal.y > 0.9999);
+        let mut corners: Vec<Point3<f32>> = [(-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)]
+            .iter()
+            .map(|&(x, z)| pose * Point3::new(x, -1.0, z))
+            .collect();
+        for p in m.points() {
+            assert!((p.dist + 0.01).abs() < 1e-5, "{p:?}");
+            let k = corners.iter().position(|c| (c - p.on_shape).norm() < 1e-4).expect("a corner");
+            corners.remove(k);
+        }
+    }
+}
+
+#[test]
+fn compounds_report_each_part() {
+    let ground = flat_ground(5.0);
+    let index = BruteForceTriangles(&ground);
+    let parts = vec![
+        (Isometry::translation(-1.0, 0.0, 0.0), SharedShape::ball(0.5)),
+        (Isometry::translation(1.0, 0.0, 0.0), SharedShape::ball(0.5)),
+    ];
+    let dumbbell = Compound::new(parts);
+    let pose = Isometry::translation(0.0, 0.45, 0.0);
+    let mut out = vec![];
+    contact_points(
+        &dumbbell,
+        &pose,
+        TriangleSet::new(&ground, &index),
+        0.0,
+        &mut ContactWorkspace::new(),
+        &mut out,
+    )
+    .unwrap();
+    let parts: Vec<u32> = out.iter().map(|p| p.id.part).collect();
+    assert!(parts.contains(&0) && parts.contains(&1), "{out:?}");
+    assert!(out.iter().all(|p| (p.dist + 0.05).abs() < 1e-5));
+}
+
+#[test]
+fn bad_input_is_refused_or_touches_nothing() {
+    let ground = flat_ground(5.0);
+    let index = BruteForceTriangles(&ground);
+    let set = TriangleSet::new(&ground, &index);
+    let mut ws = ContactWorkspace::new();
+    let mut out = vec![];
+    let ball = Ball::new(0.5);
+    let nan = Isometry::translation(f32::NAN, 0.0, 0.0);
+    assert_eq!(contacts(&ball, &nan, set, 0.0, &mut ws, &mut out), Err(NarrowphaseError::NonFinitePose));
+    let inf = Isometry::translation(0.0, f32::INFINITY, 0.0);
+    assert_eq!(contacts(&ball, &inf, set, 0.0, &mut ws, &mut out), Err(NarrowphaseError::NonFinitePose));
+    let here = Isometry::translation(0.0, 0.4, 0.0);
+    assert!(matches!(
+        contacts(&ball, &here, set, -1.0, &mut ws, &mut out),
+        Err(NarrowphaseError::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        contacts(&ball, &here, set, f32::NAN, &mut ws, &mut out),
+        Err(NarrowphaseError::InvalidParameter { .. })
+    ));
+    assert_eq!(
+        contacts(&Ball::new(0.0), &here, set, 0.0, &mut ws, &mut out),
+        Err(NarrowphaseError::DegenerateShape)
+    );
+    assert_eq!(
+        contacts(&Cuboid::new(Vector3::zeros()), &here, set, 0.0, &mut ws, &mut out),
+        Err(NarrowphaseError::DegenerateShape)
+    );
+    let mesh_shape =
+        parry3d::shape::TriMesh::new(ground.positions.clone(), ground.triangles.clone()).unwrap();
+    assert!(matches!(
+        contacts(&mesh_shape, &here, set, 0.0, &mut ws, &mut out),
+        Err(NarrowphaseError::UnsupportedShape(_))
+    ));
+    assert!(out.is_empty());
+    // Degenerate and non-finite triangles touch nothing.
+    let bad = TriangleMesh {
+        positions: vec![
+            Point3::origin(),
+            Point3::new(1.0, 0.0, 0.0),
+            Point3::new(2.0, 0.0, 0.0),
+            Point3::new(f32::NAN, 0.0, 0.0),
+        ],
+        triangles: vec![[0, 1, 2], [0, 1, 3]],
+    };
+    let bad_index = BruteForceTriangles(&bad);
+    for shape in [&ball as &dyn Shape, &Cuboid::new(Vector3::new(1.0, 1.0, 1.0))] {
+        contacts(
+            shape,
+            &Isometry::translation(0.5, 0.2, 0.0),
+            TriangleSet::new(&bad, &bad_index),
+            0.1,
+            &mut ws,
+            &mut out,
+        )
+        .unwrap();
+        assert!(out.is_empty());
+    }
+}
+
+/// The kD tree and the brute-force index find the same contacts, in the same order.
+#[test]
+fn any_index_gives_the_same_contacts() {
+    let mut mesh = TriangleMesh::default();
+    let n = 24u32;
+    for z in 0..=n {
+        for x in 0..=n {
+            let y = ((x as f32) * 0.7).sin() * 0.4 + ((z as f32) * 0.3).cos() * 0.3;
+            mesh.positions.push(Point3::new(x as f32 * 0.5, y, z as f32 * 0.5));
+        }
+    }
+    for z in 0..n {
+        for x in 0..n {
+            let i = z * (n + 1) + x;
+            mesh.triangles.push([i, i + n + 1, i + 1]);
+            mesh.triangles.push([i + 1, i + n + 1, i + n + 2]);
+        }
+    }
+    let tree = voxterra_kdtree::KdTree::build(&mesh).unwrap();
+    let view = tree.with(&mesh);
+    let brute = BruteForceTriangles(&mesh);
+    let shapes: [SharedShape; 3] =
+        [SharedShape::ball(0.6), SharedShape::cuboid(0.5, 1.0, 0.5), SharedShape::capsule_y(0.5, 0.4)];
+    for (k, s) in shapes.iter().enumerate() {
+        for step in 0..10 {
+            let pose =
+                Isometry::translation(2.0 + step as f32 * 0.7, 0.3 + k as f32 * 0.2, 3.0 + step as f32 * 0.3);
+            let (mut a, mut b) = (vec![], vec![]);
+            contacts(
+                &*s.0,
+                &pose,
+                TriangleSet::new(&mesh, &view),
+                0.05,
+                &mut ContactWorkspace::new(),
+                &mut a,
+            )
+            .unwrap();
+            contacts(
+                &*s.0,
+                &pose,
+                TriangleSet::new(&mesh, &brute),
+                0.05,
+                &mut ContactWorkspace::new(),
+                &mut b,
+            )
+            .unwrap();
+            assert_eq!(a, b);
+        }
+    }
+}
