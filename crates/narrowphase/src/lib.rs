@@ -17,8 +17,15 @@
 //! - [`manifold::reduce`]: points grouped by normal (within 5°) and cut to at most four per
 //!   group: the deepest, the farthest from it, and the farthest on each side of that line (the
 //!   rule of Jolt's `PruneContactPoints`). A box resting on flat ground gets its four corners.
+//! - [`cast_shape`]: the first time a convex shape moving linearly touches a triangle set
+//!   (continuous collision, character movement), with the triangle feature hit.
 //! - [`ContactWorkspace`]: scratch memory, one per thread; steady-state queries allocate nothing
 //!   in it.
+//! - [`mesh_mesh`]: two triangle meshes at poses (models, debris, detached terrain), the Project
+//!   Oort pipeline: bounding spheres, then [`Obb`]s (15-axis SAT), then a descent of both meshes'
+//!   bounding-volume hierarchies, then Möller's [`triangles_intersect`] on the candidate pairs
+//!   (in parallel past a threshold); [`collide`] returns the article's [`HitData`] and
+//!   [`apply_impulse`] its impulse response.
 //!
 //! Bad input never panics: a non-finite pose, a degenerate shape or a negative prediction is a
 //! [`NarrowphaseError`]; degenerate or non-finite triangles touch nothing.
@@ -51,9 +58,17 @@ mod convex_triangles;
 mod cuboid_triangle;
 mod error;
 pub mod manifold;
+pub mod mesh_mesh;
+mod obb;
+mod shape_cast;
+mod tri_tri;
 
 pub use contact::{ContactPoint, FeatureId, Manifold, TriangleFeature};
 pub use convex_triangles::{ContactWorkspace, TriangleSet, contact_points, contacts};
 pub use error::NarrowphaseError;
+pub use mesh_mesh::{HitData, MeshCollider, MeshMeshOptions, RigidBody, SideHit, apply_impulse, collide};
+pub use obb::{BoundingSphere, Obb};
 /// parry3d, re-exported so users name the version voxterra collides with.
 pub use parry3d;
+pub use shape_cast::{CastOptions, ShapeCastHit, cast_shape};
+pub use tri_tri::{triangles_intersect, triangles_intersect_f64};

@@ -1,0 +1,125 @@
+//! Shape casts: the first time a convex shape moving linearly touches a triangle set, for
+//! continuous collision and character movement. Candidates come from the swept box; each gets
+//! parry's cast against the one triangle, the search window shrinking to the best hit so far.
+
+use crate::closest::{feature_of, triangle_normal};
+use crate::contact::FeatureId;
+use crate::convex_triangles::{TriangleSet, check_query, flatten};
+use crate::error::NarrowphaseError;
+use parry3d::math::Isometry;
+use parry3d::query::ShapeCastOptions;
+use parry3d::shape::{Shape, Triangle};
+use voxterra_core::nalgebra::{Point3, Translation3, Unit, Vector3};
+use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
+
+/// Where a cast stops.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct ShapeCastHit {
+    /// Time of impact: the shape touches at `pose` moved by `velocity × toi`.
+    pub toi: f32,
+    /// The touching point on the shape, world space, at the time of impact.
+    pub on_shape: Point3<f32>,
+    /// The touching point on the triangle.
+    pub on_triangle: Point3<f32>,
+    /// Unit normal from the triangle toward the shape at impact.
+    pub normal: Unit<Vector3<f32>>,
+    /// The triangle and feature hit.
+    pub id: FeatureId,
+}
+
+/// Options of [`cast_shape`].
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct CastOptions {
+    /// The shape counts as touching once this close (≥ 0; a skin for character controllers).
+    pub target_distance: f32,
+    /// When the shape already penetrates at time 0, report a hit at 0 (`true`) or only if it moves
+    /// deeper (`false`, so a character can walk out of a wall it grazes).
+    pub stop_at_penetration: bool,
+}
+
+impl Default for CastOptions {
+    fn default() -> Self {
+        CastOptions { target_distance: 0.0, stop_at_penetration: true }
+    }
+}
+
+/// The first hit of `shape`, starting at `pose` and moving by `velocity` per unit time, against
+/// the triangles of `set`, with time of impact in `[0, max_toi]`. Ties go to the lowest triangle
+/// index, so any index gives the same answer.
+pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
+    shape: &dyn Shape,
+    pose: &Isometry<f32>,
+    velocity: &Vector3<f32>,
+    max_toi: f32,
+    set: TriangleSet<'_, S, I>,
+    options: CastOptions,
+) -> Result<Option<ShapeCastHit>, NarrowphaseError> {
+    check_query(pose, options.target_distance)?;
+    if !velocity.iter().all(|v| v.is_finite()) {
+        return Err(NarrowphaseError::InvalidParameter { what: "velocity", value: velocity.norm() });
+    }
+    if !(max_toi.is_finite() && max_toi >= 0.0) {
+        return Err(NarrowphaseError::InvalidParameter { what: "max_toi", value: max_toi });
+    }
+    let mut parts = Vec::new();
+    flatten(shape, pose, 0, &mut parts)?;
+    let mut best: Option<ShapeCastHit> = None;
+    let mut candidates = Vec::new();
+    for (part, part_pose, part_shape) in parts {
+        let local = part_shape.compute_local_aabb();
+        let extent = local.maxs - local.mins;
+        if !extent.iter().all(|e| e.is_finite()) || extent.iter().all(|&e| e <= 0.0) {
+            return Err(NarrowphaseError::DegenerateShape);
+        }
+        let start = part_shape.compute_aabb(&part_pose);
+        let end = part_shape.compute_aabb(&(Translation3::from(velocity * max_toi) * part_pose));
+        let swept = Aabb::new(start.mins, start.maxs)
+            .merged(&Aabb::new(end.mins, end.maxs))
+            .loosened(options.target_distance);
+        candidates.clear();
+        set.index.triangles_in_aabb(&swept, &mut |t| candidates.push(t));
+        candidates.sort_unstable();
+        for &t in &candidates {
+            let tri = set.source.triangle(t as usize);
+            if !tri.iter().all(|p| p.iter().all(|v| v.is_finite())) || triangle_normal(&tri).is_none() {
+                continue;
+            }
+            let limit = best.map_or(max_toi, |b| b.toi);
+            let opts = ShapeCastOptions {
+                max_time_of_impact: limit,
+                target_distance: options.target_distance,
+                stop_at_penetration: options.stop_at_penetration,
+                compute_impact_geometry_on_penetration: true,
+            };
+            let triangle = Triangle::new(tri[0], tri[1], tri[2]);
+            let hit = parry3d::query::cast_shapes(
+                &part_pose,
+                velocity,
+                part_shape,
+                &Isometry::identity(),
+                &Vector3::zeros(),
+                &triangle,
+                opts,
+            )
+            .map_err(|_| {
+                NarrowphaseError::UnsupportedShape("a shape parry cannot cast against a triangle")
+            })?;
+            let Some(h) = hit else { continue };
+            if !(h.time_of_impact.is_finite() && h.time_of_impact <= limit) {
+                continue;
+            }
+            if best.is_some_and(|b| h.time_of_impact >= b.toi) {
+                continue; // ties keep the lower triangle
+            }
+            let at = Translation3::from(velocity * h.time_of_impact) * part_pose;
+            best = Some(ShapeCastHit {
+                toi: h.time_of_impact,
+                on_shape: at * h.witness1,
+                on_triangle: h.witness2,
+                normal: h.normal2,
+                id: FeatureId { triangle: t, feature: feature_of(&h.witness2, &tri), part, sub: 0 },
+            });
+        }
+    }
+    Ok(best)
+}
