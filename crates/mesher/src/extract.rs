@@ -360,6 +360,8 @@ pub struct MeshWorkspace {
     row_x: Vec<u64>,
     row_y: Vec<u64>,
     row_z: Vec<u64>,
+    /// The grown region's mesh, for edge flags ([`Mesher::mesh_physics`]).
+    pub(crate) neighborhood: crate::PhysicsMesh,
 }
 
 impl MeshWorkspace {

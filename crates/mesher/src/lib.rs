@@ -56,6 +56,7 @@
 #![forbid(unsafe_code)]
 
 mod cell;
+pub mod edge_flags;
 mod extract;
 mod keys;
 mod output;

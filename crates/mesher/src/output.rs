@@ -148,11 +148,20 @@ pub struct PhysicsMesh {
     positions: Vec<[u16; 3]>,
     materials: Vec<Material>,
     triangles: Vec<[u16; 3]>,
+    /// Per triangle, bit `i` set when edge `i` is active; empty unless built by
+    /// [`Mesher::mesh_physics`](crate::Mesher::mesh_physics).
+    edge_flags: Vec<u8>,
 }
 
 impl Default for PhysicsMesh {
     fn default() -> Self {
-        PhysicsMesh { origin: Point3::origin(), positions: vec![], materials: vec![], triangles: vec![] }
+        PhysicsMesh {
+            origin: Point3::origin(),
+            positions: vec![],
+            materials: vec![],
+            triangles: vec![],
+            edge_flags: vec![],
+        }
     }
 }
 
@@ -189,6 +198,16 @@ impl PhysicsMesh {
     pub fn triangles(&self) -> &[[u16; 3]] {
         &self.triangles
     }
+    /// Per triangle, its edge flags: bit `i` set when edge `i` (corners `i` and `(i + 1) % 3`) is
+    /// an active, convex crease ([`crate::edge_flags`]). Empty unless the mesh was built by
+    /// [`Mesher::mesh_physics`](crate::Mesher::mesh_physics).
+    pub fn edge_flags(&self) -> &[u8] {
+        &self.edge_flags
+    }
+    pub(crate) fn set_edge_flags(&mut self, flags: Vec<u8>) {
+        debug_assert_eq!(flags.len(), self.triangles.len());
+        self.edge_flags = flags;
+    }
     /// Bytes of mesh data held (lengths, not capacities, and the origin): what a cache of chunk
     /// meshes pays.
     pub fn data_bytes(&self) -> usize {
@@ -196,16 +215,21 @@ impl PhysicsMesh {
             + std::mem::size_of_val(&*self.positions)
             + std::mem::size_of_val(&*self.materials)
             + std::mem::size_of_val(&*self.triangles)
+            + self.edge_flags.len()
     }
     /// Heap bytes reserved (capacities).
     pub fn heap_bytes(&self) -> usize {
-        self.positions.capacity() * 6 + self.materials.capacity() + self.triangles.capacity() * 6
+        self.positions.capacity() * 6
+            + self.materials.capacity()
+            + self.triangles.capacity() * 6
+            + self.edge_flags.capacity()
     }
     /// Releases spare capacity, for a mesh that will be kept (a collision cache entry).
     pub fn shrink_to_fit(&mut self) {
         self.positions.shrink_to_fit();
         self.materials.shrink_to_fit();
         self.triangles.shrink_to_fit();
+        self.edge_flags.shrink_to_fit();
     }
 }
 
@@ -220,6 +244,7 @@ impl MeshOutput for PhysicsMesh {
         self.positions.clear();
         self.materials.clear();
         self.triangles.clear();
+        self.edge_flags.clear();
     }
     fn start(&mut self, origin: VoxelPos) {
         self.origin = origin.map(|v| v as f32);

@@ -454,3 +454,77 @@ fn snapshots() {
     let (s, sr) = sphere([3.0, 3.0, 3.0], 2.2, materials::ROCK, 6);
     insta::assert_snapshot!("sphere", snapshot(&mesh_render(&mesher, &s, &sr)));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Edge flags chunk by chunk equal those of meshing the region whole: every triangle of every
+    /// chunk mesh carries the flags the same triangle has in the whole mesh.
+    #[test]
+    fn edge_flags_chunked_equal_whole(seed in any::<u64>(), chunk in 4u32..9, sharp: bool) {
+        let domain = region([-4, -4, -4], [32, 32, 32]);
+        let inner = region([0, 0, 0], [24, 24, 24]);
+        let d = blobs(domain, inner, seed);
+        let table = MaterialTable::default();
+        let mode = if sharp { ShapeMode::Sharp } else { ShapeMode::Smooth };
+        let mesher = Mesher::new(&table).with_shape_mode(mode);
+        let mut ws = MeshWorkspace::new();
+        let whole_region = region([0, 0, 0], [24, 24, 24]);
+        let mut whole = PhysicsMesh::default();
+        mesher.mesh_physics(&d, &whole_region, &mut ws, &mut whole).unwrap();
+        prop_assert_eq!(whole.edge_flags().len(), whole.triangles().len());
+        let tri = |m: &PhysicsMesh, t: usize| m.triangles()[t].map(|v| { let p = m.position(v as usize); [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()] });
+        let mut flags_of: HashMap<[[u32; 3]; 3], u8> = HashMap::new();
+        for t in 0..whole.triangles().len() {
+            flags_of.insert(tri(&whole, t), whole.edge_flags()[t]);
+        }
+        let mut seen = 0;
+        let n = 24 / chunk as i32 + 1;
+        for cz in 0..n { for cy in 0..n { for cx in 0..n {
+            let r = region([cx * chunk as i32, cy * chunk as i32, cz * chunk as i32], [chunk; 3]);
+            let Some(r) = r.intersection(&whole_region) else { continue };
+            let mut m = PhysicsMesh::default();
+            mesher.mesh_physics(&d, &r, &mut ws, &mut m).unwrap();
+            for t in 0..m.triangles().len() {
+                let want = flags_of.get(&tri(&m, t));
+                prop_assert_eq!(want, Some(&m.edge_flags()[t]), "chunk {:?} triangle {}", r, t);
+                seen += 1;
+            }
+        }}}
+        prop_assert_eq!(seen, whole.triangles().len());
+    }
+}
+
+/// On a flat floor every edge inside the floor is flat, so inactive, however it is chunked; a
+/// box's creases are active; the top of a pit's wall is active, its floor seam concave, inactive.
+#[test]
+fn edge_flags_flat_floor_and_creases() {
+    let domain = region([-4, -4, -4], [40, 24, 40]);
+    let mut d = DenseVoxels::new(domain, 1 << 22).unwrap();
+    d.fill(&region([-4, -4, -4], [40, 8, 40]), Voxel::full(materials::ROCK)).unwrap();
+    let table = MaterialTable::default();
+    let mesher = Mesher::new(&table);
+    let mut ws = MeshWorkspace::new();
+    for chunk in [8u32, 5] {
+        for cx in 0..3 {
+            let r = region([cx * chunk as i32, 0, 8], [chunk, 8, chunk]);
+            let mut m = PhysicsMesh::default();
+            mesher.mesh_physics(&d, &r, &mut ws, &mut m).unwrap();
+            assert!(!m.triangles().is_empty());
+            assert!(
+                m.edge_flags().iter().all(|&f| f == 0),
+                "flat floor, chunk {chunk}: {:?}",
+                m.edge_flags()
+            );
+        }
+    }
+    // A sharp-material block standing on the floor: its top rim edges are convex creases.
+    d.fill(&region([10, 4, 10], [6, 6, 6]), Voxel::full(materials::BRICK)).unwrap();
+    let mut m = PhysicsMesh::default();
+    mesher
+        .with_shape_mode(ShapeMode::Sharp)
+        .mesh_physics(&d, &region([8, 0, 8], [10, 12, 10]), &mut ws, &mut m)
+        .unwrap();
+    let active = m.edge_flags().iter().filter(|&&f| f != 0).count();
+    assert!(active > 0 && active < m.triangles().len(), "{active} of {}", m.triangles().len());
+}

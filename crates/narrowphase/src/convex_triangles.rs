@@ -6,6 +6,7 @@ use crate::closest::{feature_of, point_triangle, segment_triangle, triangle_norm
 use crate::contact::{ContactPoint, FeatureId, Manifold, TriangleFeature};
 use crate::cuboid_triangle::cuboid_triangle;
 use crate::error::NarrowphaseError;
+use crate::internal_edges::{ALL_ACTIVE, correct};
 use crate::manifold::{ReduceScratch, reduce};
 use parry3d::math::Isometry;
 use parry3d::shape::{Shape, TypedShape};
@@ -20,6 +21,10 @@ pub struct TriangleSet<'a, S: TriangleSource, I: TriangleIndex> {
     pub source: &'a S,
     /// Finds the triangles whose boxes overlap a box.
     pub index: &'a I,
+    /// Per triangle, bit `i` set when edge `i` (corners `i` and `(i + 1) % 3`) is an active,
+    /// convex crease (the mesher's [`edge flags`](https://docs.rs/voxterra-mesher)); contacts on
+    /// inactive edges take the face's normal. `None`: every edge counts as active.
+    pub edge_flags: Option<&'a [u8]>,
 }
 
 // By hand: a derive would require `S: Copy` and `I: Copy`, but only references are copied.
@@ -32,9 +37,22 @@ impl<S: TriangleSource, I: TriangleIndex> Clone for TriangleSet<'_, S, I> {
 impl<S: TriangleSource, I: TriangleIndex> Copy for TriangleSet<'_, S, I> {}
 
 impl<'a, S: TriangleSource, I: TriangleIndex> TriangleSet<'a, S, I> {
-    /// The set of `source`'s triangles found through `index`.
+    /// The set of `source`'s triangles found through `index`, every edge active.
     pub fn new(source: &'a S, index: &'a I) -> Self {
-        TriangleSet { source, index }
+        TriangleSet { source, index, edge_flags: None }
+    }
+
+    /// The same set with per-triangle edge flags (one byte a triangle, as the mesher makes them),
+    /// so contacts on flat or concave edges take the face's normal. A slice of the wrong length
+    /// is ignored for the triangles it does not cover (they count as all active).
+    pub fn with_edge_flags(self, flags: &'a [u8]) -> Self {
+        TriangleSet { edge_flags: Some(flags), ..self }
+    }
+
+    /// The flags of triangle `t` (all active without flags).
+    #[inline]
+    pub(crate) fn flags(&self, t: u32) -> u8 {
+        self.edge_flags.and_then(|f| f.get(t as usize).copied()).unwrap_or(ALL_ACTIVE)
     }
 }
 
@@ -90,7 +108,23 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
                 continue; // degenerate triangles touch nothing
             }
             let id = FeatureId { triangle: t, feature: TriangleFeature::Face, part, sub: 0 };
-            shape_triangle(part_shape, &part_pose, &tri, prediction, id, out)?;
+            let flags = set.flags(t);
+            let first = out.len();
+            shape_triangle(part_shape, &part_pose, &tri, prediction, id, flags, out)?;
+            if flags != ALL_ACTIVE
+                && let Some(face) = triangle_normal(&tri)
+            {
+                // Redo the points on inactive edges along the face normal, dropping the ones the
+                // neighbor's face covers; order kept.
+                let mut keep = first;
+                for i in first..out.len() {
+                    if let Some(p) = correct(out[i], part_shape, &part_pose, &tri, &face, flags, prediction) {
+                        out[keep] = p;
+                        keep += 1;
+                    }
+                }
+                out.truncate(keep);
+            }
         }
     }
     Ok(())
@@ -194,6 +228,7 @@ pub(crate) fn shape_triangle(
     tri: &[Point3<f32>; 3],
     prediction: f32,
     id: FeatureId,
+    flags: u8,
     out: &mut Vec<ContactPoint>,
 ) -> Result<(), NarrowphaseError> {
     match shape.as_typed_shape() {
@@ -213,7 +248,7 @@ pub(crate) fn shape_triangle(
             }
         }
         TypedShape::Cuboid(c) => {
-            cuboid_triangle(&c.half_extents, pose, tri, prediction, id, out);
+            cuboid_triangle(&c.half_extents, pose, tri, prediction, id, flags, out);
             Ok(())
         }
         _ => generic(shape, pose, tri, prediction, id, out),

@@ -4,7 +4,8 @@
 //! clipped against it, so a box resting on a triangle gets a point at each corner over it.
 
 use crate::closest::{feature_of, point_triangle, segment_segment, triangle_normal};
-use crate::contact::{ContactPoint, FeatureId};
+use crate::contact::{ContactPoint, FeatureId, TriangleFeature};
+use crate::internal_edges::{ALL_ACTIVE, is_inactive};
 use parry3d::math::Isometry;
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 
@@ -20,6 +21,7 @@ pub(crate) fn cuboid_triangle(
     tri: &[Point3<f32>; 3],
     prediction: f32,
     id: FeatureId,
+    flags: u8,
     out: &mut Vec<ContactPoint>,
 ) {
     let Some(n) = triangle_normal(tri) else { return };
@@ -47,12 +49,34 @@ pub(crate) fn cuboid_triangle(
         Box(usize),
         Edge(usize, usize),
     }
+    // An axis that pushes the box off this triangle across an inactive edge or vertex is a
+    // ghost: the neighbor across that edge continues the surface. Such axes may still separate
+    // (no contact), but never become the contact normal.
+    let ghost = |l: &Vector3<f32>| -> bool {
+        if flags == ALL_ACTIVE {
+            return false;
+        }
+        // The triangle's corners deepest into the box along the contact normal's opposite.
+        let depth = tri.map(|v| -v.coords.dot(l));
+        let top = depth[0].max(depth[1]).max(depth[2]);
+        let tol = 1e-5 * scale;
+        let at: Vec<usize> = (0..3).filter(|&k| depth[k] >= top - tol).collect();
+        let feature = match at.as_slice() {
+            [k] => TriangleFeature::Vertex(*k as u8),
+            [a, b] => TriangleFeature::Edge(if (a + 1) % 3 == *b { *a as u8 } else { *b as u8 }),
+            _ => TriangleFeature::Face,
+        };
+        is_inactive(feature, flags)
+    };
     let (mut best_dist, mut best_normal) = test(n);
     let mut best = Axis::Triangle;
     for (i, ui) in u.iter().enumerate() {
         let (d, nn) = test(*ui);
+        if d > prediction {
+            return;
+        }
         // Prefer the triangle's face when the two are within the bias (terrain normals).
-        if d > best_dist + EDGE_BIAS * scale {
+        if d > best_dist + EDGE_BIAS * scale && !ghost(&nn) {
             (best_dist, best_normal, best) = (d, nn, Axis::Box(i));
         }
     }
@@ -72,7 +96,8 @@ pub(crate) fn cuboid_triangle(
             if d > prediction {
                 return;
             }
-            if d > best_face + EDGE_BIAS * scale {
+            let inactive_edge = flags & (1 << j) == 0;
+            if d > best_face + EDGE_BIAS * scale && !inactive_edge && !ghost(&nn) {
                 (best_dist, best_normal, best) = (d, nn, Axis::Edge(i, j));
                 best_face = d;
             }

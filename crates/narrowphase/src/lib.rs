@@ -57,6 +57,7 @@ mod contact;
 mod convex_triangles;
 mod cuboid_triangle;
 mod error;
+mod internal_edges;
 pub mod manifold;
 pub mod mesh_mesh;
 mod obb;

@@ -6,6 +6,7 @@ use crate::closest::{feature_of, triangle_normal};
 use crate::contact::FeatureId;
 use crate::convex_triangles::{TriangleSet, check_query, flatten};
 use crate::error::NarrowphaseError;
+use crate::internal_edges::{face_side, is_inactive};
 use parry3d::math::Isometry;
 use parry3d::query::ShapeCastOptions;
 use parry3d::shape::{Shape, Triangle};
@@ -112,12 +113,19 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
                 continue; // ties keep the lower triangle
             }
             let at = Translation3::from(velocity * h.time_of_impact) * part_pose;
+            let feature = feature_of(&h.witness2, &tri);
+            // An inactive edge or vertex continues into its neighbor's face: the normal a
+            // sliding character should see is the face's.
+            let normal = match triangle_normal(&tri) {
+                Some(face) if is_inactive(feature, set.flags(t)) => face_side(&face, &h.normal2),
+                _ => h.normal2,
+            };
             best = Some(ShapeCastHit {
                 toi: h.time_of_impact,
                 on_shape: at * h.witness1,
                 on_triangle: h.witness2,
-                normal: h.normal2,
-                id: FeatureId { triangle: t, feature: feature_of(&h.witness2, &tri), part, sub: 0 },
+                normal,
+                id: FeatureId { triangle: t, feature, part, sub: 0 },
             });
         }
     }
