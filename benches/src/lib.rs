@@ -14,7 +14,9 @@
 //! parry3d 0.25.3's `TriMesh`; `--features parry-simd` for its simd-stable build), `mesher`
 //! (against fast-surface-nets 0.2 on the same padded 32³ chunks; uniform chunks; physics mesh size),
 //! `dynamic-aabb-tree` (against parry3d's `Bvh` driven as rapier drives it and obvhs's `Bvh2`:
-//! bouncing boxes, update + pairs per frame; AABB, point and ray queries).
+//! bouncing boxes, update + pairs per frame; AABB, point and ray queries), `narrowphase` (contacts,
+//! ghost normals across chunk seams, shape casts and mesh–mesh tests against parry's
+//! `contact_manifolds` on one `TriMesh` per chunk with `FIX_INTERNAL_EDGES`).
 //! Every case checks that both sides compute the same answer before it is timed.
 
 #![forbid(unsafe_code)]
@@ -25,6 +27,7 @@ pub mod dynamic_tree_suite;
 pub mod harness;
 pub mod kdtree_suite;
 pub mod mesher_suite;
+pub mod narrowphase_suite;
 pub mod parry_adapter;
 pub mod store_suite;
 pub mod world;

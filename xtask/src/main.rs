@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 // The same list, in the same order, as the `compare` binary's.
-const SUITES: &[&str] = &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree"];
+const SUITES: &[&str] =
+    &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree", "narrowphase"];
 const FUZZ_TARGETS: &[&str] = &["decode_rle", "roundtrip", "open_world"];
 
 fn root() -> PathBuf {

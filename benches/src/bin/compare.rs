@@ -2,16 +2,18 @@
 
 use clap::Parser;
 use voxterra_benches::{
-    bit_broadphase_suite, codec_suite, dynamic_tree_suite, kdtree_suite, mesher_suite, store_suite,
+    bit_broadphase_suite, codec_suite, dynamic_tree_suite, kdtree_suite, mesher_suite, narrowphase_suite,
+    store_suite,
 };
 
-const SUITES: &[&str] = &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree"];
+const SUITES: &[&str] =
+    &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree", "narrowphase"];
 
 /// Runs a benchmark suite for voxterra and its named peer, interleaved, and prints medians and ratios.
 #[derive(Parser, Debug)]
 #[command(name = "compare")]
 struct Args {
-    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree.
+    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase.
     suite: String,
     /// Smaller world and fewer repetitions: a smoke run.
     #[arg(long)]
@@ -33,6 +35,7 @@ fn main() -> anyhow::Result<()> {
         "kdtree" => kdtree_suite::run(args.quick),
         "mesher" => mesher_suite::run(args.quick),
         "dynamic-aabb-tree" => dynamic_tree_suite::run(args.quick),
+        "narrowphase" => narrowphase_suite::run(args.quick),
         other => anyhow::bail!("unknown suite {other:?}; suites: {}", SUITES.join(", ")),
     };
     if args.json {

@@ -56,8 +56,9 @@ pub(crate) fn cuboid_triangle(
         if flags == ALL_ACTIVE {
             return false;
         }
-        // The triangle's corners deepest into the box along the contact normal's opposite.
-        let depth = tri.map(|v| -v.coords.dot(l));
+        // The triangle's feature reaching farthest toward the box along the axis: where the
+        // contact this axis makes lies on the triangle.
+        let depth = tri.map(|v| v.coords.dot(l));
         let top = depth[0].max(depth[1]).max(depth[2]);
         let tol = 1e-5 * scale;
         let at: Vec<usize> = (0..3).filter(|&k| depth[k] >= top - tol).collect();
@@ -70,14 +71,19 @@ pub(crate) fn cuboid_triangle(
     };
     let (mut best_dist, mut best_normal) = test(n);
     let mut best = Axis::Triangle;
+    let mut refused = false;
     for (i, ui) in u.iter().enumerate() {
         let (d, nn) = test(*ui);
         if d > prediction {
             return;
         }
         // Prefer the triangle's face when the two are within the bias (terrain normals).
-        if d > best_dist + EDGE_BIAS * scale && !ghost(&nn) {
-            (best_dist, best_normal, best) = (d, nn, Axis::Box(i));
+        if d > best_dist + EDGE_BIAS * scale {
+            if ghost(&nn) {
+                refused = true;
+            } else {
+                (best_dist, best_normal, best) = (d, nn, Axis::Box(i));
+            }
         }
     }
     let mut best_face = best_dist;
@@ -96,10 +102,13 @@ pub(crate) fn cuboid_triangle(
             if d > prediction {
                 return;
             }
-            let inactive_edge = flags & (1 << j) == 0;
-            if d > best_face + EDGE_BIAS * scale && !inactive_edge && !ghost(&nn) {
-                (best_dist, best_normal, best) = (d, nn, Axis::Edge(i, j));
-                best_face = d;
+            if d > best_face + EDGE_BIAS * scale {
+                if flags & (1 << j) == 0 || ghost(&nn) {
+                    refused = true;
+                } else {
+                    (best_dist, best_normal, best) = (d, nn, Axis::Edge(i, j));
+                    best_face = d;
+                }
             }
         }
     }
@@ -183,7 +192,9 @@ pub(crate) fn cuboid_triangle(
             let dist = (on_box - on_tri).dot(&nv);
             if dist <= prediction {
                 out.push(ContactPoint {
-                    on_shape: on_box,
+                    // Along the normal from the triangle's point (the closest points leave the
+                    // axis only where a segment end clamps).
+                    on_shape: on_tri + nv * dist,
                     on_triangle: on_tri,
                     normal,
                     dist,
@@ -196,7 +207,10 @@ pub(crate) fn cuboid_triangle(
             }
         }
     }
-    if out.len() == before && best_dist <= prediction {
+    // Nothing over the triangle along the kept axis, after a shallower axis was refused as a
+    // ghost: the box touches this triangle only across an inactive edge, where the neighbor's
+    // face carries the contact.
+    if out.len() == before && best_dist <= prediction && !refused {
         // Clipping rounded everything away: the box's support corner alone.
         let mut p = c;
         for k in 0..3 {
@@ -205,7 +219,7 @@ pub(crate) fn cuboid_triangle(
         }
         let (on_tri, feature) = point_triangle(&p, tri);
         out.push(ContactPoint {
-            on_shape: p,
+            on_shape: on_tri + nv * best_dist,
             on_triangle: on_tri,
             normal,
             dist: best_dist,
