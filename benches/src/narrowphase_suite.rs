@@ -691,7 +691,7 @@ fn mesh_mesh_cases(report: &mut Report, quick: bool) {
                     1,
                     "parry TriMesh-TriMesh",
                     "(beside)",
-                    || !intersecting_pairs(&a, &pa, &b, &pb, &opts).0.is_empty(),
+                    || voxterra_narrowphase::meshes_intersect(&a, &pa, &b, &pb),
                     || parry3d::query::intersection_test(&pa, &ta, &pb, &tb).expect("supported"),
                 ));
             }
@@ -727,6 +727,18 @@ fn mesh_mesh_cases(report: &mut Report, quick: bool) {
             goal: format!("{} node pairs; {} intersecting", stats.node_pairs, fast.len()),
         });
     }
+}
+
+/// The resting-contact case, ours only, `rounds` times over (for profilers); returns the points.
+pub fn profile_contacts(rounds: usize) -> usize {
+    let world = bench_world(true);
+    let wr = world.params.region().expect("valid world");
+    let area =
+        Region::from_min_size(wr.min() + Vector3::new(64, 0, 64), [48, wr.size()[1], 48]).expect("inside");
+    let chunks = chunks_of(&world.store, &area, TriMeshFlags::FIX_INTERNAL_EDGES);
+    let resting = bodies(&chunks, &area, 200, &mut Rng(7));
+    let (mut ws, mut out) = (ContactWorkspace::new(), Vec::new());
+    (0..rounds).map(|_| ours_frame(&chunks, &resting, &mut ws, &mut out).0).sum()
 }
 
 /// Runs the suite.

@@ -293,6 +293,15 @@ fn generic(
     id: FeatureId,
     out: &mut Vec<ContactPoint>,
 ) -> Result<(), NarrowphaseError> {
+    // The triangle's plane as a separating axis first: a shape wholly in front of it beyond the
+    // prediction touches nothing. PERF: one support query instead of GJK for most candidates
+    // (the box query returns the triangles around a body, not only those it touches).
+    if let (Some(n), Some(support)) = (triangle_normal(tri), shape.as_support_map()) {
+        let deepest = support.support_point(pose, &-n);
+        if (deepest - tri[0]).dot(&n) > prediction {
+            return Ok(());
+        }
+    }
     let t = parry3d::shape::Triangle::new(tri[0], tri[1], tri[2]);
     let c = parry3d::query::contact(pose, shape, &Isometry::identity(), &t, prediction)
         .map_err(|_| NarrowphaseError::UnsupportedShape("a shape parry cannot collide with a triangle"))?;

@@ -67,7 +67,9 @@ mod tri_tri;
 pub use contact::{ContactPoint, FeatureId, Manifold, TriangleFeature};
 pub use convex_triangles::{ContactWorkspace, TriangleSet, contact_points, contacts};
 pub use error::NarrowphaseError;
-pub use mesh_mesh::{HitData, MeshCollider, MeshMeshOptions, RigidBody, SideHit, apply_impulse, collide};
+pub use mesh_mesh::{
+    HitData, MeshCollider, MeshMeshOptions, RigidBody, SideHit, apply_impulse, collide, meshes_intersect,
+};
 pub use obb::{BoundingSphere, Obb};
 /// parry3d, re-exported so users name the version voxterra collides with.
 pub use parry3d;

@@ -30,43 +30,50 @@ impl Obb {
     /// instead (Gottschalk's form), so such pairs never separate wrongly and the face axes decide,
     /// rather than answering `false` as a naive normalized-cross-product loop would.
     pub fn intersects(&self, other: &Obb) -> bool {
-        const EPS: f32 = 1e-6;
-        let (a, b) = (self, other);
-        // Rotation of b in a's frame, and the translation in a's frame.
-        let r = a.axes.transpose() * b.axes;
-        let t = a.axes.transpose() * (b.center - a.center);
-        let abs_r = r.map(|v| v.abs() + EPS);
-        let (ha, hb) = (a.half, b.half);
-        for i in 0..3 {
-            let ra = ha[i];
-            let rb = hb[0] * abs_r[(i, 0)] + hb[1] * abs_r[(i, 1)] + hb[2] * abs_r[(i, 2)];
-            if t[i].abs() > ra + rb {
-                return false;
-            }
-        }
-        for j in 0..3 {
-            let ra = ha[0] * abs_r[(0, j)] + ha[1] * abs_r[(1, j)] + ha[2] * abs_r[(2, j)];
-            let rb = hb[j];
-            let tj = t[0] * r[(0, j)] + t[1] * r[(1, j)] + t[2] * r[(2, j)];
-            if tj.abs() > ra + rb {
-                return false;
-            }
-        }
-        // a's axis i × b's axis j.
-        for i in 0..3 {
-            let (i1, i2) = ((i + 1) % 3, (i + 2) % 3);
-            for j in 0..3 {
-                let (j1, j2) = ((j + 1) % 3, (j + 2) % 3);
-                let ra = ha[i1] * abs_r[(i2, j)] + ha[i2] * abs_r[(i1, j)];
-                let rb = hb[j1] * abs_r[(i, j2)] + hb[j2] * abs_r[(i, j1)];
-                let tl = t[i2] * r[(i1, j)] - t[i1] * r[(i2, j)];
-                if tl.abs() > ra + rb {
-                    return false;
-                }
-            }
-        }
-        true
+        // Rotation of `other` in this box's frame, and the translation in this box's frame.
+        let r = self.axes.transpose() * other.axes;
+        let t = self.axes.transpose() * (other.center - self.center);
+        sat15(&r, &r.map(|v| v.abs() + 1e-6), &t, &self.half, &other.half)
     }
+}
+
+/// The 15-axis test of a box of half extents `ha` (in its own frame) against one of half extents
+/// `hb` rotated by `r` and centered at `t` in that frame; `abs_r` is `|r|` plus a small epsilon,
+/// which keeps parallel edge pairs (whose cross product vanishes) from separating wrongly.
+pub(crate) fn sat15(
+    r: &Matrix3<f32>,
+    abs_r: &Matrix3<f32>,
+    t: &Vector3<f32>,
+    ha: &Vector3<f32>,
+    hb: &Vector3<f32>,
+) -> bool {
+    for i in 0..3 {
+        let rb = hb[0] * abs_r[(i, 0)] + hb[1] * abs_r[(i, 1)] + hb[2] * abs_r[(i, 2)];
+        if t[i].abs() > ha[i] + rb {
+            return false;
+        }
+    }
+    for j in 0..3 {
+        let ra = ha[0] * abs_r[(0, j)] + ha[1] * abs_r[(1, j)] + ha[2] * abs_r[(2, j)];
+        let tj = t[0] * r[(0, j)] + t[1] * r[(1, j)] + t[2] * r[(2, j)];
+        if tj.abs() > ra + hb[j] {
+            return false;
+        }
+    }
+    // Axis i of the first box × axis j of the second.
+    for i in 0..3 {
+        let (i1, i2) = ((i + 1) % 3, (i + 2) % 3);
+        for j in 0..3 {
+            let (j1, j2) = ((j + 1) % 3, (j + 2) % 3);
+            let ra = ha[i1] * abs_r[(i2, j)] + ha[i2] * abs_r[(i1, j)];
+            let rb = hb[j1] * abs_r[(i, j2)] + hb[j2] * abs_r[(i, j1)];
+            let tl = t[i2] * r[(i1, j)] - t[i1] * r[(i2, j)];
+            if tl.abs() > ra + rb {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// A bounding sphere: the first, cheapest pass.

@@ -65,7 +65,7 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
     let mut parts = Vec::new();
     flatten(shape, pose, 0, &mut parts)?;
     let mut best: Option<ShapeCastHit> = None;
-    let mut candidates = Vec::new();
+    let mut candidates: Vec<(f32, u32)> = Vec::new();
     for (part, part_pose, part_shape) in parts {
         let local = part_shape.compute_local_aabb();
         let extent = local.maxs - local.mins;
@@ -78,9 +78,21 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
             .merged(&Aabb::new(end.mins, end.maxs))
             .loosened(options.target_distance);
         candidates.clear();
-        set.index.triangles_in_aabb(&swept, &mut |t| candidates.push(t));
-        candidates.sort_unstable();
-        for &t in &candidates {
+        let start = Aabb::new(start.mins, start.maxs).loosened(options.target_distance);
+        set.index.triangles_in_aabb(&swept, &mut |t| {
+            // A lower bound on the triangle's time of impact: when the moving box first meets
+            // the triangle's box. PERF: casts visit candidates by it and stop once it passes the
+            // best hit, instead of casting against every triangle of the swept box.
+            let tri = set.source.triangle(t as usize);
+            if let Some(b) = Aabb::from_points(&tri) {
+                candidates.push((box_entry(&start, velocity, &b), t));
+            }
+        });
+        candidates.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for &(entry, t) in &candidates {
+            if entry > best.map_or(max_toi, |b| b.toi) {
+                break;
+            }
             let tri = set.source.triangle(t as usize);
             if !tri.iter().all(|p| p.iter().all(|v| v.is_finite())) || triangle_normal(&tri).is_none() {
                 continue;
@@ -109,7 +121,9 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
             if !(h.time_of_impact.is_finite() && h.time_of_impact <= limit) {
                 continue;
             }
-            if best.is_some_and(|b| h.time_of_impact >= b.toi) {
+            if best
+                .is_some_and(|b| h.time_of_impact > b.toi || (h.time_of_impact == b.toi && t > b.id.triangle))
+            {
                 continue; // ties keep the lower triangle
             }
             let at = Translation3::from(velocity * h.time_of_impact) * part_pose;
@@ -130,4 +144,27 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
         }
     }
     Ok(best)
+}
+
+/// The first time `moving`, translated by `velocity` per unit time, overlaps `fixed` (0 when it
+/// already does; infinity when never). Conservative: never later than any contact inside.
+fn box_entry(moving: &Aabb, velocity: &Vector3<f32>, fixed: &Aabb) -> f32 {
+    let mut t0 = 0.0f32;
+    for a in 0..3 {
+        let (lo, hi) = (fixed.mins[a] - moving.maxs[a], fixed.maxs[a] - moving.mins[a]);
+        let v = velocity[a];
+        if v == 0.0 {
+            if lo > 0.0 || hi < 0.0 {
+                return f32::INFINITY;
+            }
+        } else {
+            let (ta, tb) = (lo / v, hi / v);
+            let (enter, exit) = if ta < tb { (ta, tb) } else { (tb, ta) };
+            if exit < 0.0 {
+                return f32::INFINITY;
+            }
+            t0 = t0.max(enter);
+        }
+    }
+    t0
 }

@@ -10,7 +10,8 @@ use voxterra_core::nalgebra::{Matrix3, Point3, UnitQuaternion, Vector3};
 use voxterra_core::{Aabb, TriangleMesh};
 use voxterra_narrowphase::mesh_mesh::{intersecting_pairs, intersecting_pairs_brute_force};
 use voxterra_narrowphase::{
-    MeshCollider, MeshMeshOptions, Obb, RigidBody, apply_impulse, collide, triangles_intersect_f64,
+    MeshCollider, MeshMeshOptions, Obb, RigidBody, apply_impulse, collide, meshes_intersect,
+    triangles_intersect_f64,
 };
 
 type P = Point3<f64>;
@@ -183,6 +184,7 @@ proptest! {
         prop_assert!(stats.triangle_pairs <= a.triangle_count() * b.triangle_count());
         let (parallel, _) = intersecting_pairs(&a, &pa, &b, &pb, &MeshMeshOptions { parallel_threshold: 0 });
         prop_assert_eq!(&parallel, &brute);
+        prop_assert_eq!(meshes_intersect(&a, &pa, &b, &pb), !brute.is_empty());
     }
 }
 
