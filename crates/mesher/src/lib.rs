@@ -19,6 +19,11 @@
 //!   bytes per vertex and 6 per triangle, about 10.6 per triangle on an 8³ chunk), which the kD tree
 //!   reads directly as a [`TriangleSource`](voxterra_core::TriangleSource). Each vertex's offset is
 //!   rounded within its own cell, so chunks sharing a vertex decode it to the same f32.
+//! - Internal-edge flags ([`Mesher::mesh_physics`], [`edge_flags`]): 3 bits a physics-mesh
+//!   triangle, set for edges that are real convex creases (over 5°). Neighbors across a chunk
+//!   border come from the mesh of the region grown by a voxel, read through the same source, so
+//!   chunk-by-chunk flags equal whole-region flags; the narrowphase uses them to keep contacts on
+//!   flat and concave seams from bumping.
 //! - Fast paths: a padded box the reader reports uniform
 //!   ([`VoxelRead::uniform`](voxterra_core::VoxelRead::uniform), answered by the store from its
 //!   packed rows) returns without reading a voxel; the box is converted from one slice, lent by

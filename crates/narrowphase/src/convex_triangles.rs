@@ -91,11 +91,7 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
     let mut parts = Vec::new();
     flatten(shape, pose, 0, &mut parts)?;
     for (part, part_pose, part_shape) in parts {
-        let local = part_shape.compute_local_aabb();
-        let extent = local.maxs - local.mins;
-        if !extent.iter().all(|e| e.is_finite()) || extent.iter().all(|&e| e <= 0.0) {
-            return Err(NarrowphaseError::DegenerateShape);
-        }
+        check_shape(part_shape)?;
         let b = part_shape.compute_aabb(&part_pose);
         let query = Aabb::new(b.mins, b.maxs).loosened(prediction);
         ws.candidates.clear();
@@ -182,6 +178,16 @@ pub(crate) fn check_query(pose: &Isometry<f32>, prediction: f32) -> Result<(), N
     }
     if !(prediction.is_finite() && prediction >= 0.0) {
         return Err(NarrowphaseError::InvalidParameter { what: "prediction distance", value: prediction });
+    }
+    Ok(())
+}
+
+/// A shape with a finite bounding box that has extent on some axis.
+pub(crate) fn check_shape(shape: &dyn Shape) -> Result<(), NarrowphaseError> {
+    let local = shape.compute_local_aabb();
+    let extent = local.maxs - local.mins;
+    if !extent.iter().all(|e| e.is_finite()) || extent.iter().all(|&e| e <= 0.0) {
+        return Err(NarrowphaseError::DegenerateShape);
     }
     Ok(())
 }

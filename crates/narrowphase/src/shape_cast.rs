@@ -4,7 +4,7 @@
 
 use crate::closest::{feature_of, triangle_normal};
 use crate::contact::FeatureId;
-use crate::convex_triangles::{TriangleSet, check_query, flatten};
+use crate::convex_triangles::{TriangleSet, check_query, check_shape, flatten};
 use crate::error::NarrowphaseError;
 use crate::internal_edges::{face_side, is_inactive};
 use parry3d::math::Isometry;
@@ -67,11 +67,7 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
     let mut best: Option<ShapeCastHit> = None;
     let mut candidates: Vec<(f32, u32)> = Vec::new();
     for (part, part_pose, part_shape) in parts {
-        let local = part_shape.compute_local_aabb();
-        let extent = local.maxs - local.mins;
-        if !extent.iter().all(|e| e.is_finite()) || extent.iter().all(|&e| e <= 0.0) {
-            return Err(NarrowphaseError::DegenerateShape);
-        }
+        check_shape(part_shape)?;
         let start = part_shape.compute_aabb(&part_pose);
         let end = part_shape.compute_aabb(&(Translation3::from(velocity * max_toi) * part_pose));
         let swept = Aabb::new(start.mins, start.maxs)
