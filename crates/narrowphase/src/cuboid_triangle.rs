@@ -125,12 +125,9 @@ pub(crate) fn cuboid_triangle(
                 .unwrap_or((1, -1.0));
             let (j, k) = ((i + 1) % 3, (i + 2) % 3);
             let center = c + u[i] * (sign * h[i]);
-            let quad: Vec<(Point3<f32>, u32)> = [(1.0, 1.0), (-1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)]
-                .iter()
-                .enumerate()
-                .map(|(q, &(a, b))| (center + u[j] * (a * h[j]) + u[k] * (b * h[k]), q as u32))
-                .collect();
-            let mut poly = quad;
+            let corners = [(1.0f32, 1.0f32), (-1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)]
+                .map(|(a, b)| center + u[j] * (a * h[j]) + u[k] * (b * h[k]));
+            let mut poly = Poly::new(&[(corners[0], 0), (corners[1], 1), (corners[2], 2), (corners[3], 3)]);
             for e in 0..3 {
                 let (a, b) = (tri[e], tri[(e + 1) % 3]);
                 let inward = nv.cross(&(b - a));
@@ -139,7 +136,7 @@ pub(crate) fn cuboid_triangle(
                 poly = clip(&poly, &a, &inward, e as u32);
             }
             let face = (i as u32 * 2 + u32::from(sign > 0.0)) << 8;
-            for (p, tag) in poly {
+            for (p, tag) in poly.iter() {
                 let dist = (p - tri[0]).dot(&nv);
                 if dist <= prediction {
                     let on_tri = p - nv * dist;
@@ -157,8 +154,7 @@ pub(crate) fn cuboid_triangle(
         Axis::Box(i) => {
             // Reference: the box face facing the triangle (outward normal -nv). Incident: the
             // triangle, clipped to the face's four side planes.
-            let mut poly: Vec<(Point3<f32>, u32)> =
-                tri.iter().enumerate().map(|(q, p)| (*p, q as u32)).collect();
+            let mut poly = Poly::new(&[(tri[0], 0), (tri[1], 1), (tri[2], 2)]);
             for (s, k) in [(i + 1) % 3, (i + 2) % 3].into_iter().enumerate() {
                 for (t, sign) in [1.0f32, -1.0].into_iter().enumerate() {
                     let o = c + u[k] * (sign * h[k]);
@@ -166,7 +162,7 @@ pub(crate) fn cuboid_triangle(
                 }
             }
             let face = (16 + i as u32) << 8;
-            for (p, tag) in poly {
+            for (p, tag) in poly.iter() {
                 let dist = (p - c).dot(&-nv) - h[i];
                 if dist <= prediction {
                     let feature = feature_of(&p, tri);
@@ -228,25 +224,44 @@ pub(crate) fn cuboid_triangle(
     }
 }
 
+/// A convex polygon of at most 8 tagged corners, on the stack: a quad clipped by a triangle's 3
+/// side planes has at most 7, a triangle clipped by a box face's 4 at most 7. PERF: no allocation
+/// per clip (four a triangle with vectors).
+#[derive(Clone, Copy)]
+struct Poly {
+    pts: [(Point3<f32>, u32); 8],
+    len: usize,
+}
+
+impl Poly {
+    fn new(corners: &[(Point3<f32>, u32)]) -> Self {
+        let mut pts = [(Point3::origin(), 0); 8];
+        pts[..corners.len()].copy_from_slice(corners);
+        Poly { pts, len: corners.len() }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Point3<f32>, u32)> + '_ {
+        self.pts[..self.len].iter().copied()
+    }
+}
+
 /// Sutherland–Hodgman: the part of polygon `poly` on the inner side of the plane through `o` with
 /// inward normal `m`. Points carry tags: kept corners keep theirs, new crossing points get
 /// `16 + plane * 8 + the tag of the edge's start` (stable while the same edges cross).
-fn clip(
-    poly: &[(Point3<f32>, u32)],
-    o: &Point3<f32>,
-    m: &Vector3<f32>,
-    plane: u32,
-) -> Vec<(Point3<f32>, u32)> {
-    let mut out = Vec::with_capacity(poly.len() + 2);
-    for (idx, &(p, tp)) in poly.iter().enumerate() {
-        let (q, _) = poly[(idx + 1) % poly.len()];
+fn clip(poly: &Poly, o: &Point3<f32>, m: &Vector3<f32>, plane: u32) -> Poly {
+    let mut out = Poly { pts: [(Point3::origin(), 0); 8], len: 0 };
+    for idx in 0..poly.len {
+        let (p, tp) = poly.pts[idx];
+        let (q, _) = poly.pts[(idx + 1) % poly.len];
         let (dp, dq) = ((p - o).dot(m), (q - o).dot(m));
-        if dp >= 0.0 {
-            out.push((p, tp));
+        if dp >= 0.0 && out.len < 8 {
+            out.pts[out.len] = (p, tp);
+            out.len += 1;
         }
-        if (dp >= 0.0) != (dq >= 0.0) {
+        if (dp >= 0.0) != (dq >= 0.0) && out.len < 8 {
             let t = dp / (dp - dq);
-            out.push((p + (q - p) * t, 16 + plane * 8 + (tp & 7)));
+            out.pts[out.len] = (p + (q - p) * t, 16 + plane * 8 + (tp & 7));
+            out.len += 1;
         }
     }
     out
