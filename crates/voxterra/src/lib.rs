@@ -15,8 +15,31 @@
 //! | [`dynamic_aabb_tree`] | voxterra-dynamic-aabb-tree | the broadphase between moving bodies |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
 //!
-//! The facade's `Terrain` (store + broadphase masks + lazy collision cache) and `World` (bodies)
-//! come next.
+//! [`Terrain`] is the value a game holds: the voxels, the material table, the voxel size (world
+//! units live here only), the terrain broadphase's masks kept current by every edit, and an undo
+//! history of RLE snapshots. Brushes (sphere, box, capsule; add, subtract, paint, smooth), fills
+//! and voxel writes report the dirty region and the physics chunks whose masks they rebuilt.
+//!
+//! ```
+//! use voxterra::core::nalgebra::Point3;
+//! use voxterra::core::materials;
+//! use voxterra::worldgen::WorldParams;
+//! use voxterra::{Brush, BrushOp, BrushShape, Terrain};
+//!
+//! let mut terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), 1.0, |_, _| {})?;
+//! let crater = Brush { shape: BrushShape::Sphere { center: Point3::new(32.0, 20.0, 32.0), radius: 4.0 }, op: BrushOp::Subtract };
+//! let report = terrain.apply_brush(&crater)?;
+//! assert!(report.dirty.is_some() && report.masks_rebuilt > 0);
+//! let hill = Brush { shape: BrushShape::Sphere { center: Point3::new(10.0, 30.0, 10.0), radius: 3.0 }, op: BrushOp::Add(materials::ROCK) };
+//! terrain.apply_brush(&hill)?;
+//! terrain.undo()?; // the hill goes, bit for bit
+//! assert_eq!(terrain.history_len(), (1, 1));
+//! # Ok::<(), voxterra::TerrainError>(())
+//! ```
+//!
+//! Next on `Terrain`: the lazy collision cache (physics meshes, edge flags and kD trees per chunk,
+//! under a byte budget), rays and contacts across chunks, collision readiness, edit deltas and
+//! render meshes; then `World` (bodies).
 //!
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};
@@ -44,8 +67,13 @@
 #![forbid(unsafe_code)]
 
 mod atomic_file;
+mod brush;
+mod history;
+mod terrain;
 
 pub use atomic_file::AtomicFile;
+pub use brush::{Brush, BrushOp, BrushShape};
+pub use terrain::{DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS, EditReport, Terrain, TerrainError};
 
 pub use voxterra_bit_broadphase as terrain_broadphase;
 pub use voxterra_codec as codec;

@@ -1,0 +1,321 @@
+//! [`Terrain`]: the value a game holds — voxels, materials, the voxel size, the terrain
+//! broadphase's masks kept current on every edit, and the edit history.
+
+use crate::brush::{self, Brush, BrushOp};
+use crate::history::History;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use voxterra_bit_broadphase::{BitBroadphase, BroadphaseError};
+use voxterra_codec::{Compression, Snapshot, SnapshotError, WorldFileError};
+use voxterra_core::{CoreError, Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
+use voxterra_voxel_store::{StoreError, VoxelStore};
+use voxterra_worldgen::{WorldParams, WorldgenError};
+
+/// Why a terrain operation was refused. A refused edit changes nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TerrainError {
+    /// The voxel size is not finite and positive.
+    #[error("invalid voxel size {0}: it must be finite and positive")]
+    InvalidVoxelSize(f32),
+    /// A brush with a NaN or infinite parameter, a radius that is not positive, or an inverted box.
+    #[error("invalid brush {0:?}")]
+    InvalidBrush(Box<Brush>),
+    /// An edit over more voxels than [`Terrain::max_edit_voxels`] allows.
+    #[error("the edit covers {voxels} voxels, over the limit of {limit}")]
+    EditTooLarge {
+        /// Voxels the edit covers.
+        voxels: u128,
+        /// The limit in force.
+        limit: usize,
+    },
+    /// A material the table does not define, or Air where matter is required.
+    #[error("material {0} is not a solid or liquid of the material table")]
+    BadMaterial(u8),
+    /// Nothing to undo or redo.
+    #[error("nothing to {0}")]
+    NoHistory(&'static str),
+    /// The store refused the write (limits).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A region or voxel core refuses.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    /// The broadphase refused its configuration.
+    #[error(transparent)]
+    Broadphase(#[from] BroadphaseError),
+    /// A world file could not be read or written.
+    #[error(transparent)]
+    WorldFile(#[from] WorldFileError),
+    /// World generation failed.
+    #[error(transparent)]
+    Generate(#[from] WorldgenError<StoreError>),
+    /// A history snapshot did not decode.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError<std::convert::Infallible>),
+}
+
+/// What an edit did.
+#[derive(Clone, Copy, PartialEq, Debug, Default)]
+pub struct EditReport {
+    /// The voxels that changed (their bounding box); `None` when nothing did.
+    pub dirty: Option<Region>,
+    /// Physics chunks whose masks were rebuilt (those whose 10³ neighborhood overlaps `dirty`).
+    pub masks_rebuilt: usize,
+    /// Wall time of the edit, masks included.
+    pub elapsed: Duration,
+}
+
+/// The terrain: voxels, materials, the voxel size (the only place world units exist: the layers
+/// below work in voxels), the bit broadphase's masks, and the edit history.
+///
+/// Every edit (brush, fill, set, undo, redo) writes the store, rebuilds the masks of exactly the
+/// physics chunks whose neighborhood changed (in parallel, with the serial result), records an RLE
+/// snapshot of what it replaced, and reports what it did.
+#[derive(Debug)]
+pub struct Terrain {
+    store: VoxelStore,
+    table: MaterialTable,
+    voxel_size: f32,
+    masks: BitBroadphase,
+    history: History,
+    max_edit_voxels: usize,
+}
+
+/// Default history budget: 64 MiB of snapshots.
+pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
+/// Default largest edit: 2^24 voxels (a 256³ box).
+pub const DEFAULT_MAX_EDIT_VOXELS: usize = 1 << 24;
+
+impl Terrain {
+    /// An empty terrain.
+    pub fn new(table: MaterialTable, voxel_size: f32) -> Result<Self, TerrainError> {
+        Self::from_store(VoxelStore::new(), table, voxel_size)
+    }
+
+    /// A terrain over an existing store; its masks are built here.
+    pub fn from_store(
+        store: VoxelStore,
+        table: MaterialTable,
+        voxel_size: f32,
+    ) -> Result<Self, TerrainError> {
+        if !(voxel_size.is_finite() && voxel_size > 0.0) {
+            return Err(TerrainError::InvalidVoxelSize(voxel_size));
+        }
+        let mut masks = BitBroadphase::new(&table, voxel_size)?;
+        if let Some(bounds) = store.bounds() {
+            masks.rebuild_region(&store, &bounds);
+        }
+        Ok(Terrain {
+            store,
+            table,
+            voxel_size,
+            masks,
+            history: History::new(DEFAULT_HISTORY_BYTES),
+            max_edit_voxels: DEFAULT_MAX_EDIT_VOXELS,
+        })
+    }
+
+    /// Generates the world of `params` (default materials); `progress(done, total)` as tiles finish.
+    pub fn generate(
+        params: &WorldParams,
+        voxel_size: f32,
+        progress: impl FnMut(u64, u64),
+    ) -> Result<Self, TerrainError> {
+        let mut store = VoxelStore::new();
+        voxterra_worldgen::generate(params, &mut store, progress)?;
+        Self::from_store(store, MaterialTable::default(), voxel_size)
+    }
+
+    /// Loads a world file (see [`crate::load`]).
+    pub fn load(
+        path: impl AsRef<Path>,
+        voxel_size: f32,
+        progress: impl FnMut(usize, usize),
+    ) -> Result<Self, TerrainError> {
+        let (store, table) = crate::load(path, progress)?;
+        Self::from_store(store, table, voxel_size)
+    }
+
+    /// Saves the voxels atomically (see [`crate::save`]); the history is not saved.
+    pub fn save(
+        &self,
+        path: impl AsRef<Path>,
+        progress: impl FnMut(usize, usize),
+    ) -> Result<(), TerrainError> {
+        crate::save(path, &self.store, &self.table, progress)?;
+        Ok(())
+    }
+
+    /// The voxels.
+    pub fn store(&self) -> &VoxelStore {
+        &self.store
+    }
+
+    /// The material table.
+    pub fn materials(&self) -> &MaterialTable {
+        &self.table
+    }
+
+    /// World units per voxel.
+    pub fn voxel_size(&self) -> f32 {
+        self.voxel_size
+    }
+
+    /// The terrain broadphase: solid and water masks per physics chunk, always current.
+    pub fn masks(&self) -> &BitBroadphase {
+        &self.masks
+    }
+
+    /// The largest edit, in voxels; larger edits are refused.
+    pub fn max_edit_voxels(&self) -> usize {
+        self.max_edit_voxels
+    }
+
+    /// Sets the largest edit allowed, in voxels.
+    pub fn set_max_edit_voxels(&mut self, voxels: usize) {
+        self.max_edit_voxels = voxels;
+    }
+
+    /// Sets the history's byte budget; the oldest snapshots go first.
+    pub fn set_history_budget(&mut self, bytes: usize) {
+        let mut h = History::new(bytes);
+        std::mem::swap(&mut h, &mut self.history);
+        // Keep the newest edits that fit.
+        let mut kept = Vec::new();
+        while let Some(s) = h.pop_undo() {
+            kept.push(s);
+        }
+        for s in kept.into_iter().rev() {
+            self.history.push_undo(s);
+        }
+    }
+
+    /// Edits that can be undone, and redone.
+    pub fn history_len(&self) -> (usize, usize) {
+        (self.history.undo_len(), self.history.redo_len())
+    }
+
+    /// Bytes the history holds.
+    pub fn history_bytes(&self) -> usize {
+        self.history.bytes()
+    }
+
+    fn check_region(&self, region: &Region) -> Result<(), TerrainError> {
+        if region.volume() > self.max_edit_voxels as u128 {
+            return Err(TerrainError::EditTooLarge { voxels: region.volume(), limit: self.max_edit_voxels });
+        }
+        Ok(())
+    }
+
+    /// Air is allowed (clearing); matter must be a solid or liquid of the table.
+    fn check_matter(&self, voxel: Voxel) -> Result<(), TerrainError> {
+        if voxel.is_air() { Ok(()) } else { self.check_material(voxel.material()) }
+    }
+
+    /// A solid or liquid of the table (brushes add and paint matter, never Air).
+    fn check_material(&self, m: Material) -> Result<(), TerrainError> {
+        match self.table.get(m) {
+            Ok(info) if info.kind != MaterialKind::Air => Ok(()),
+            _ => Err(TerrainError::BadMaterial(m.id())),
+        }
+    }
+
+    /// Writes with `write`, recording the region's previous state and rebuilding the masks.
+    fn edit(
+        &mut self,
+        region: Region,
+        write: impl FnOnce(&mut VoxelStore) -> Result<Option<Region>, StoreError>,
+    ) -> Result<EditReport, TerrainError> {
+        let start = Instant::now();
+        self.check_region(&region)?;
+        let before = Snapshot::capture(&self.store, &region, Compression::None)?;
+        let dirty = write(&mut self.store)?;
+        let mut report = EditReport { dirty, ..Default::default() };
+        if let Some(d) = dirty {
+            self.history.record(before);
+            report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
+        }
+        report.elapsed = start.elapsed();
+        Ok(report)
+    }
+
+    /// Applies `brush` (shape in world units).
+    pub fn apply_brush(&mut self, brush: &Brush) -> Result<EditReport, TerrainError> {
+        let invalid = || TerrainError::InvalidBrush(Box::new(*brush));
+        let shape = brush.shape.in_voxels(self.voxel_size).ok_or_else(invalid)?;
+        let region = shape.region().ok_or_else(invalid)?;
+        match brush.op {
+            BrushOp::Add(m) | BrushOp::Paint(m) => self.check_material(m)?,
+            BrushOp::Subtract | BrushOp::Smooth => {}
+        }
+        if let BrushOp::Smooth = brush.op {
+            // Smoothing reads the neighborhood as it was, then writes the region at once.
+            self.check_region(&region.expanded(1))?;
+            let around = region.expanded(1);
+            let mut src = vec![Voxel::AIR; around.len()?];
+            self.store.read_box(&around, &mut src)?;
+            let at = |p: VoxelPos| src[around.index_of(p)];
+            let mut out = Vec::with_capacity(region.len()?);
+            for p in region.iter() {
+                let mut n = [Voxel::AIR; 27];
+                let mut k = 0;
+                for dy in -1..=1 {
+                    for dz in -1..=1 {
+                        for dx in -1..=1 {
+                            n[k] = at(VoxelPos::new(p.x + dx, p.y + dy, p.z + dz));
+                            k += 1;
+                        }
+                    }
+                }
+                out.push(brush::smooth(at(p), &n, shape.coverage(p)));
+            }
+            return self.edit(region, |store| store.write_box(&region, &out));
+        }
+        let op = brush.op;
+        self.edit(region, |store| store.brush(&region, |p, v| brush::apply(op, v, shape.coverage(p))))
+    }
+
+    /// Fills a voxel region with one voxel.
+    pub fn fill(&mut self, region: &Region, voxel: Voxel) -> Result<EditReport, TerrainError> {
+        self.check_matter(voxel)?;
+        let r = *region;
+        self.edit(r, |store| store.fill(&r, voxel))
+    }
+
+    /// Sets one voxel.
+    pub fn set_voxel(&mut self, p: VoxelPos, voxel: Voxel) -> Result<EditReport, TerrainError> {
+        self.fill(&Region::voxel(p)?, voxel)
+    }
+
+    /// Undoes the latest edit still in the history, bit for bit, through the same dirty path.
+    pub fn undo(&mut self) -> Result<EditReport, TerrainError> {
+        let s = self.history.pop_undo().ok_or(TerrainError::NoHistory("undo"))?;
+        let now = Snapshot::capture(&self.store, s.region(), Compression::None)?;
+        let report = self.restore(&s)?;
+        self.history.push_redo(now);
+        Ok(report)
+    }
+
+    /// Redoes the latest undone edit.
+    pub fn redo(&mut self) -> Result<EditReport, TerrainError> {
+        let s = self.history.pop_redo().ok_or(TerrainError::NoHistory("redo"))?;
+        let now = Snapshot::capture(&self.store, s.region(), Compression::None)?;
+        let report = self.restore(&s)?;
+        self.history.push_undo(now);
+        Ok(report)
+    }
+
+    fn restore(&mut self, s: &Snapshot) -> Result<EditReport, TerrainError> {
+        let start = Instant::now();
+        let voxels = s.decode(self.max_edit_voxels)?;
+        let dirty = self.store.write_box(s.region(), &voxels)?;
+        let masks_rebuilt = dirty.map_or(0, |d| self.masks.rebuild_region(&self.store, &d));
+        Ok(EditReport { dirty, masks_rebuilt, elapsed: start.elapsed() })
+    }
+
+    /// The voxel at `p`.
+    pub fn voxel(&self, p: VoxelPos) -> Voxel {
+        self.store.voxel(p)
+    }
+}

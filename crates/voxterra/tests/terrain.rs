@@ -1,0 +1,211 @@
+//! Terrain edits against references: masks rebuilt from scratch, dense before/after diffs,
+//! undo/redo bit for bit, bad input leaving everything unchanged.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use proptest::prelude::*;
+use voxterra::core::nalgebra::Point3;
+use voxterra::core::{MaterialTable, PhysicsChunkKey, Region, Voxel, VoxelPos, VoxelRead, materials as m};
+use voxterra::terrain_broadphase::BitBroadphase;
+use voxterra::worldgen::WorldParams;
+use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainError};
+
+fn world() -> Terrain {
+    Terrain::generate(&WorldParams::new(5, [64, 48, 64]), 1.0, |_, _| {}).unwrap()
+}
+
+/// Everything edits may touch in these tests.
+fn area() -> Region {
+    Region::from_min_size(VoxelPos::new(-16, -16, -16), [96, 80, 96]).unwrap()
+}
+
+fn voxels(t: &Terrain) -> Vec<Voxel> {
+    let mut v = vec![Voxel::AIR; area().len().unwrap()];
+    t.store().read_box(&area(), &mut v).unwrap();
+    v
+}
+
+fn fresh_masks(t: &Terrain) -> Vec<(PhysicsChunkKey, voxterra::terrain_broadphase::ChunkState)> {
+    let mut bp = BitBroadphase::new(t.materials(), 1.0).unwrap();
+    if let Some(b) = t.store().bounds() {
+        bp.rebuild_region(t.store(), &b);
+    }
+    bp.chunks()
+}
+
+fn arb_brush() -> impl Strategy<Value = Brush> {
+    let p = proptest::array::uniform3(4.0f32..60.0).prop_map(Point3::from);
+    let shape = prop_oneof![
+        (p.clone(), 0.6f32..6.0).prop_map(|(center, radius)| BrushShape::Sphere { center, radius }),
+        (p.clone(), proptest::array::uniform3(0.5f32..8.0)).prop_map(|(min, e)| BrushShape::Box {
+            min,
+            max: min + voxterra::core::nalgebra::Vector3::from(e)
+        }),
+        (p.clone(), p, 0.6f32..3.0).prop_map(|(a, b, radius)| BrushShape::Capsule { a, b, radius }),
+    ];
+    let op = prop_oneof![
+        Just(BrushOp::Add(m::ROCK)),
+        Just(BrushOp::Add(m::WATER)),
+        Just(BrushOp::Subtract),
+        Just(BrushOp::Paint(m::SNOW)),
+        Just(BrushOp::Smooth),
+    ];
+    (shape, op).prop_map(|(shape, op)| Brush { shape, op })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// After every edit the masks equal masks built from scratch, every changed voxel lies in the
+    /// reported dirty region, and the rebuilt chunks are exactly those around it. Undoing every
+    /// edit restores the voxels bit for bit; redoing them all gives the final voxels again.
+    #[test]
+    fn edits_masks_and_history_are_exact(brushes in proptest::collection::vec(arb_brush(), 1..6)) {
+        let mut t = world();
+        let original = voxels(&t);
+        let mut states = vec![original.clone()];
+        for b in &brushes {
+            let before = voxels(&t);
+            let report = t.apply_brush(b).unwrap();
+            let after = voxels(&t);
+            for (i, p) in area().iter().enumerate() {
+                if before[i] != after[i] {
+                    prop_assert!(report.dirty.is_some_and(|d| d.contains(p)), "{p:?} changed outside {:?}", report.dirty);
+                }
+            }
+            let expect = report.dirty.map_or(0, |d| PhysicsChunkKey::range(&d.expanded(1)).unwrap().count() as usize);
+            prop_assert_eq!(report.masks_rebuilt, expect);
+            prop_assert_eq!(t.masks().chunks(), fresh_masks(&t));
+            if report.dirty.is_some() {
+                states.push(after);
+            }
+        }
+        let (undos, _) = t.history_len();
+        prop_assert_eq!(undos, states.len() - 1);
+        for k in (0..undos).rev() {
+            t.undo().unwrap();
+            prop_assert!(voxels(&t) == states[k], "undo to state {} differs", k);
+        }
+        prop_assert!(matches!(t.undo(), Err(TerrainError::NoHistory(_))));
+        prop_assert_eq!(t.masks().chunks(), fresh_masks(&t));
+        for (k, state) in states.iter().enumerate().skip(1) {
+            t.redo().unwrap();
+            prop_assert!(voxels(&t) == *state, "redo to state {} differs", k);
+        }
+        prop_assert_eq!(t.masks().chunks(), fresh_masks(&t));
+    }
+}
+
+#[test]
+fn brushes_do_what_they_say() {
+    let mut t = Terrain::new(MaterialTable::default(), 0.5).unwrap();
+    // World units: a sphere of radius 2 (4 voxels) at (5, 5, 5) (voxel 10, 10, 10).
+    let ball = BrushShape::Sphere { center: Point3::new(5.0, 5.0, 5.0), radius: 2.0 };
+    let r = t.apply_brush(&Brush { shape: ball, op: BrushOp::Add(m::ROCK) }).unwrap();
+    assert!(r.dirty.is_some() && r.masks_rebuilt > 0);
+    assert_eq!(t.voxel(VoxelPos::new(10, 10, 10)), Voxel::full(m::ROCK));
+    assert!(t.voxel(VoxelPos::new(10, 10, 16)).is_air());
+    // The surface sits at the radius: the voxel whose center is on it is half full.
+    let edge = t.voxel(VoxelPos::new(13, 10, 10));
+    assert!((edge.occupancy() - 0.5).abs() < 0.51, "{edge:?}");
+    // Paint keeps occupancy; subtract carves; smoothing keeps matter inside.
+    t.apply_brush(&Brush { shape: ball, op: BrushOp::Paint(m::SNOW) }).unwrap();
+    assert_eq!(t.voxel(VoxelPos::new(10, 10, 10)), Voxel::full(m::SNOW));
+    t.apply_brush(&Brush {
+        shape: BrushShape::Sphere { center: Point3::new(5.0, 5.0, 5.0), radius: 1.0 },
+        op: BrushOp::Subtract,
+    })
+    .unwrap();
+    assert!(t.voxel(VoxelPos::new(10, 10, 10)).is_air());
+    assert!(!t.voxel(VoxelPos::new(10, 10, 13)).is_air());
+    // A no-op edit changes nothing and records nothing.
+    let (undos, _) = t.history_len();
+    let r = t
+        .apply_brush(&Brush {
+            shape: BrushShape::Sphere { center: Point3::new(40.0, 40.0, 40.0), radius: 1.0 },
+            op: BrushOp::Subtract,
+        })
+        .unwrap();
+    assert_eq!((r.dirty, r.masks_rebuilt), (None, 0));
+    assert_eq!(t.history_len().0, undos);
+}
+
+#[test]
+fn bad_edits_are_refused_and_change_nothing() {
+    let mut t = world();
+    let before = voxels(&t);
+    let masks = t.masks().chunks();
+    let nan = BrushShape::Sphere { center: Point3::new(f32::NAN, 0.0, 0.0), radius: 1.0 };
+    let neg = BrushShape::Sphere { center: Point3::new(1.0, 1.0, 1.0), radius: -1.0 };
+    let inv = BrushShape::Box { min: Point3::new(5.0, 0.0, 0.0), max: Point3::new(3.0, 1.0, 1.0) };
+    let inf =
+        BrushShape::Capsule { a: Point3::origin(), b: Point3::new(f32::INFINITY, 0.0, 0.0), radius: 1.0 };
+    for shape in [nan, neg, inv, inf] {
+        let r = t.apply_brush(&Brush { shape, op: BrushOp::Add(m::ROCK) });
+        assert!(matches!(r, Err(TerrainError::InvalidBrush(_))), "{r:?}");
+    }
+    let huge = BrushShape::Sphere { center: Point3::origin(), radius: 1e6 };
+    assert!(matches!(
+        t.apply_brush(&Brush { shape: huge, op: BrushOp::Subtract }),
+        Err(TerrainError::EditTooLarge { .. })
+    ));
+    let beyond = BrushShape::Sphere { center: Point3::new(3e9, 0.0, 0.0), radius: 1.0 };
+    assert!(matches!(
+        t.apply_brush(&Brush { shape: beyond, op: BrushOp::Subtract }),
+        Err(TerrainError::InvalidBrush(_))
+    ));
+    let ok = BrushShape::Sphere { center: Point3::new(10.0, 10.0, 10.0), radius: 2.0 };
+    let unknown = voxterra::core::Material::new(40).unwrap();
+    assert!(matches!(
+        t.apply_brush(&Brush { shape: ok, op: BrushOp::Add(unknown) }),
+        Err(TerrainError::BadMaterial(40))
+    ));
+    assert!(matches!(
+        t.apply_brush(&Brush { shape: ok, op: BrushOp::Paint(voxterra::core::Material::AIR) }),
+        Err(TerrainError::BadMaterial(0))
+    ));
+    assert!(matches!(Terrain::new(MaterialTable::default(), 0.0), Err(TerrainError::InvalidVoxelSize(_))));
+    assert!(matches!(
+        Terrain::new(MaterialTable::default(), f32::NAN),
+        Err(TerrainError::InvalidVoxelSize(_))
+    ));
+    assert!(matches!(t.redo(), Err(TerrainError::NoHistory(_))));
+    assert!(voxels(&t) == before);
+    assert_eq!(t.masks().chunks(), masks);
+    assert_eq!(t.history_len(), (0, 0));
+}
+
+#[test]
+fn the_history_keeps_the_newest_edits_within_its_budget() {
+    let mut t = world();
+    t.set_history_budget(4096);
+    for i in 0..20 {
+        let c = Point3::new(10.0 + i as f32 * 2.0, 20.0, 30.0);
+        t.apply_brush(&Brush { shape: BrushShape::Sphere { center: c, radius: 3.0 }, op: BrushOp::Subtract })
+            .unwrap();
+        assert!(t.history_bytes() <= 4096);
+    }
+    let (undos, _) = t.history_len();
+    assert!(undos > 0 && undos < 20, "{undos}");
+    for _ in 0..undos {
+        t.undo().unwrap();
+    }
+    assert!(matches!(t.undo(), Err(TerrainError::NoHistory(_))));
+}
+
+#[test]
+fn edits_are_the_same_on_one_thread_and_two() {
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut t = world();
+            for i in 0..6 {
+                let c = Point3::new(8.0 + i as f32 * 7.0, 24.0, 20.0 + i as f32 * 3.0);
+                let op = if i % 2 == 0 { BrushOp::Subtract } else { BrushOp::Add(m::BASALT) };
+                t.apply_brush(&Brush { shape: BrushShape::Sphere { center: c, radius: 5.0 }, op }).unwrap();
+            }
+            (voxels(&t), t.masks().chunks())
+        })
+    };
+    assert!(run(1) == run(2));
+}
