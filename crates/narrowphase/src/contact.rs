@@ -80,6 +80,18 @@ impl Manifold {
         &self.points[..self.len as usize]
     }
 
+    /// The manifold with every length multiplied by `k` (points and distances; normals kept):
+    /// from voxel units to world units, for a terrain whose voxel size is `k`.
+    pub fn scaled(&self, k: f32) -> Manifold {
+        let mut m = *self;
+        for p in &mut m.points[..m.len as usize] {
+            p.on_shape = Point3::from(p.on_shape.coords * k);
+            p.on_triangle = Point3::from(p.on_triangle.coords * k);
+            p.dist *= k;
+        }
+        m
+    }
+
     /// The deepest point's signed distance.
     pub fn min_dist(&self) -> f32 {
         self.points().iter().map(|p| p.dist).fold(f32::INFINITY, f32::min)

@@ -34,12 +34,21 @@
 //! terrain.apply_brush(&hill)?;
 //! terrain.undo()?; // the hill goes, bit for bit
 //! assert_eq!(terrain.history_len(), (1, 1));
+//!
+//! // A ball resting in the crater: contacts from the chunks around it, in world units.
+//! let ball = voxterra::narrowphase::parry3d::shape::Ball::new(1.0);
+//! let pose = voxterra::narrowphase::parry3d::math::Isometry::translation(32.0, 17.0, 32.0);
+//! let mut manifolds = Vec::new();
+//! terrain.contacts(&ball, &pose, 2.0, &mut manifolds)?;
+//! assert!(terrain.cache_stats().builds > 0);
 //! # Ok::<(), voxterra::TerrainError>(())
 //! ```
 //!
-//! Next on `Terrain`: the lazy collision cache (physics meshes, edge flags and kD trees per chunk,
-//! under a byte budget), rays and contacts across chunks, collision readiness, edit deltas and
-//! render meshes; then `World` (bodies).
+//! Contacts go through the masks (only chunks showing solid near the shape), a lazy collision
+//! cache (per physics chunk: the physics mesh with its edge flags and its kD tree, LRU under a
+//! byte budget, dropped by edits) and the narrowphase; `prepare(aabb)` builds a region's cache
+//! ahead of time and `is_ready` says whether it is. Next: rays across chunks, edit deltas, render
+//! meshes, then `World` (bodies).
 //!
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};
@@ -68,12 +77,17 @@
 
 mod atomic_file;
 mod brush;
+mod collision_cache;
 mod history;
 mod terrain;
 
 pub use atomic_file::AtomicFile;
 pub use brush::{Brush, BrushOp, BrushShape};
-pub use terrain::{DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS, EditReport, Terrain, TerrainError};
+pub use collision_cache::{CacheStats, ChunkCollision};
+pub use terrain::{
+    DEFAULT_CACHE_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS, EditReport, Terrain, TerrainError,
+    TerrainManifold,
+};
 
 pub use voxterra_bit_broadphase as terrain_broadphase;
 pub use voxterra_codec as codec;

@@ -2,12 +2,19 @@
 //! broadphase's masks kept current on every edit, and the edit history.
 
 use crate::brush::{self, Brush, BrushOp};
+use crate::collision_cache::{CacheStats, CollisionCache};
 use crate::history::History;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::{BitBroadphase, BroadphaseError};
 use voxterra_codec::{Compression, Snapshot, SnapshotError, WorldFileError};
+use voxterra_core::nalgebra::Vector3;
+use voxterra_core::{Aabb, PhysicsChunkKey};
 use voxterra_core::{CoreError, Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
+use voxterra_mesher::{MeshWorkspace, Mesher};
+use voxterra_narrowphase::parry3d::math::Isometry;
+use voxterra_narrowphase::parry3d::shape::Shape;
+use voxterra_narrowphase::{ContactWorkspace, Manifold, NarrowphaseError, TriangleSet};
 use voxterra_voxel_store::{StoreError, VoxelStore};
 use voxterra_worldgen::{WorldParams, WorldgenError};
 
@@ -50,6 +57,9 @@ pub enum TerrainError {
     /// World generation failed.
     #[error(transparent)]
     Generate(#[from] WorldgenError<StoreError>),
+    /// The narrowphase refused a query (a non-finite pose, a degenerate or non-convex shape).
+    #[error(transparent)]
+    Narrowphase(#[from] NarrowphaseError),
     /// A history snapshot did not decode.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError<std::convert::Infallible>),
@@ -62,6 +72,8 @@ pub struct EditReport {
     pub dirty: Option<Region>,
     /// Physics chunks whose masks were rebuilt (those whose 10³ neighborhood overlaps `dirty`).
     pub masks_rebuilt: usize,
+    /// Collision cache entries dropped (chunks whose physics mesh reads into `dirty`).
+    pub cache_dropped: usize,
     /// Wall time of the edit, masks included.
     pub elapsed: Duration,
 }
@@ -80,12 +92,28 @@ pub struct Terrain {
     masks: BitBroadphase,
     history: History,
     max_edit_voxels: usize,
+    mesher: Mesher,
+    cache: CollisionCache,
+    mesh_ws: MeshWorkspace,
+    contact_ws: ContactWorkspace,
+    scratch: Vec<Manifold>,
+}
+
+/// One contact manifold against the terrain, in world units, and the physics chunk it is from.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct TerrainManifold {
+    /// The physics chunk whose triangles the points are on.
+    pub chunk: PhysicsChunkKey,
+    /// At most four points sharing a normal (world units).
+    pub manifold: Manifold,
 }
 
 /// Default history budget: 64 MiB of snapshots.
 pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
 /// Default largest edit: 2^24 voxels (a 256³ box).
 pub const DEFAULT_MAX_EDIT_VOXELS: usize = 1 << 24;
+/// Default collision cache budget: 256 MiB.
+pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 
 impl Terrain {
     /// An empty terrain.
@@ -103,6 +131,7 @@ impl Terrain {
             return Err(TerrainError::InvalidVoxelSize(voxel_size));
         }
         let mut masks = BitBroadphase::new(&table, voxel_size)?;
+        let mesher = Mesher::new(&table);
         if let Some(bounds) = store.bounds() {
             masks.rebuild_region(&store, &bounds);
         }
@@ -113,6 +142,11 @@ impl Terrain {
             masks,
             history: History::new(DEFAULT_HISTORY_BYTES),
             max_edit_voxels: DEFAULT_MAX_EDIT_VOXELS,
+            mesher,
+            cache: CollisionCache::new(DEFAULT_CACHE_BYTES),
+            mesh_ws: MeshWorkspace::new(),
+            contact_ws: ContactWorkspace::new(),
+            scratch: Vec::new(),
         })
     }
 
@@ -235,6 +269,7 @@ impl Terrain {
         if let Some(d) = dirty {
             self.history.record(before);
             report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
+            report.cache_dropped = self.cache.invalidate(&d);
         }
         report.elapsed = start.elapsed();
         Ok(report)
@@ -311,11 +346,124 @@ impl Terrain {
         let voxels = s.decode(self.max_edit_voxels)?;
         let dirty = self.store.write_box(s.region(), &voxels)?;
         let masks_rebuilt = dirty.map_or(0, |d| self.masks.rebuild_region(&self.store, &d));
-        Ok(EditReport { dirty, masks_rebuilt, elapsed: start.elapsed() })
+        let cache_dropped = dirty.map_or(0, |d| self.cache.invalidate(&d));
+        Ok(EditReport { dirty, masks_rebuilt, cache_dropped, elapsed: start.elapsed() })
     }
 
     /// The voxel at `p`.
     pub fn voxel(&self, p: VoxelPos) -> Voxel {
         self.store.voxel(p)
+    }
+
+    /// The collision cache's statistics.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// Sets the collision cache's byte budget; least recently used chunks go first.
+    pub fn set_cache_budget(&mut self, bytes: usize) {
+        self.cache.set_budget(bytes);
+    }
+
+    /// The collision data the cache holds for `key`, without building it: `None` when not held,
+    /// `Some(None)` for a chunk with no surface (for debug drawing and tests).
+    pub fn cached_chunk(&self, key: PhysicsChunkKey) -> Option<Option<&crate::ChunkCollision>> {
+        self.cache.peek(key)
+    }
+
+    /// The chunks the collision cache holds, in key order.
+    pub fn cached_chunks(&self) -> Vec<PhysicsChunkKey> {
+        self.cache.keys()
+    }
+
+    /// The physics chunks a query inside `aabb` (world units) needs: those whose masks show
+    /// solid within reach of the box, in key order (y, z, x).
+    pub fn solid_chunks(&self, aabb: &Aabb) -> Vec<PhysicsChunkKey> {
+        let mut keys = Vec::new();
+        self.masks.query(aabb, |k, t| {
+            if t.solid {
+                keys.push(k);
+            }
+        });
+        keys.sort_by_key(|k| (k.y, k.z, k.x));
+        keys
+    }
+
+    /// Collision readiness: builds, in parallel, every cache entry a query inside `aabb` (world
+    /// units) will need, so queries there build nothing (until an edit or the budget drops
+    /// them). Returns how many were built.
+    pub fn prepare(&mut self, aabb: &Aabb) -> usize {
+        let keys = self.solid_chunks(aabb);
+        self.cache.prepare(&self.mesher, &self.store, &keys)
+    }
+
+    /// True when every chunk a query inside `aabb` needs is built.
+    pub fn is_ready(&self, aabb: &Aabb) -> bool {
+        self.solid_chunks(aabb).iter().all(|&k| self.cache.contains(k))
+    }
+
+    /// The contacts of `shape` at `pose` (world units) with the terrain within `prediction`:
+    /// the masks pick the physics chunks (only those showing solid near the shape's box), the
+    /// cache gives each chunk's mesh, edge flags and kD tree (built now if missing), and the
+    /// narrowphase makes manifolds of at most four points per chunk and normal, ghost-free
+    /// across chunk seams. Appended to `out` in chunk order; returns how many were appended.
+    pub fn contacts(
+        &mut self,
+        shape: &dyn Shape,
+        pose: &Isometry<f32>,
+        prediction: f32,
+        out: &mut Vec<TerrainManifold>,
+    ) -> Result<usize, TerrainError> {
+        let finite = pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite());
+        if !finite {
+            return Err(NarrowphaseError::NonFinitePose.into());
+        }
+        if !(prediction.is_finite() && prediction >= 0.0) {
+            return Err(NarrowphaseError::InvalidParameter {
+                what: "prediction distance",
+                value: prediction,
+            }
+            .into());
+        }
+        let b = shape.compute_aabb(pose);
+        let keys = self.solid_chunks(&Aabb::new(b.mins, b.maxs).loosened(prediction));
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        // The layers below work in voxel units.
+        let k = 1.0 / self.voxel_size;
+        let scaled: Option<Box<dyn Shape>> = if self.voxel_size == 1.0 {
+            None
+        } else {
+            Some(
+                shape
+                    .scale_dyn(&Vector3::repeat(k), 16)
+                    .ok_or(NarrowphaseError::UnsupportedShape("a shape parry cannot scale"))?,
+            )
+        };
+        let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
+        let mut local_pose = *pose;
+        local_pose.translation.vector *= k;
+        let before = out.len();
+        for key in keys {
+            let Some(c) = self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws) else { continue };
+            let view = c.tree.with(&c.mesh);
+            let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags());
+            self.scratch.clear();
+            voxterra_narrowphase::contacts(
+                local_shape,
+                &local_pose,
+                set,
+                prediction * k,
+                &mut self.contact_ws,
+                &mut self.scratch,
+            )?;
+            out.extend(
+                self.scratch
+                    .iter()
+                    .map(|m| TerrainManifold { chunk: key, manifold: m.scaled(self.voxel_size) }),
+            );
+        }
+        Ok(out.len() - before)
     }
 }

@@ -209,3 +209,201 @@ fn edits_are_the_same_on_one_thread_and_two() {
     };
     assert!(run(1) == run(2));
 }
+
+mod contacts {
+    use super::*;
+    use voxterra::kdtree::KdTree;
+    use voxterra::mesher::{MeshWorkspace, Mesher, PhysicsMesh};
+    use voxterra::narrowphase::parry3d::math::Isometry;
+    use voxterra::narrowphase::parry3d::shape::SharedShape;
+    use voxterra::narrowphase::{ContactWorkspace, Manifold, TriangleSet};
+    use voxterra::{TerrainManifold, core::Aabb};
+
+    /// The reference: every chunk the masks name, meshed and indexed from scratch.
+    fn reference(
+        t: &Terrain,
+        shape: &SharedShape,
+        pose: &Isometry<f32>,
+        prediction: f32,
+    ) -> Vec<(PhysicsChunkKey, Manifold)> {
+        let b = shape.compute_aabb(pose);
+        let keys = t.solid_chunks(&Aabb::new(b.mins, b.maxs).loosened(prediction));
+        let mesher = Mesher::new(t.materials());
+        let mut out = Vec::new();
+        for key in keys {
+            let mut mesh = PhysicsMesh::default();
+            mesher
+                .mesh_physics(t.store(), &key.region().unwrap(), &mut MeshWorkspace::new(), &mut mesh)
+                .unwrap();
+            if mesh.triangles().is_empty() {
+                continue;
+            }
+            let tree = KdTree::build(&mesh).unwrap();
+            let view = tree.with(&mesh);
+            let mut ms = Vec::new();
+            let set = TriangleSet::new(&mesh, &view).with_edge_flags(mesh.edge_flags());
+            voxterra::narrowphase::contacts(
+                &*shape.0,
+                pose,
+                set,
+                prediction,
+                &mut ContactWorkspace::new(),
+                &mut ms,
+            )
+            .unwrap();
+            out.extend(ms.into_iter().map(|m| (key, m)));
+        }
+        out
+    }
+
+    fn ours(
+        t: &mut Terrain,
+        shape: &SharedShape,
+        pose: &Isometry<f32>,
+        prediction: f32,
+    ) -> Vec<(PhysicsChunkKey, Manifold)> {
+        let mut out: Vec<TerrainManifold> = Vec::new();
+        t.contacts(&*shape.0, pose, prediction, &mut out).unwrap();
+        out.into_iter().map(|m| (m.chunk, m.manifold)).collect()
+    }
+
+    fn probes() -> Vec<(SharedShape, Isometry<f32>)> {
+        let mut v = Vec::new();
+        for i in 0..24 {
+            let (x, z) = (6.0 + (i * 7 % 50) as f32, 6.0 + (i * 13 % 50) as f32);
+            let shape = match i % 3 {
+                0 => SharedShape::ball(1.2),
+                1 => SharedShape::cuboid(1.0, 1.5, 0.8),
+                _ => SharedShape::capsule_y(1.0, 0.7),
+            };
+            for y in [8.0f32, 16.0, 24.0, 32.0] {
+                v.push((shape.clone(), Isometry::translation(x, y, z)));
+            }
+        }
+        v
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(6))]
+
+        /// Contacts through the cache equal contacts on chunks built from scratch, before and
+        /// after random edits (the cache drops what edits touch), under a tiny budget too.
+        #[test]
+        fn cached_contacts_equal_fresh_ones(brushes in proptest::collection::vec(arb_brush(), 1..5), tiny: bool) {
+            let mut t = world();
+            if tiny {
+                t.set_cache_budget(1);
+            }
+            let probes = probes();
+            let mut any = 0;
+            for (s, p) in &probes {
+                let got = ours(&mut t, s, p, 0.05);
+                any += got.len();
+                prop_assert_eq!(got, reference(&t, s, p, 0.05));
+            }
+            prop_assert!(any > 0, "the probes touch the terrain");
+            for b in &brushes {
+                let r = t.apply_brush(b).unwrap();
+                if let Some(d) = r.dirty {
+                    // Whatever was cached around the edit is gone.
+                    prop_assert!(r.cache_dropped <= PhysicsChunkKey::range(&d.expanded(2)).unwrap().count() as usize);
+                }
+                for (s, p) in &probes {
+                    prop_assert_eq!(ours(&mut t, s, p, 0.05), reference(&t, s, p, 0.05));
+                }
+            }
+            if tiny {
+                prop_assert!(t.cache_stats().evictions > 0);
+            }
+        }
+    }
+
+    /// With every chunk cached, after each random edit every entry still held equals a fresh
+    /// build: edits drop exactly what they make stale.
+    #[test]
+    fn edits_leave_no_stale_cache_entry() {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(8));
+        runner
+            .run(&proptest::collection::vec(arb_brush(), 1..4), |brushes| {
+                let mut t = world();
+                t.prepare(&Aabb::new(Point3::new(-8.0, -8.0, -8.0), Point3::new(72.0, 56.0, 72.0)));
+                let mesher = Mesher::new(t.materials());
+                for b in &brushes {
+                    t.apply_brush(b).unwrap();
+                    for key in t.cached_chunks() {
+                        let held = t.cached_chunk(key).unwrap();
+                        let mut fresh = PhysicsMesh::default();
+                        mesher
+                            .mesh_physics(
+                                t.store(),
+                                &key.region().unwrap(),
+                                &mut MeshWorkspace::new(),
+                                &mut fresh,
+                            )
+                            .unwrap();
+                        match held {
+                            None => prop_assert!(
+                                fresh.triangles().is_empty(),
+                                "chunk {key:?} went stale (now has a surface)"
+                            ),
+                            Some(c) => {
+                                fresh.shrink_to_fit();
+                                prop_assert!(c.mesh == fresh, "chunk {key:?} went stale");
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn prepared_regions_build_nothing_on_query() {
+        let mut t = world();
+        let area = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(64.0, 48.0, 64.0));
+        assert!(!t.is_ready(&area));
+        let built = t.prepare(&area);
+        assert!(built > 0 && t.is_ready(&area));
+        let before = t.cache_stats();
+        for (s, p) in probes() {
+            ours(&mut t, &s, &p, 0.05);
+        }
+        let after = t.cache_stats();
+        assert_eq!((after.builds, after.misses), (before.builds, before.misses));
+        assert!(after.hits > before.hits);
+        // An edit drops the chunks around it; readiness reports it.
+        let r = t
+            .apply_brush(&Brush {
+                shape: BrushShape::Sphere { center: Point3::new(30.0, 20.0, 30.0), radius: 4.0 },
+                op: BrushOp::Subtract,
+            })
+            .unwrap();
+        if r.dirty.is_some() {
+            assert!(r.cache_dropped > 0);
+        }
+    }
+
+    #[test]
+    fn contacts_are_in_world_units() {
+        let mut one = world();
+        let mut half = Terrain::from_store(one.store().clone(), one.materials().clone(), 0.5).unwrap();
+        for (s, p) in probes().into_iter().take(24) {
+            let a = ours(&mut one, &s, &p, 0.05);
+            // The same shape, twice as small, at half the coordinates, on half-size voxels.
+            let small = s.scale_dyn(&voxterra::core::nalgebra::Vector3::repeat(0.5), 16).unwrap();
+            let mut q = p;
+            q.translation.vector *= 0.5;
+            let mut out = Vec::new();
+            half.contacts(&*small, &q, 0.025, &mut out).unwrap();
+            assert_eq!(out.len(), a.len());
+            for ((_, m1), m2) in a.iter().zip(&out) {
+                assert!((m1.min_dist() * 0.5 - m2.manifold.min_dist()).abs() < 1e-4);
+            }
+        }
+        let mut out = Vec::new();
+        let ball = SharedShape::ball(1.0);
+        assert!(one.contacts(&*ball.0, &Isometry::translation(f32::NAN, 0.0, 0.0), 0.0, &mut out).is_err());
+        assert!(one.contacts(&*ball.0, &Isometry::translation(1.0, 1.0, 1.0), -1.0, &mut out).is_err());
+    }
+}
