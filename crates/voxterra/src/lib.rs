@@ -47,8 +47,9 @@
 //! Contacts go through the masks (only chunks showing solid near the shape), a lazy collision
 //! cache (per physics chunk: the physics mesh with its edge flags and its kD tree, LRU under a
 //! byte budget, dropped by edits) and the narrowphase; `prepare(aabb)` builds a region's cache
-//! ahead of time and `is_ready` says whether it is. Next: rays across chunks, edit deltas, render
-//! meshes, then `World` (bodies).
+//! ahead of time and `is_ready` says whether it is. [`Terrain::cast_ray`] walks the chunks in ray
+//! order, skipping empty ones by their masks. Next: batched rays, shape casts, edit deltas,
+//! render meshes, then `World` (bodies).
 //!
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};
@@ -80,6 +81,7 @@ mod brush;
 mod collision_cache;
 mod history;
 mod terrain;
+mod terrain_ray;
 
 pub use atomic_file::AtomicFile;
 pub use brush::{Brush, BrushOp, BrushShape};
@@ -88,6 +90,7 @@ pub use terrain::{
     DEFAULT_CACHE_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS, EditReport, Terrain, TerrainError,
     TerrainManifold,
 };
+pub use terrain_ray::TerrainRayHit;
 
 pub use voxterra_bit_broadphase as terrain_broadphase;
 pub use voxterra_codec as codec;

@@ -355,6 +355,11 @@ impl Terrain {
         self.store.voxel(p)
     }
 
+    /// A chunk's collision data, built now if missing (`None`: no surface there).
+    pub(crate) fn chunk_data(&mut self, key: PhysicsChunkKey) -> Option<&crate::ChunkCollision> {
+        self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws)
+    }
+
     /// The collision cache's statistics.
     pub fn cache_stats(&self) -> CacheStats {
         self.cache.stats()

@@ -407,3 +407,100 @@ mod contacts {
         assert!(one.contacts(&*ball.0, &Isometry::translation(1.0, 1.0, 1.0), -1.0, &mut out).is_err());
     }
 }
+
+mod rays {
+    use super::*;
+    use voxterra::core::{BruteForceTriangles, Culling, Ray, TriangleIndex};
+    use voxterra::mesher::{MeshWorkspace, Mesher, PhysicsMesh};
+
+    /// Every chunk of the area with a surface, built from scratch.
+    fn all_chunks(t: &Terrain) -> Vec<(PhysicsChunkKey, PhysicsMesh)> {
+        let mesher = Mesher::new(t.materials());
+        let mut out = Vec::new();
+        for key in PhysicsChunkKey::range(&area()).unwrap().iter() {
+            let mut mesh = PhysicsMesh::default();
+            mesher
+                .mesh_physics(t.store(), &key.region().unwrap(), &mut MeshWorkspace::new(), &mut mesh)
+                .unwrap();
+            if !mesh.triangles().is_empty() {
+                out.push((key, mesh));
+            }
+        }
+        out
+    }
+
+    /// The brute force: the closest hit over every chunk's triangles, ties to the lowest (chunk
+    /// (y, z, x), triangle).
+    fn brute(
+        chunks: &[(PhysicsChunkKey, PhysicsMesh)],
+        ray: &Ray,
+        max_t: f32,
+    ) -> Option<(f32, PhysicsChunkKey, u32)> {
+        let mut best: Option<(f32, PhysicsChunkKey, u32)> = None;
+        for (key, mesh) in chunks {
+            if let Some(h) = BruteForceTriangles(mesh).cast_ray(ray, max_t, Culling::None) {
+                let k = |c: PhysicsChunkKey, tr: u32| (c.y, c.z, c.x, tr);
+                if best.is_none_or(|(t, c, tr)| h.t < t || (h.t == t && k(*key, h.triangle) < k(c, tr))) {
+                    best = Some((h.t, *key, h.triangle));
+                }
+            }
+        }
+        best
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3))]
+
+        #[test]
+        fn rays_equal_the_brute_force(edits in proptest::collection::vec(arb_brush(), 0..3)) {
+            let mut t = world();
+            for b in &edits {
+                t.apply_brush(b).unwrap();
+            }
+            let chunks = all_chunks(&t);
+            let mut hits = 0;
+            for i in 0..300 {
+                let f = |k: u32| ((i * 7919 + k * 104_729) % 1000) as f32 / 1000.0;
+                let (origin, dir) = match i % 3 {
+                    // Down from above.
+                    0 => (Point3::new(2.0 + f(1) * 60.0, 70.0, 2.0 + f(2) * 60.0), voxterra::core::nalgebra::Vector3::new(0.0, -1.0, 0.0)),
+                    // Oblique, from outside the world.
+                    1 => (Point3::new(-10.0, 60.0, f(3) * 64.0), voxterra::core::nalgebra::Vector3::new(1.0, -0.4 - f(4), 0.3 * f(5) - 0.1)),
+                    // From inside the terrain (caves and rock), any direction.
+                    _ => (Point3::new(4.0 + f(6) * 56.0, 4.0 + f(7) * 30.0, 4.0 + f(8) * 56.0),
+                          voxterra::core::nalgebra::Vector3::new(f(9) - 0.5, f(10) - 0.5, f(11) - 0.5)),
+                };
+                let ray = Ray::new(origin, dir);
+                let max_t = if i % 5 == 0 { 20.0 } else { 500.0 };
+                let ours = t.cast_ray(&ray, max_t).unwrap().map(|h| (h.t, h.chunk, h.triangle));
+                let want = brute(&chunks, &ray, max_t);
+                prop_assert_eq!(ours, want, "ray {} {:?}", i, ray);
+                hits += usize::from(ours.is_some());
+            }
+            prop_assert!(hits > 100, "{hits} hits");
+        }
+    }
+
+    #[test]
+    fn rays_are_in_world_units_and_bad_rays_are_errors() {
+        let mut one = world();
+        let mut half = Terrain::from_store(one.store().clone(), one.materials().clone(), 0.5).unwrap();
+        let down = voxterra::core::nalgebra::Vector3::new(0.0, -1.0, 0.0);
+        let a = one.cast_ray(&Ray::new(Point3::new(30.5, 70.0, 20.5), down), 100.0).unwrap().unwrap();
+        let b = half.cast_ray(&Ray::new(Point3::new(15.25, 35.0, 10.25), down), 50.0).unwrap().unwrap();
+        assert!((a.t * 0.5 - b.t).abs() < 1e-4 && (a.point * 0.5 - b.point).norm() < 1e-4);
+        assert!(a.normal.y > 0.0 && !a.material.is_air());
+        assert!(
+            one.cast_ray(&Ray::new(Point3::origin(), voxterra::core::nalgebra::Vector3::zeros()), 10.0)
+                .is_err()
+        );
+        assert!(one.cast_ray(&Ray::new(Point3::new(f32::NAN, 0.0, 0.0), down), 10.0).is_err());
+        assert!(one.cast_ray(&Ray::new(Point3::origin(), down), f32::NAN).is_err());
+        // Pointing away from the world, or an unbounded ray that misses: no hit, and it ends.
+        assert_eq!(
+            one.cast_ray(&Ray::new(Point3::new(30.0, 70.0, 30.0), -down), f32::INFINITY).unwrap(),
+            None
+        );
+        assert_eq!(one.cast_ray(&Ray::new(Point3::new(-50.0, 70.0, 30.0), -down), f32::MAX).unwrap(), None);
+    }
+}

@@ -1,0 +1,197 @@
+//! Ray casts against the terrain: a walk over the physics chunks in ray order that skips chunks
+//! whose masks show no solid and stops at the first hit.
+//!
+//! A chunk's triangles may reach one voxel past its box, so the walk (a 3D DDA over the 8³ chunk
+//! grid) considers, at each chunk it passes, that chunk's 26 neighbors too, ordered by where the
+//! ray enters their grown boxes. Any chunk not yet seen is entered after the current cell's exit
+//! (it is adjacent to no cell passed so far), so a hit nearer than that exit and than every pending
+//! entry is final.
+
+use crate::terrain::{Terrain, TerrainError};
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashSet};
+use voxterra_bit_broadphase::ChunkState;
+use voxterra_core::nalgebra::{Point3, Unit, Vector3};
+use voxterra_core::{
+    Aabb, CoreError, Culling, Material, PhysicsChunkKey, Ray, TriangleIndex, TriangleSource,
+};
+
+/// Where a ray meets the terrain (world units).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct TerrainRayHit {
+    /// Ray parameter: the hit is at `origin + dir × t`.
+    pub t: f32,
+    /// The point hit.
+    pub point: Point3<f32>,
+    /// The triangle's face normal, on the side the ray came from.
+    pub normal: Unit<Vector3<f32>>,
+    /// The material of the triangle's nearest vertex.
+    pub material: Material,
+    /// The physics chunk whose triangle was hit.
+    pub chunk: PhysicsChunkKey,
+    /// The triangle's index in that chunk's physics mesh.
+    pub triangle: u32,
+}
+
+/// A pending chunk, ordered by entry (then key, for a deterministic order).
+#[derive(PartialEq, Clone, Copy)]
+struct Pending(f32, PhysicsChunkKey);
+
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Min-heap on entry, then on (y, z, x).
+        other
+            .0
+            .total_cmp(&self.0)
+            .then_with(|| (other.1.y, other.1.z, other.1.x).cmp(&(self.1.y, self.1.z, self.1.x)))
+    }
+}
+
+impl Terrain {
+    fn has_solid(&self, key: PhysicsChunkKey) -> bool {
+        match self.masks().chunk(key) {
+            Some(ChunkState::Solid) => true,
+            Some(ChunkState::Masks(m)) => m.solid.iter().any(|&w| w != 0),
+            _ => false,
+        }
+    }
+
+    /// The first hit of `ray` (world units; `dir` need not be unit) with `t` in `[0, max_t]`, ties
+    /// to the lowest chunk then triangle. Rays with a zero or non-finite direction, a non-finite
+    /// origin or a negative or NaN `max_t` are errors. Builds the cache entries of the chunks it
+    /// tests (see [`Terrain::prepare`]).
+    pub fn cast_ray(&mut self, ray: &Ray, max_t: f32) -> Result<Option<TerrainRayHit>, TerrainError> {
+        Ray::try_new(ray.origin, ray.dir)?;
+        if max_t.is_nan() || max_t < 0.0 {
+            return Err(CoreError::InvalidRay { origin: ray.origin.into(), dir: ray.dir.into() }.into());
+        }
+        let k = 1.0 / self.voxel_size();
+        // In voxel units: the same parameter t scales with the origin.
+        let local = Ray::new(Point3::from(ray.origin.coords * k), ray.dir * k);
+        // Only the stored world can be hit: clip the ray to it (grown by the geometry's spill).
+        let Some(bounds) = self.store().bounds() else { return Ok(None) };
+        let world = Aabb::new(bounds.min().map(|v| v as f32 - 2.0), bounds.max().map(|v| v as f32 + 2.0));
+        let Some((t_start, t_end)) = world.clip_ray(&local, max_t) else { return Ok(None) };
+        let size = PhysicsChunkKey::SIZE as f32;
+        let inv = local.dir.map(|d| 1.0 / d);
+        let start = local.origin + local.dir * t_start;
+        let mut cell = PhysicsChunkKey::containing(
+            start.map(|v| v.floor().clamp(i32::MIN as f32, i32::MAX as f32) as i32),
+        );
+        // A 3D DDA over the chunk grid (Amanatides and Woo), in the ray's own parameter.
+        let step = local.dir.map(|d| {
+            if d > 0.0 {
+                1
+            } else if d < 0.0 {
+                -1
+            } else {
+                0
+            }
+        });
+        let boundary = |c: i32, a: usize| -> f32 {
+            if step[a] == 0 {
+                return f32::INFINITY;
+            }
+            let edge = if step[a] > 0 { (c as f32 + 1.0) * size } else { c as f32 * size };
+            (edge - local.origin[a]) * inv[a]
+        };
+        let mut t_max = Vector3::new(boundary(cell.x, 0), boundary(cell.y, 1), boundary(cell.z, 2));
+        let t_delta = inv.map(|i| (size * i).abs());
+        let (mut seen, mut heap) = (HashSet::new(), BinaryHeap::new());
+        let mut best: Option<TerrainRayHit> = None;
+        let mut best_t = t_end;
+        loop {
+            let t_out = t_max.x.min(t_max.y).min(t_max.z);
+            // This cell and its neighbors, by where the ray enters their grown boxes.
+            for dy in -1..=1 {
+                for dz in -1..=1 {
+                    for dx in -1..=1 {
+                        let n = PhysicsChunkKey::new(
+                            cell.x.saturating_add(dx),
+                            cell.y.saturating_add(dy),
+                            cell.z.saturating_add(dz),
+                        );
+                        if !seen.insert(n) || !self.has_solid(n) {
+                            continue;
+                        }
+                        let Ok(r) = n.region() else { continue };
+                        let (lo, hi) = (r.min().map(|v| v as f32 - 1.0), r.max().map(|v| v as f32 + 1.0));
+                        if let Some((te, _)) = Aabb::new(lo, hi).clip_ray(&local, best_t) {
+                            heap.push(Pending(te, n));
+                        }
+                    }
+                }
+            }
+            // Every chunk not seen yet is entered after `t_out`: test the pending ones entered
+            // before it (and before the best hit), nearest first.
+            while let Some(&Pending(te, n)) = heap.peek() {
+                if te > t_out.min(best_t) {
+                    break;
+                }
+                heap.pop();
+                if let Some(h) = self.ray_chunk(&local, n, best_t)? {
+                    let key = |c: PhysicsChunkKey, tri: u32| (c.y, c.z, c.x, tri);
+                    if best.is_none_or(|b| {
+                        h.t < b.t || (h.t == b.t && key(n, h.triangle) < key(b.chunk, b.triangle))
+                    }) {
+                        best_t = h.t;
+                        best = Some(h);
+                    }
+                }
+            }
+            // Past the best hit (or the world's end), nothing nearer remains.
+            if t_out >= best_t || !t_out.is_finite() {
+                break;
+            }
+            let a = if t_max.x <= t_max.y && t_max.x <= t_max.z {
+                0
+            } else if t_max.y <= t_max.z {
+                1
+            } else {
+                2
+            };
+            match a {
+                0 => cell.x = cell.x.saturating_add(step[0]),
+                1 => cell.y = cell.y.saturating_add(step[1]),
+                _ => cell.z = cell.z.saturating_add(step[2]),
+            }
+            t_max[a] += t_delta[a];
+        }
+        // Back to world units: the parameter is the same, the point scales.
+        Ok(best.map(|h| TerrainRayHit { point: Point3::from(h.point.coords * self.voxel_size()), ..h }))
+    }
+
+    /// The closest hit in chunk `n` below `max_t` (voxel units).
+    fn ray_chunk(
+        &mut self,
+        ray: &Ray,
+        n: PhysicsChunkKey,
+        max_t: f32,
+    ) -> Result<Option<TerrainRayHit>, TerrainError> {
+        let Some(c) = self.chunk_data(n) else { return Ok(None) };
+        let Some(h) = c.tree.with(&c.mesh).cast_ray(ray, max_t, Culling::None) else { return Ok(None) };
+        let tri = c.mesh.triangle(h.triangle as usize);
+        let face = (tri[1] - tri[0]).cross(&(tri[2] - tri[0]));
+        let face = if face.dot(&ray.dir) > 0.0 { -face } else { face };
+        let normal = Unit::try_new(face, 0.0).unwrap_or(Vector3::y_axis());
+        let corners = c.mesh.triangles()[h.triangle as usize];
+        // The nearest corner's material: by the barycentric weights.
+        let w = [1.0 - h.u - h.v, h.u, h.v];
+        let near = (0..3).max_by(|&i, &j| w[i].total_cmp(&w[j])).unwrap_or(0);
+        let material = c.mesh.materials()[corners[near] as usize];
+        Ok(Some(TerrainRayHit {
+            t: h.t,
+            point: ray.origin + ray.dir * h.t,
+            normal,
+            material,
+            chunk: n,
+            triangle: h.triangle,
+        }))
+    }
+}
