@@ -8,13 +8,16 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::{BitBroadphase, BroadphaseError};
 use voxterra_codec::{Compression, Snapshot, SnapshotError, WorldFileError};
+use voxterra_core::nalgebra::Point3;
 use voxterra_core::nalgebra::Vector3;
 use voxterra_core::{Aabb, PhysicsChunkKey};
 use voxterra_core::{CoreError, Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
 use voxterra_mesher::{MeshWorkspace, Mesher};
 use voxterra_narrowphase::parry3d::math::Isometry;
 use voxterra_narrowphase::parry3d::shape::Shape;
-use voxterra_narrowphase::{ContactWorkspace, Manifold, NarrowphaseError, TriangleSet};
+use voxterra_narrowphase::{
+    CastOptions, ContactWorkspace, Manifold, NarrowphaseError, ShapeCastHit, TriangleSet,
+};
 use voxterra_voxel_store::{StoreError, VoxelStore};
 use voxterra_worldgen::{WorldParams, WorldgenError};
 
@@ -470,5 +473,91 @@ impl Terrain {
             );
         }
         Ok(out.len() - before)
+    }
+
+    /// True when `shape` at `pose` (world units) touches or penetrates the terrain.
+    pub fn intersects(&mut self, shape: &dyn Shape, pose: &Isometry<f32>) -> Result<bool, TerrainError> {
+        let mut out = Vec::new();
+        self.contacts(shape, pose, 0.0, &mut out)?;
+        Ok(out.iter().any(|m| m.manifold.min_dist() <= 0.0))
+    }
+
+    /// The first time `shape`, starting at `pose` and moving by `velocity` per unit time (world
+    /// units), touches the terrain with time of impact in `[0, max_toi]`; inactive edges report
+    /// their face's normal. Returns the hit (world units) and its chunk.
+    pub fn cast_shape(
+        &mut self,
+        shape: &dyn Shape,
+        pose: &Isometry<f32>,
+        velocity: &Vector3<f32>,
+        max_toi: f32,
+    ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
+        if !(velocity.iter().all(|v| v.is_finite()) && max_toi.is_finite() && max_toi >= 0.0) {
+            return Err(
+                NarrowphaseError::InvalidParameter { what: "velocity or max_toi", value: max_toi }.into()
+            );
+        }
+        let finite = pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite());
+        if !finite {
+            return Err(NarrowphaseError::NonFinitePose.into());
+        }
+        let start = shape.compute_aabb(pose);
+        let mut end_pose = *pose;
+        end_pose.translation.vector += velocity * max_toi;
+        let end = shape.compute_aabb(&end_pose);
+        let swept = Aabb::new(start.mins, start.maxs).merged(&Aabb::new(end.mins, end.maxs));
+        let keys = self.solid_chunks(&swept);
+        let k = 1.0 / self.voxel_size;
+        let scaled: Option<Box<dyn Shape>> = if self.voxel_size == 1.0 {
+            None
+        } else {
+            Some(
+                shape
+                    .scale_dyn(&Vector3::repeat(k), 16)
+                    .ok_or(NarrowphaseError::UnsupportedShape("a shape parry cannot scale"))?,
+            )
+        };
+        let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
+        let mut local_pose = *pose;
+        local_pose.translation.vector *= k;
+        let local_vel = velocity * k;
+        let mut best: Option<(PhysicsChunkKey, ShapeCastHit)> = None;
+        for key in keys {
+            let limit = best.map_or(max_toi, |b| b.1.toi);
+            let Some(c) = self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws) else { continue };
+            let view = c.tree.with(&c.mesh);
+            let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags());
+            if let Some(h) = voxterra_narrowphase::cast_shape(
+                local_shape,
+                &local_pose,
+                &local_vel,
+                limit,
+                set,
+                CastOptions::default(),
+            )? && best.is_none_or(|b| h.toi < b.1.toi)
+            {
+                best = Some((key, h));
+            }
+        }
+        let vs = self.voxel_size;
+        Ok(best.map(|(key, h)| {
+            let w = ShapeCastHit {
+                on_shape: Point3::from(h.on_shape.coords * vs),
+                on_triangle: Point3::from(h.on_triangle.coords * vs),
+                ..h
+            };
+            (key, w)
+        }))
+    }
+
+    /// Whether the box (world units) may touch solid and water, from the masks alone (no
+    /// meshes): for buoyancy and triggers. Conservative by the masks' one-voxel dilation.
+    pub fn overlap(&self, aabb: &Aabb) -> (bool, bool) {
+        let (mut solid, mut water) = (false, false);
+        self.masks.query(aabb, |_, t| {
+            solid |= t.solid;
+            water |= t.water;
+        });
+        (solid, water)
     }
 }

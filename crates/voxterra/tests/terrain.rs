@@ -504,3 +504,80 @@ mod rays {
         assert_eq!(one.cast_ray(&Ray::new(Point3::new(-50.0, 70.0, 30.0), -down), f32::MAX).unwrap(), None);
     }
 }
+
+mod casts {
+    use super::*;
+    use voxterra::core::Aabb;
+    use voxterra::core::nalgebra::Vector3;
+    use voxterra::kdtree::KdTree;
+    use voxterra::mesher::{MeshWorkspace, Mesher, PhysicsMesh};
+    use voxterra::narrowphase::parry3d::math::Isometry;
+    use voxterra::narrowphase::parry3d::shape::SharedShape;
+    use voxterra::narrowphase::{CastOptions, TriangleSet};
+
+    /// The reference: the earliest cast over every chunk of the area, built from scratch.
+    fn brute(
+        t: &Terrain,
+        shape: &SharedShape,
+        pose: &Isometry<f32>,
+        vel: &Vector3<f32>,
+        max: f32,
+    ) -> Option<f32> {
+        let mesher = Mesher::new(t.materials());
+        let mut best: Option<f32> = None;
+        for key in PhysicsChunkKey::range(&area()).unwrap().iter() {
+            let mut mesh = PhysicsMesh::default();
+            mesher
+                .mesh_physics(t.store(), &key.region().unwrap(), &mut MeshWorkspace::new(), &mut mesh)
+                .unwrap();
+            if mesh.triangles().is_empty() {
+                continue;
+            }
+            let tree = KdTree::build(&mesh).unwrap();
+            let view = tree.with(&mesh);
+            let set = TriangleSet::new(&mesh, &view).with_edge_flags(mesh.edge_flags());
+            if let Some(h) =
+                voxterra::narrowphase::cast_shape(&*shape.0, pose, vel, max, set, CastOptions::default())
+                    .unwrap()
+            {
+                best = Some(best.map_or(h.toi, |b: f32| b.min(h.toi)));
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn casts_intersections_and_overlaps() {
+        let mut t = world();
+        let shapes =
+            [SharedShape::ball(1.0), SharedShape::cuboid(0.8, 1.2, 0.6), SharedShape::capsule_y(0.8, 0.6)];
+        let mut hits = 0;
+        for i in 0..18 {
+            let s = &shapes[i % 3];
+            let pose = Isometry::translation(8.0 + (i * 7 % 48) as f32, 44.0, 8.0 + (i * 11 % 48) as f32);
+            let vel = Vector3::new(0.2 * (i % 3) as f32 - 0.2, -1.0, 0.1);
+            let ours = t.cast_shape(&*s.0, &pose, &vel, 60.0).unwrap().map(|(_, h)| h.toi);
+            let want = brute(&t, s, &pose, &vel, 60.0);
+            assert_eq!(ours, want, "cast {i}");
+            if let Some(toi) = ours {
+                hits += 1;
+                // Just before the impact: no intersection; a little after: intersecting.
+                let mut at = pose;
+                at.translation.vector += vel * (toi - 0.05);
+                assert!(!t.intersects(&*s.0, &at).unwrap(), "cast {i} before impact");
+                at.translation.vector += vel * 0.3;
+                assert!(t.intersects(&*s.0, &at).unwrap(), "cast {i} after impact");
+            }
+        }
+        assert!(hits > 10);
+        // Overlap from the masks: high in the sky nothing, deep in the ground solid.
+        assert_eq!(
+            t.overlap(&Aabb::new(Point3::new(10.0, 70.0, 10.0), Point3::new(12.0, 72.0, 12.0))),
+            (false, false)
+        );
+        assert!(t.overlap(&Aabb::new(Point3::new(10.0, 1.0, 10.0), Point3::new(12.0, 3.0, 12.0))).0);
+        let nan = Isometry::translation(f32::NAN, 0.0, 0.0);
+        assert!(t.cast_shape(&*shapes[0].0, &nan, &Vector3::y(), 1.0).is_err());
+        assert!(t.cast_shape(&*shapes[0].0, &Isometry::identity(), &Vector3::y(), -1.0).is_err());
+    }
+}
