@@ -48,8 +48,10 @@
 //! cache (per physics chunk: the physics mesh with its edge flags and its kD tree, LRU under a
 //! byte budget, dropped by edits) and the narrowphase; `prepare(aabb)` builds a region's cache
 //! ahead of time and `is_ready` says whether it is. [`Terrain::cast_ray`] walks the chunks in ray
-//! order, skipping empty ones by their masks. Next: batched rays, shape casts, edit deltas,
-//! render meshes, then `World` (bodies).
+//! order, skipping empty ones by their masks; [`Terrain::cast_shape`], [`Terrain::intersects`]
+//! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
+//! render meshes edits changed, re-meshed in parallel. Next: batched rays, edit deltas for
+//! replication, then `World` (bodies).
 //!
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};

@@ -4,14 +4,17 @@
 use crate::brush::{self, Brush, BrushOp};
 use crate::collision_cache::{CacheStats, CollisionCache};
 use crate::history::History;
+use rayon::prelude::*;
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::{BitBroadphase, BroadphaseError};
 use voxterra_codec::{Compression, Snapshot, SnapshotError, WorldFileError};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::nalgebra::Vector3;
-use voxterra_core::{Aabb, PhysicsChunkKey};
+use voxterra_core::{Aabb, PhysicsChunkKey, StoreChunkKey};
 use voxterra_core::{CoreError, Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
+use voxterra_mesher::{MeshError, RenderMesh};
 use voxterra_mesher::{MeshWorkspace, Mesher};
 use voxterra_narrowphase::parry3d::math::Isometry;
 use voxterra_narrowphase::parry3d::shape::Shape;
@@ -100,6 +103,8 @@ pub struct Terrain {
     mesh_ws: MeshWorkspace,
     contact_ws: ContactWorkspace,
     scratch: Vec<Manifold>,
+    /// Storage chunks whose render mesh edits changed since the last hand-out.
+    render_dirty: BTreeSet<(i32, i32, i32)>,
 }
 
 /// One contact manifold against the terrain, in world units, and the physics chunk it is from.
@@ -150,6 +155,7 @@ impl Terrain {
             mesh_ws: MeshWorkspace::new(),
             contact_ws: ContactWorkspace::new(),
             scratch: Vec::new(),
+            render_dirty: BTreeSet::new(),
         })
     }
 
@@ -273,6 +279,7 @@ impl Terrain {
             self.history.record(before);
             report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
             report.cache_dropped = self.cache.invalidate(&d);
+            self.mark_render(&d);
         }
         report.elapsed = start.elapsed();
         Ok(report)
@@ -350,6 +357,9 @@ impl Terrain {
         let dirty = self.store.write_box(s.region(), &voxels)?;
         let masks_rebuilt = dirty.map_or(0, |d| self.masks.rebuild_region(&self.store, &d));
         let cache_dropped = dirty.map_or(0, |d| self.cache.invalidate(&d));
+        if let Some(d) = dirty {
+            self.mark_render(&d);
+        }
         Ok(EditReport { dirty, masks_rebuilt, cache_dropped, elapsed: start.elapsed() })
     }
 
@@ -559,5 +569,64 @@ impl Terrain {
             water |= t.water;
         });
         (solid, water)
+    }
+
+    /// Storage chunks whose render mesh reads voxels of `dirty` (their padded read reaches it).
+    fn mark_render(&mut self, dirty: &Region) {
+        if let Some(range) = StoreChunkKey::range(&dirty.expanded(1)) {
+            self.render_dirty.extend(range.iter().map(|k| (k.y, k.z, k.x)));
+        }
+    }
+
+    /// The render meshes of every storage chunk edits have changed since the last call, meshed in
+    /// parallel by `mesher` (its surface and shape mode), in key order (y, z, x), for upload. An
+    /// empty mesh means the chunk's surface is gone.
+    pub fn take_render_updates(
+        &mut self,
+        mesher: &Mesher,
+    ) -> Result<Vec<(StoreChunkKey, RenderMesh)>, MeshError> {
+        let keys: Vec<StoreChunkKey> = std::mem::take(&mut self.render_dirty)
+            .into_iter()
+            .map(|(y, z, x)| StoreChunkKey::new(x, y, z))
+            .collect();
+        self.render_meshes_of(mesher, &keys)
+    }
+
+    /// The render meshes of the storage chunks `keys`, meshed in parallel, in the order given.
+    pub fn render_meshes_of(
+        &self,
+        mesher: &Mesher,
+        keys: &[StoreChunkKey],
+    ) -> Result<Vec<(StoreChunkKey, RenderMesh)>, MeshError> {
+        keys.par_iter()
+            .map_init(MeshWorkspace::new, |ws, &k| {
+                let region = k.region().map_err(MeshError::Read)?;
+                let mut mesh = RenderMesh::default();
+                mesher.mesh(&self.store, &region, ws, &mut mesh)?;
+                Ok((k, mesh))
+            })
+            .collect()
+    }
+
+    /// The storage chunks a whole-world render needs: every stored chunk and the chunks one step
+    /// below each on every axis (a surface facing down out of a stored chunk belongs to the
+    /// chunk under it), in key order.
+    pub fn render_chunks(&self) -> Vec<StoreChunkKey> {
+        let mut keys = BTreeSet::new();
+        for k in self.store.chunk_keys() {
+            for (dx, dy, dz) in [
+                (0, 0, 0),
+                (-1, 0, 0),
+                (0, -1, 0),
+                (0, 0, -1),
+                (-1, -1, 0),
+                (-1, 0, -1),
+                (0, -1, -1),
+                (-1, -1, -1),
+            ] {
+                keys.insert((k.y.saturating_add(dy), k.z.saturating_add(dz), k.x.saturating_add(dx)));
+            }
+        }
+        keys.into_iter().map(|(y, z, x)| StoreChunkKey::new(x, y, z)).collect()
     }
 }

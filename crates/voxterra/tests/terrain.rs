@@ -581,3 +581,55 @@ mod casts {
         assert!(t.cast_shape(&*shapes[0].0, &Isometry::identity(), &Vector3::y(), -1.0).is_err());
     }
 }
+
+mod render {
+    use super::*;
+    use std::collections::BTreeMap;
+    use voxterra::mesher::{Mesher, RenderMesh};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(6))]
+
+        /// A render-mesh map kept current only by `take_render_updates` equals a fresh render
+        /// of the whole world after any edits (and undo).
+        #[test]
+        fn render_updates_keep_meshes_current(brushes in proptest::collection::vec(arb_brush(), 1..5)) {
+            let mut t = world();
+            let mesher = Mesher::new(t.materials());
+            let mut map: BTreeMap<(i32, i32, i32), RenderMesh> = t
+                .render_meshes_of(&mesher, &t.render_chunks())
+                .unwrap()
+                .into_iter()
+                .map(|(k, m)| ((k.y, k.z, k.x), m))
+                .collect();
+            prop_assert!(t.take_render_updates(&mesher).unwrap().is_empty());
+            // A slot carved through the ground ending exactly at a chunk border (x = 32): the
+            // chunk beyond's border cells read it as padding, where the surface crosses.
+            t.fill(&Region::from_min_size(VoxelPos::new(26, 0, 10), [6, 48, 6]).unwrap(), Voxel::AIR).unwrap();
+            for b in &brushes {
+                t.apply_brush(b).unwrap();
+            }
+            t.undo().ok();
+            for (k, m) in t.take_render_updates(&mesher).unwrap() {
+                map.insert((k.y, k.z, k.x), m);
+            }
+            let fresh: BTreeMap<(i32, i32, i32), RenderMesh> = t
+                .render_meshes_of(&mesher, &t.render_chunks())
+                .unwrap()
+                .into_iter()
+                .map(|(k, m)| ((k.y, k.z, k.x), m))
+                .collect();
+            for (k, m) in &fresh {
+                // A chunk never meshed counts as empty.
+                let held = map.get(k).cloned().unwrap_or_default();
+                prop_assert!(held == *m, "chunk {k:?} is stale: held {} triangles, fresh {}",
+                    held.indices.len() / 3, m.indices.len() / 3);
+            }
+            for (k, m) in &map {
+                if !fresh.contains_key(k) {
+                    prop_assert!(m.indices.is_empty(), "chunk {k:?} kept a surface that is gone");
+                }
+            }
+        }
+    }
+}
