@@ -50,8 +50,9 @@
 //! ahead of time and `is_ready` says whether it is. [`Terrain::cast_ray`] walks the chunks in ray
 //! order, skipping empty ones by their masks; [`Terrain::cast_shape`], [`Terrain::intersects`]
 //! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
-//! render meshes edits changed, re-meshed in parallel. Next: batched rays, edit deltas for
-//! replication, then `World` (bodies).
+//! render meshes edits changed, re-meshed in parallel; [`Terrain::edits_since`] and
+//! [`Terrain::apply_delta`] replicate edits to another terrain. Next: batched rays, the `terrain`
+//! compare suite, then `World` (bodies).
 //!
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};
@@ -81,6 +82,8 @@
 mod atomic_file;
 mod brush;
 mod collision_cache;
+mod delta;
+pub mod fuzz;
 mod history;
 mod terrain;
 mod terrain_ray;
@@ -88,9 +91,10 @@ mod terrain_ray;
 pub use atomic_file::AtomicFile;
 pub use brush::{Brush, BrushOp, BrushShape};
 pub use collision_cache::{CacheStats, ChunkCollision};
+pub use delta::DeltaError;
 pub use terrain::{
-    DEFAULT_CACHE_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS, EditReport, Terrain, TerrainError,
-    TerrainManifold,
+    DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS, EditReport,
+    Terrain, TerrainError, TerrainManifold,
 };
 pub use terrain_ray::TerrainRayHit;
 

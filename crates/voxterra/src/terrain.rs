@@ -3,9 +3,10 @@
 
 use crate::brush::{self, Brush, BrushOp};
 use crate::collision_cache::{CacheStats, CollisionCache};
+use crate::delta::LoggedEdit;
 use crate::history::History;
 use rayon::prelude::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::{BitBroadphase, BroadphaseError};
@@ -66,6 +67,9 @@ pub enum TerrainError {
     /// The narrowphase refused a query (a non-finite pose, a degenerate or non-convex shape).
     #[error(transparent)]
     Narrowphase(#[from] NarrowphaseError),
+    /// Delta bytes were refused.
+    #[error(transparent)]
+    Delta(#[from] crate::delta::DeltaError),
     /// A history snapshot did not decode.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError<std::convert::Infallible>),
@@ -105,6 +109,11 @@ pub struct Terrain {
     scratch: Vec<Manifold>,
     /// Storage chunks whose render mesh edits changed since the last hand-out.
     render_dirty: BTreeSet<(i32, i32, i32)>,
+    /// The next edit's sequence number, and the delta log (oldest first) within its budget.
+    seq: u64,
+    log: VecDeque<LoggedEdit>,
+    log_bytes: usize,
+    log_budget: usize,
 }
 
 /// One contact manifold against the terrain, in world units, and the physics chunk it is from.
@@ -120,6 +129,8 @@ pub struct TerrainManifold {
 pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
 /// Default largest edit: 2^24 voxels (a 256³ box).
 pub const DEFAULT_MAX_EDIT_VOXELS: usize = 1 << 24;
+/// Default delta log budget: 16 MiB.
+pub const DEFAULT_DELTA_LOG_BYTES: usize = 16 << 20;
 /// Default collision cache budget: 256 MiB.
 pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 
@@ -156,6 +167,10 @@ impl Terrain {
             contact_ws: ContactWorkspace::new(),
             scratch: Vec::new(),
             render_dirty: BTreeSet::new(),
+            seq: 0,
+            log: VecDeque::new(),
+            log_bytes: 0,
+            log_budget: DEFAULT_DELTA_LOG_BYTES,
         })
     }
 
@@ -280,6 +295,7 @@ impl Terrain {
             report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
             report.cache_dropped = self.cache.invalidate(&d);
             self.mark_render(&d);
+            self.log_edit(&d)?;
         }
         report.elapsed = start.elapsed();
         Ok(report)
@@ -359,6 +375,7 @@ impl Terrain {
         let cache_dropped = dirty.map_or(0, |d| self.cache.invalidate(&d));
         if let Some(d) = dirty {
             self.mark_render(&d);
+            self.log_edit(&d)?;
         }
         Ok(EditReport { dirty, masks_rebuilt, cache_dropped, elapsed: start.elapsed() })
     }
@@ -628,5 +645,50 @@ impl Terrain {
             }
         }
         keys.into_iter().map(|(y, z, x)| StoreChunkKey::new(x, y, z)).collect()
+    }
+
+    /// Logs edit number `seq`'s dirty region as it now is, for [`Terrain::edits_since`].
+    fn log_edit(&mut self, dirty: &Region) -> Result<(), TerrainError> {
+        let e = LoggedEdit::capture(self.seq, &self.store, dirty)?;
+        self.seq += 1;
+        self.log_bytes += e.bytes();
+        self.log.push_back(e);
+        while self.log_bytes > self.log_budget {
+            let Some(old) = self.log.pop_front() else { break };
+            self.log_bytes -= old.bytes();
+        }
+        Ok(())
+    }
+
+    pub(crate) fn delta_log(&self) -> impl Iterator<Item = &LoggedEdit> {
+        self.log.iter()
+    }
+
+    /// The sequence number the next edit that changes voxels will get (edits, undo and redo
+    /// alike); a client that applied every delta up to here is in step.
+    pub fn sequence(&self) -> u64 {
+        self.seq
+    }
+
+    /// Sets the delta log's byte budget; the oldest deltas go first.
+    pub fn set_delta_log_budget(&mut self, bytes: usize) {
+        self.log_budget = bytes;
+        while self.log_bytes > self.log_budget {
+            let Some(old) = self.log.pop_front() else { break };
+            self.log_bytes -= old.bytes();
+        }
+    }
+
+    /// Writes `voxels` into `region` through the edit path (history, masks, cache, render
+    /// updates, log).
+    pub(crate) fn write_logged(
+        &mut self,
+        region: Region,
+        voxels: &[Voxel],
+    ) -> Result<EditReport, TerrainError> {
+        for v in voxels {
+            self.check_matter(*v)?;
+        }
+        self.edit(region, |store| store.write_box(&region, voxels))
     }
 }

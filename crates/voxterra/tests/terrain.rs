@@ -633,3 +633,83 @@ mod render {
         }
     }
 }
+
+mod deltas {
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(8))]
+
+        /// A client that replays the server's deltas (all at once, or in two installments, with
+        /// undo and redo among the edits) ends with the server's voxels and masks.
+        #[test]
+        fn replicas_converge(brushes in proptest::collection::vec(arb_brush(), 1..6), split in 0usize..6) {
+            let mut server = world();
+            let mut client = world();
+            for (i, b) in brushes.iter().enumerate() {
+                server.apply_brush(b).unwrap();
+                if i == 1 {
+                    server.undo().ok();
+                    server.redo().ok();
+                }
+            }
+            let all = server.edits_since(0);
+            let k = split.min(all.len());
+            for d in &all[..k] {
+                client.apply_delta(d).unwrap();
+            }
+            for d in server.edits_since(k as u64) {
+                client.apply_delta(&d).unwrap();
+            }
+            prop_assert!(voxels(&client) == voxels(&server));
+            prop_assert_eq!(client.masks().chunks(), server.masks().chunks());
+        }
+    }
+
+    #[test]
+    fn corrupt_deltas_are_refused_and_change_nothing() {
+        let mut server = voxterra::fuzz::delta_target();
+        let from = server.sequence();
+        server
+            .apply_brush(&Brush {
+                shape: BrushShape::Sphere { center: Point3::new(20.0, 4.0, 20.0), radius: 3.0 },
+                op: BrushOp::Subtract,
+            })
+            .unwrap();
+        let delta = server.edits_since(from).pop().unwrap();
+        // Every single-byte flip and every truncation: a typed error, nothing changed (the
+        // fuzz body checks the terrain).
+        for i in 0..delta.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut bad = delta.clone();
+                bad[i] ^= flip;
+                let mut t = voxterra::fuzz::delta_target();
+                assert!(t.apply_delta(&bad).is_err(), "flip {flip:#x} at {i} accepted");
+                voxterra::fuzz::apply_delta(&bad);
+            }
+        }
+        for len in 0..delta.len() {
+            voxterra::fuzz::apply_delta(&delta[..len]);
+            assert!(voxterra::fuzz::delta_target().apply_delta(&delta[..len]).is_err());
+        }
+        // The intact delta applies, and matches the server.
+        let mut client = voxterra::fuzz::delta_target();
+        let (report, seq) = client.apply_delta(&delta).unwrap();
+        assert_eq!(seq, from);
+        assert!(report.dirty.is_some());
+    }
+
+    #[test]
+    fn the_fuzz_corpus_replays() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/apply_delta");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                voxterra::fuzz::apply_delta(&std::fs::read(&path).unwrap());
+                n += 1;
+            }
+        }
+        assert!(n > 0, "the apply_delta corpus is empty");
+    }
+}

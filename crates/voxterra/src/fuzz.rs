@@ -1,0 +1,42 @@
+//! Fuzz target bodies, here so the tests can replay the committed corpus on stable
+//! (`fuzz/fuzz_targets/*` call these).
+
+use crate::Terrain;
+
+use voxterra_core::{MaterialTable, Region, Voxel, VoxelPos, VoxelRead, materials};
+
+/// The terrain every `apply_delta` input lands on: rock below y = 4 and a brick block, 48³.
+pub fn delta_target() -> Terrain {
+    let mut t = Terrain::new(MaterialTable::default(), 1.0).expect("a valid voxel size");
+    let ground = Region::from_min_size(VoxelPos::new(0, 0, 0), [48, 4, 48]).expect("small");
+    t.fill(&ground, Voxel::full(materials::ROCK)).expect("a small fill");
+    let block = Region::from_min_size(VoxelPos::new(10, 4, 10), [6, 6, 6]).expect("small");
+    t.fill(&block, Voxel::full(materials::BRICK)).expect("a small fill");
+    t.set_max_edit_voxels(1 << 18);
+    t
+}
+
+fn state(t: &Terrain) -> (Vec<Voxel>, usize, u64) {
+    let area = Region::from_min_size(VoxelPos::new(-8, -8, -8), [64, 64, 64]).expect("small");
+    let mut v = vec![Voxel::AIR; area.len().expect("small")];
+    t.store().read_box(&area, &mut v).expect("a sized buffer");
+    (v, t.store().chunk_count(), t.sequence())
+}
+
+/// `apply_delta` on arbitrary bytes: a typed error leaves the terrain exactly as it was (voxels,
+/// chunks, masks, sequence); nothing panics or allocates past the edit limit.
+pub fn apply_delta(data: &[u8]) {
+    let mut t = delta_target();
+    let before = state(&t);
+    let masks = t.masks().chunks();
+    if t.apply_delta(data).is_err() {
+        assert!(state(&t) == before, "a refused delta changed the terrain");
+        assert!(t.masks().chunks() == masks, "a refused delta changed the masks");
+    } else {
+        // An accepted delta is an ordinary edit: it can be undone, bit for bit.
+        if t.history_len().0 > 2 {
+            t.undo().expect("the delta's undo");
+            assert!(state(&t).0 == before.0, "undoing a delta did not restore the voxels");
+        }
+    }
+}
