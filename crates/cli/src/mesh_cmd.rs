@@ -4,15 +4,15 @@
 use crate::export::{Format, write_obj, write_ply};
 use crate::gen_cmd::{parse_size, progress_bar};
 use anyhow::{Context, bail};
-use rayon::prelude::*;
+
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
-use voxterra::AtomicFile;
-use voxterra::core::{ChunkRange, MaterialTable, Region, StoreChunkKey};
-use voxterra::mesher::{MeshWorkspace, Mesher, RenderMesh, ShapeMode, Surface};
+use voxterra::core::MaterialTable;
+use voxterra::mesher::{Mesher, RenderMesh, ShapeMode, Surface};
 use voxterra::store::VoxelStore;
 use voxterra::worldgen::{WorldParams, generate};
+use voxterra::{AtomicFile, Terrain};
 
 /// Vertex placement, as on the command line.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -108,20 +108,18 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
     };
     let surface = if args.water { Surface::Liquid } else { Surface::Solid };
     let mesher = Mesher::new(&table).with_surface(surface).with_shape_mode(mode);
-    let keys = chunks_to_mesh(&store);
+    let terrain = Terrain::from_store(store, table.clone(), 1.0).context("preparing the terrain")?;
+    let keys = terrain.render_chunks();
     let bar = progress_bar(keys.len() as u64, "meshing   ", "chunks", args.json)?;
     let start = Instant::now();
-    // In key order whatever the thread count: the file is the same for any --threads.
-    let meshes: Vec<RenderMesh> = pool.install(|| {
-        keys.par_iter()
-            .map_init(MeshWorkspace::new, |ws, region| {
-                let mut mesh = RenderMesh::default();
-                let r = mesher.mesh(&store, region, ws, &mut mesh);
-                bar.inc(1);
-                r.map(|_| mesh)
-            })
-            .collect::<Result<Vec<_>, _>>()
-    })?;
+    // In key order whatever the thread count: the file is the same for any --threads. Batches
+    // keep the bar moving.
+    let mut meshes: Vec<RenderMesh> = Vec::with_capacity(keys.len());
+    for batch in keys.chunks(256) {
+        let made = pool.install(|| terrain.render_meshes_of(&mesher, batch))?;
+        meshes.extend(made.into_iter().map(|(_, m)| m));
+        bar.inc(batch.len() as u64);
+    }
     let mesh_seconds = start.elapsed().as_secs_f64();
     bar.finish_and_clear();
 
@@ -164,24 +162,4 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Every storage chunk, and the chunks one step below each on every axis: an edge belongs to the
-/// chunk of its lower voxel, so a surface facing down out of a stored chunk is meshed by the
-/// (missing, all-air) chunk under it. Uniform chunks cost almost nothing.
-fn chunks_to_mesh(store: &VoxelStore) -> Vec<Region> {
-    let Some(bounds) = store.bounds() else { return Vec::new() };
-    let Some(ChunkRange { first, last }) = StoreChunkKey::range(&bounds) else { return Vec::new() };
-    let mut keys = Vec::new();
-    for y in first.y as i64 - 1..=last.y as i64 {
-        for z in first.z as i64 - 1..=last.z as i64 {
-            for x in first.x as i64 - 1..=last.x as i64 {
-                let key = StoreChunkKey::new(x as i32, y as i32, z as i32);
-                if let Ok(region) = key.region() {
-                    keys.push(region);
-                }
-            }
-        }
-    }
-    keys
 }
