@@ -68,7 +68,7 @@ impl std::fmt::Debug for CollisionCache {
 }
 
 /// Builds one chunk's data; `None` for a chunk with no surface.
-fn build(
+pub(crate) fn build(
     mesher: &Mesher,
     src: &(impl VoxelRead + ?Sized),
     key: PhysicsChunkKey,

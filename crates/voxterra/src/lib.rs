@@ -51,8 +51,8 @@
 //! order, skipping empty ones by their masks; [`Terrain::cast_shape`], [`Terrain::intersects`]
 //! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
 //! render meshes edits changed, re-meshed in parallel; [`Terrain::edits_since`] and
-//! [`Terrain::apply_delta`] replicate edits to another terrain. Next: batched rays, the `terrain`
-//! compare suite, then `World` (bodies).
+//! [`Terrain::apply_delta`] replicate edits to another terrain; [`Terrain::cast_rays`] casts
+//! batches in parallel. Next: the `terrain` compare suite, then `World` (bodies).
 //!
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};

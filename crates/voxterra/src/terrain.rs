@@ -385,9 +385,14 @@ impl Terrain {
         self.store.voxel(p)
     }
 
-    /// A chunk's collision data, built now if missing (`None`: no surface there).
-    pub(crate) fn chunk_data(&mut self, key: PhysicsChunkKey) -> Option<&crate::ChunkCollision> {
-        self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws)
+    /// One chunk's collision data, built outside the cache.
+    pub(crate) fn build_uncached(&self, key: PhysicsChunkKey) -> Option<crate::ChunkCollision> {
+        crate::collision_cache::build(&self.mesher, &self.store, key, &mut MeshWorkspace::new())
+    }
+
+    /// Builds the missing cache entries of `keys`, in parallel (the serial result).
+    pub(crate) fn build_chunks(&mut self, keys: &[PhysicsChunkKey]) {
+        self.cache.prepare(&self.mesher, &self.store, keys);
     }
 
     /// The collision cache's statistics.

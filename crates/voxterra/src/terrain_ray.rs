@@ -8,8 +8,12 @@
 //! entry is final.
 
 use crate::terrain::{Terrain, TerrainError};
+use rayon::prelude::*;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+/// Chunks a ray built for itself when the cache could not keep them.
+type OwnChunks = HashMap<PhysicsChunkKey, Option<crate::ChunkCollision>>;
 use voxterra_bit_broadphase::ChunkState;
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{
@@ -67,10 +71,79 @@ impl Terrain {
     /// origin or a negative or NaN `max_t` are errors. Builds the cache entries of the chunks it
     /// tests (see [`Terrain::prepare`]).
     pub fn cast_ray(&mut self, ray: &Ray, max_t: f32) -> Result<Option<TerrainRayHit>, TerrainError> {
-        Ray::try_new(ray.origin, ray.dir)?;
-        if max_t.is_nan() || max_t < 0.0 {
-            return Err(CoreError::InvalidRay { origin: ray.origin.into(), dir: ray.dir.into() }.into());
+        check_ray(ray, max_t)?;
+        for _ in 0..16 {
+            match self.walk(ray, max_t, None) {
+                Ok(hit) => return Ok(hit),
+                Err(missing) => self.build_chunks(&[missing]),
+            }
         }
+        // The cache evicts what the ray still needs (a budget smaller than its chunks): build
+        // them into a map of the ray's own instead.
+        let mut own = HashMap::new();
+        loop {
+            match self.walk(ray, max_t, Some(&own)) {
+                Ok(hit) => return Ok(hit),
+                Err(missing) => {
+                    own.insert(missing, self.build_uncached(missing));
+                }
+            }
+        }
+    }
+
+    /// [`Terrain::cast_ray`] for many rays, in parallel on the current rayon pool: `hits[i]` gets
+    /// ray `i`'s hit (`hits` is resized to `rays`). The chunks the rays need are built in
+    /// parallel rounds; the hits are the same for any thread count.
+    pub fn cast_rays(
+        &mut self,
+        rays: &[Ray],
+        max_t: f32,
+        hits: &mut Vec<Option<TerrainRayHit>>,
+    ) -> Result<(), TerrainError> {
+        for r in rays {
+            check_ray(r, max_t)?;
+        }
+        hits.clear();
+        hits.resize(rays.len(), None);
+        let mut pending: Vec<usize> = (0..rays.len()).collect();
+        let mut rounds = 0;
+        while !pending.is_empty() {
+            rounds += 1;
+            let results: Vec<Result<Option<TerrainRayHit>, PhysicsChunkKey>> =
+                pending.par_iter().map(|&i| self.walk(&rays[i], max_t, None)).collect();
+            let mut missing = Vec::new();
+            let mut next = Vec::new();
+            for (&i, r) in pending.iter().zip(results) {
+                match r {
+                    Ok(h) => hits[i] = h,
+                    Err(k) => {
+                        missing.push(k);
+                        next.push(i);
+                    }
+                }
+            }
+            if rounds > 8 {
+                // A cache budget too small for the rays' chunks: finish one ray at a time.
+                for &i in &next {
+                    hits[i] = self.cast_ray(&rays[i], max_t)?;
+                }
+                break;
+            }
+            missing.sort_by_key(|k| (k.y, k.z, k.x));
+            missing.dedup();
+            self.build_chunks(&missing);
+            pending = next;
+        }
+        Ok(())
+    }
+
+    /// The walk, reading the cache only: `Err(chunk)` when it must test a chunk not built yet.
+    fn walk(
+        &self,
+        ray: &Ray,
+        max_t: f32,
+        own: Option<&OwnChunks>,
+    ) -> Result<Option<TerrainRayHit>, PhysicsChunkKey> {
         let k = 1.0 / self.voxel_size();
         // In voxel units: the same parameter t scales with the origin.
         let local = Ray::new(Point3::from(ray.origin.coords * k), ray.dir * k);
@@ -135,7 +208,7 @@ impl Terrain {
                     break;
                 }
                 heap.pop();
-                if let Some(h) = self.ray_chunk(&local, n, best_t)? {
+                if let Some(h) = self.ray_chunk(&local, n, best_t, own).ok_or(n)? {
                     let key = |c: PhysicsChunkKey, tri: u32| (c.y, c.z, c.x, tri);
                     if best.is_none_or(|b| {
                         h.t < b.t || (h.t == b.t && key(n, h.triangle) < key(b.chunk, b.triangle))
@@ -167,15 +240,21 @@ impl Terrain {
         Ok(best.map(|h| TerrainRayHit { point: Point3::from(h.point.coords * self.voxel_size()), ..h }))
     }
 
-    /// The closest hit in chunk `n` below `max_t` (voxel units).
+    /// The closest hit in chunk `n` below `max_t` (voxel units); `None` when the chunk is not
+    /// built yet, `Some(None)` when nothing is hit.
     fn ray_chunk(
-        &mut self,
+        &self,
         ray: &Ray,
         n: PhysicsChunkKey,
         max_t: f32,
-    ) -> Result<Option<TerrainRayHit>, TerrainError> {
-        let Some(c) = self.chunk_data(n) else { return Ok(None) };
-        let Some(h) = c.tree.with(&c.mesh).cast_ray(ray, max_t, Culling::None) else { return Ok(None) };
+        own: Option<&OwnChunks>,
+    ) -> Option<Option<TerrainRayHit>> {
+        let held = match own.and_then(|o| o.get(&n)) {
+            Some(data) => data.as_ref(),
+            None => self.cached_chunk(n)?,
+        };
+        let Some(c) = held else { return Some(None) };
+        let Some(h) = c.tree.with(&c.mesh).cast_ray(ray, max_t, Culling::None) else { return Some(None) };
         let tri = c.mesh.triangle(h.triangle as usize);
         let face = (tri[1] - tri[0]).cross(&(tri[2] - tri[0]));
         let face = if face.dot(&ray.dir) > 0.0 { -face } else { face };
@@ -185,7 +264,7 @@ impl Terrain {
         let w = [1.0 - h.u - h.v, h.u, h.v];
         let near = (0..3).max_by(|&i, &j| w[i].total_cmp(&w[j])).unwrap_or(0);
         let material = c.mesh.materials()[corners[near] as usize];
-        Ok(Some(TerrainRayHit {
+        Some(Some(TerrainRayHit {
             t: h.t,
             point: ray.origin + ray.dir * h.t,
             normal,
@@ -194,4 +273,12 @@ impl Terrain {
             triangle: h.triangle,
         }))
     }
+}
+
+fn check_ray(ray: &Ray, max_t: f32) -> Result<(), TerrainError> {
+    Ray::try_new(ray.origin, ray.dir)?;
+    if max_t.is_nan() || max_t < 0.0 {
+        return Err(CoreError::InvalidRay { origin: ray.origin.into(), dir: ray.dir.into() }.into());
+    }
+    Ok(())
 }

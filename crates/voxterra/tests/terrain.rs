@@ -481,6 +481,42 @@ mod rays {
         }
     }
 
+    fn some_rays() -> Vec<Ray> {
+        (0..400)
+            .map(|i: u32| {
+                let f = |k: u32| ((i * 7919 + k * 104_729) % 1000) as f32 / 1000.0;
+                Ray::new(
+                    Point3::new(f(1) * 64.0, 40.0 + f(2) * 30.0, f(3) * 64.0),
+                    voxterra::core::nalgebra::Vector3::new(f(4) - 0.5, -1.0 - f(5), f(6) - 0.5),
+                )
+            })
+            .collect()
+    }
+
+    /// Batched rays equal single ones, on 1 thread and on 2, and under a one-byte cache budget
+    /// (where each ray builds the chunks the cache cannot keep).
+    #[test]
+    fn batched_rays_equal_single_ones_on_any_thread_count() {
+        let rays = some_rays();
+        let mut single = world();
+        let want: Vec<_> = rays.iter().map(|r| single.cast_ray(r, 200.0).unwrap()).collect();
+        assert!(want.iter().filter(|h| h.is_some()).count() > 200);
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let mut t = world();
+            let mut hits = Vec::new();
+            pool.install(|| t.cast_rays(&rays, 200.0, &mut hits)).unwrap();
+            assert!(hits == want, "{threads} threads");
+        }
+        let mut tiny = world();
+        tiny.set_cache_budget(1);
+        let got: Vec<_> = rays.iter().map(|r| tiny.cast_ray(r, 200.0).unwrap()).collect();
+        assert!(got == want);
+        let mut hits = Vec::new();
+        tiny.cast_rays(&rays, 200.0, &mut hits).unwrap();
+        assert!(hits == want);
+    }
+
     #[test]
     fn rays_are_in_world_units_and_bad_rays_are_errors() {
         let mut one = world();
