@@ -437,6 +437,54 @@ impl Terrain {
         self.cache.prepare(&self.mesher, &self.store, &keys)
     }
 
+    /// Collision readiness within a budget, for a game's frame loop: builds the missing cache
+    /// entries around `boxes` (world units), nearest first (by distance from the chunk's center to
+    /// the nearest box), at most `max_chunks` of them and stopping once `max_time` has passed
+    /// (checked between parallel batches). Returns how many chunks were built and whether every
+    /// box is ready.
+    pub fn prepare_around(
+        &mut self,
+        boxes: &[Aabb],
+        max_chunks: usize,
+        max_time: std::time::Duration,
+    ) -> (usize, bool) {
+        let start = Instant::now();
+        let mut missing: Vec<(f32, PhysicsChunkKey)> = Vec::new();
+        let mut seen = BTreeSet::new();
+        for b in boxes {
+            for k in self.solid_chunks(b) {
+                if !self.cache.contains(k) && seen.insert((k.y, k.z, k.x)) {
+                    let r = k.region().map(|r| r.min().map(|v| (v as f32 + 4.0) * self.voxel_size));
+                    let Ok(c) = r else { continue };
+                    let d = boxes
+                        .iter()
+                        .map(|b| {
+                            let q = Point3::new(
+                                c.x.clamp(b.mins.x, b.maxs.x),
+                                c.y.clamp(b.mins.y, b.maxs.y),
+                                c.z.clamp(b.mins.z, b.maxs.z),
+                            );
+                            (q - c).norm_squared()
+                        })
+                        .fold(f32::INFINITY, f32::min);
+                    missing.push((d, k));
+                }
+            }
+        }
+        missing.sort_by(|a, b| a.0.total_cmp(&b.0).then((a.1.y, a.1.z, a.1.x).cmp(&(b.1.y, b.1.z, b.1.x))));
+        missing.truncate(max_chunks);
+        let keys: Vec<PhysicsChunkKey> = missing.into_iter().map(|(_, k)| k).collect();
+        let mut built = 0;
+        let batch = (rayon::current_num_threads() * 8).max(8);
+        for part in keys.chunks(batch) {
+            if start.elapsed() >= max_time {
+                break;
+            }
+            built += self.cache.prepare(&self.mesher, &self.store, part);
+        }
+        (built, boxes.iter().all(|b| self.is_ready(b)))
+    }
+
     /// True when every chunk a query inside `aabb` needs is built.
     pub fn is_ready(&self, aabb: &Aabb) -> bool {
         self.solid_chunks(aabb).iter().all(|&k| self.cache.contains(k))

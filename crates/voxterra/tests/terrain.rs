@@ -385,6 +385,25 @@ mod contacts {
     }
 
     #[test]
+    fn prepare_around_builds_nearest_first_within_its_budget() {
+        let mut t = world();
+        let bodies = [
+            Aabb::new(Point3::new(10.0, 10.0, 10.0), Point3::new(12.0, 40.0, 12.0)),
+            Aabb::new(Point3::new(40.0, 10.0, 50.0), Point3::new(42.0, 40.0, 52.0)),
+        ];
+        let (first, ready) = t.prepare_around(&bodies, 3, std::time::Duration::from_secs(60));
+        assert_eq!(first, 3);
+        assert!(!ready);
+        let (rest, ready) = t.prepare_around(&bodies, usize::MAX, std::time::Duration::from_secs(60));
+        assert!(rest > 0 && ready);
+        assert!(bodies.iter().all(|b| t.is_ready(b)));
+        assert_eq!(t.prepare_around(&bodies, usize::MAX, std::time::Duration::ZERO), (0, true));
+        // No time at all: nothing is built.
+        let mut cold = world();
+        assert_eq!(cold.prepare_around(&bodies, usize::MAX, std::time::Duration::ZERO).0, 0);
+    }
+
+    #[test]
     fn contacts_are_in_world_units() {
         let mut one = world();
         let mut half = Terrain::from_store(one.store().clone(), one.materials().clone(), 0.5).unwrap();
