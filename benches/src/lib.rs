@@ -16,7 +16,9 @@
 //! `dynamic-aabb-tree` (against parry3d's `Bvh` driven as rapier drives it and obvhs's `Bvh2`:
 //! bouncing boxes, update + pairs per frame; AABB, point and ray queries), `narrowphase` (contacts,
 //! ghost normals across chunk seams, shape casts and mesh–mesh tests against parry's
-//! `contact_manifolds` on one `TriMesh` per chunk with `FIX_INTERNAL_EDGES`).
+//! `contact_manifolds` on one `TriMesh` per chunk with `FIX_INTERNAL_EDGES`), `terrain` (the
+//! facade's `Terrain`: edit to collision-ready and memory, against re-meshing and rebuilding a
+//! parry `TriMesh` per touched chunk).
 //! Every case checks that both sides compute the same answer before it is timed.
 
 #![forbid(unsafe_code)]
@@ -30,4 +32,5 @@ pub mod mesher_suite;
 pub mod narrowphase_suite;
 pub mod parry_adapter;
 pub mod store_suite;
+pub mod terrain_suite;
 pub mod world;

@@ -11,7 +11,7 @@ use std::process::{Command, ExitCode};
 
 // The same list, in the same order, as the `compare` binary's.
 const SUITES: &[&str] =
-    &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree", "narrowphase"];
+    &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree", "narrowphase", "terrain"];
 const FUZZ_TARGETS: &[&str] = &["decode_rle", "roundtrip", "open_world", "apply_delta"];
 
 fn root() -> PathBuf {

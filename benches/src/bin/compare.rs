@@ -3,17 +3,17 @@
 use clap::Parser;
 use voxterra_benches::{
     bit_broadphase_suite, codec_suite, dynamic_tree_suite, kdtree_suite, mesher_suite, narrowphase_suite,
-    store_suite,
+    store_suite, terrain_suite,
 };
 
 const SUITES: &[&str] =
-    &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree", "narrowphase"];
+    &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree", "narrowphase", "terrain"];
 
 /// Runs a benchmark suite for voxterra and its named peer, interleaved, and prints medians and ratios.
 #[derive(Parser, Debug)]
 #[command(name = "compare")]
 struct Args {
-    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase.
+    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase, terrain.
     suite: String,
     /// Smaller world and fewer repetitions: a smoke run.
     #[arg(long)]
@@ -36,6 +36,7 @@ fn main() -> anyhow::Result<()> {
         "mesher" => mesher_suite::run(args.quick),
         "dynamic-aabb-tree" => dynamic_tree_suite::run(args.quick),
         "narrowphase" => narrowphase_suite::run(args.quick),
+        "terrain" => terrain_suite::run(args.quick),
         other => anyhow::bail!("unknown suite {other:?}; suites: {}", SUITES.join(", ")),
     };
     if args.json {

@@ -1,0 +1,229 @@
+//! The `terrain` suite: `voxterra::Terrain` against what a rapier or parry user does today —
+//! re-mesh the chunks an edit touched and rebuild a parry `TriMesh` with `FIX_INTERNAL_EDGES`
+//! for each.
+//!
+//! - Edit → collision-ready: a sphere brush of radius 4 voxels on the default world's surface
+//!   (alternately carving and refilling), then the touched chunks' collision data rebuilt (ours:
+//!   the edit, its masks, and `prepare` over the brush; the peer: the voxel write, then a
+//!   physics mesh and a `TriMesh` per touched chunk). Checked first: both sides end with the same
+//!   triangles in the touched chunks.
+//! - Memory: the whole world prepared (masks + every chunk's physics mesh, edge flags and kD
+//!   tree), bytes per triangle, against the peer's TriMeshes.
+
+use crate::harness::{Budget, Metric, Report, compare_prechecked};
+use crate::world::{Rng, bench_world};
+use parry3d::shape::{TriMesh, TriMeshFlags};
+use std::cell::Cell;
+use voxterra::core::nalgebra::{Point3, Vector3};
+use voxterra::core::{
+    Aabb, MaterialTable, PhysicsChunkKey, Ray, Region, TriangleSource, Voxel, VoxelPos, materials,
+};
+use voxterra::mesher::{MeshWorkspace, Mesher, PhysicsMesh};
+use voxterra::store::VoxelStore;
+use voxterra::{Brush, BrushOp, BrushShape, Terrain};
+
+const RADIUS: f32 = 4.0;
+
+/// Surface points to edit at: where downward rays first meet the terrain.
+fn surface_points(t: &mut Terrain, area: &Region, n: usize) -> Vec<Point3<f32>> {
+    let mut rng = Rng(21);
+    let [sx, sy, sz] = area.size();
+    let mut out = Vec::new();
+    while out.len() < n {
+        let x = area.min().x as f32 + 8.0 + rng.below(sx - 16) as f32 + 0.5;
+        let z = area.min().z as f32 + 8.0 + rng.below(sz - 16) as f32 + 0.5;
+        let ray = Ray::new(Point3::new(x, (area.min().y + sy as i32) as f32 + 1.0, z), -Vector3::y());
+        if let Some(h) = t.cast_ray(&ray, 1000.0).expect("a valid ray") {
+            out.push(h.point);
+        }
+    }
+    out
+}
+
+/// The peer's voxel write: the same sphere coverage rule as the brush.
+fn peer_brush(store: &mut VoxelStore, center: Point3<f32>, carve: bool) -> Option<Region> {
+    let r = RADIUS;
+    let lo = VoxelPos::new(
+        (center.x - r - 1.0).floor() as i32,
+        (center.y - r - 1.0).floor() as i32,
+        (center.z - r - 1.0).floor() as i32,
+    );
+    let region = Region::new(lo, lo + Vector3::repeat((2.0 * r + 3.0).ceil() as i32 + 1)).expect("small");
+    store
+        .brush(&region, |p, v| {
+            let c = Point3::new(p.x as f32 + 0.5, p.y as f32 + 0.5, p.z as f32 + 0.5);
+            let cover = (0.5 - ((c - center).norm() - r)).clamp(0.0, 1.0);
+            if cover <= 0.0 {
+                v
+            } else if carve {
+                let keep = 1.0 - cover;
+                if keep < v.occupancy() { Voxel::with_occupancy(v.material(), keep) } else { v }
+            } else if cover > v.occupancy() {
+                Voxel::with_occupancy(materials::ROCK, cover)
+            } else {
+                v
+            }
+        })
+        .expect("an edit within limits")
+}
+
+fn sphere(center: Point3<f32>, carve: bool) -> Brush {
+    let op = if carve { BrushOp::Subtract } else { BrushOp::Add(materials::ROCK) };
+    Brush { shape: BrushShape::Sphere { center, radius: RADIUS }, op }
+}
+
+fn brush_box(center: Point3<f32>) -> Aabb {
+    let e = Vector3::repeat(RADIUS + 2.0);
+    Aabb::new(center - e, center + e)
+}
+
+/// The peer's rebuild of the chunks touched by `dirty`: a physics mesh and a `TriMesh` with
+/// `FIX_INTERNAL_EDGES` each; returns the triangles built.
+fn peer_rebuild(store: &VoxelStore, mesher: &Mesher, ws: &mut MeshWorkspace, dirty: &Region) -> usize {
+    let mut tris = 0;
+    for key in PhysicsChunkKey::range(&dirty.expanded(1)).expect("non-empty").iter() {
+        let mut mesh = PhysicsMesh::default();
+        mesher.mesh(store, &key.region().expect("in range"), ws, &mut mesh).expect("meshable");
+        if mesh.triangles().is_empty() {
+            continue;
+        }
+        let positions: Vec<Point3<f32>> = (0..mesh.vertex_count()).map(|i| mesh.position(i)).collect();
+        let indices: Vec<[u32; 3]> = mesh.triangles().iter().map(|t| t.map(u32::from)).collect();
+        tris += indices.len();
+        std::hint::black_box(
+            TriMesh::with_flags(positions, indices, TriMeshFlags::FIX_INTERNAL_EDGES).expect("a mesh"),
+        );
+    }
+    tris
+}
+
+/// Runs the suite.
+pub fn run(quick: bool) -> Report {
+    let budget = Budget::new(quick);
+    let world = bench_world(quick);
+    let wr = world.params.region().expect("valid world");
+    let mut report = Report {
+        suite: "terrain".into(),
+        setup: format!(
+            "default world {:?}, seed {}; peer: re-mesh the touched chunks and rebuild a parry 0.25.3 TriMesh with FIX_INTERNAL_EDGES for each",
+            world.params.size, world.params.seed
+        ),
+        ..Default::default()
+    };
+    let mut terrain =
+        Terrain::from_store(world.store.clone(), MaterialTable::default(), 1.0).expect("a valid terrain");
+    let mut peer_store = world.store.clone();
+    let mesher = Mesher::new(&MaterialTable::default());
+    let points = surface_points(&mut terrain, &wr, 16);
+    // Both sides start with everything around the edits built (a running game has it).
+    for p in &points {
+        terrain.prepare(&brush_box(*p));
+    }
+    // Check once: one carve on each side leaves the same triangles in the touched chunks.
+    {
+        let mut t = Terrain::from_store(world.store.clone(), MaterialTable::default(), 1.0).expect("valid");
+        let mut s = world.store.clone();
+        let r = t.apply_brush(&sphere(points[0], true)).expect("an edit");
+        let d = peer_brush(&mut s, points[0], true).expect("the peer's edit changes voxels");
+        assert_eq!(r.dirty, Some(d), "the two voxel writes differ");
+        let peer_tris = peer_rebuild(&s, &mesher, &mut MeshWorkspace::new(), &d);
+        t.prepare(&brush_box(points[0]));
+        let ours: usize = PhysicsChunkKey::range(&d.expanded(1))
+            .expect("non-empty")
+            .iter()
+            .filter_map(|k| t.cached_chunk(k).flatten().map(|c| c.mesh.triangles().len()))
+            .sum();
+        assert_eq!(ours, peer_tris, "triangles in the touched chunks differ");
+    }
+    let (i_ours, i_peer) = (Cell::new(0usize), Cell::new(0usize));
+    let mut ws = MeshWorkspace::new();
+    report.cases.push(compare_prechecked(
+        budget,
+        "edit -> collision-ready, r 4",
+        "edit",
+        1,
+        "re-mesh + TriMesh",
+        "≤ 0.5 ms, ≥ 10× the peer",
+        || {
+            let i = i_ours.get();
+            i_ours.set(i + 1);
+            let p = points[(i / 2) % points.len()];
+            let r = terrain.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
+            terrain.prepare(&brush_box(p)) + r.masks_rebuilt
+        },
+        || {
+            let i = i_peer.get();
+            i_peer.set(i + 1);
+            let p = points[(i / 2) % points.len()];
+            match peer_brush(&mut peer_store, p, i % 2 == 0) {
+                Some(d) => peer_rebuild(&peer_store, &mesher, &mut ws, &d),
+                None => 0,
+            }
+        },
+    ));
+
+    // Where an edit's time goes: the edit itself (voxels, masks, history, delta log) and the
+    // rebuild of the touched chunks' collision data, medians over the points.
+    let (mut edit, mut rebuild, mut chunks) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..64 {
+        // Each point carved, then refilled, as in the timed case.
+        let p = points[(i / 2) % points.len()];
+        let r = terrain.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
+        let t = std::time::Instant::now();
+        let built = terrain.prepare(&brush_box(p));
+        rebuild.push(t.elapsed().as_secs_f64() * 1e3);
+        edit.push(r.elapsed.as_secs_f64() * 1e3);
+        chunks.push(built as f64);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    report.metrics.push(Metric {
+        name: "edit alone, ms (voxels, masks, history, log)".into(),
+        voxterra: median(&mut edit),
+        peer: f64::NAN,
+        peer_name: "-".into(),
+        goal: "median of 64 edits".into(),
+    });
+    report.metrics.push(Metric {
+        name: "rebuild of the touched chunks, ms".into(),
+        voxterra: median(&mut rebuild),
+        peer: f64::NAN,
+        peer_name: "-".into(),
+        goal: format!("median {} chunks (physics mesh twice for edge flags, kD tree)", median(&mut chunks)),
+    });
+
+    // Memory: the whole world prepared.
+    let mut whole = Terrain::from_store(world.store.clone(), MaterialTable::default(), 1.0).expect("valid");
+    let all = Aabb::new(wr.min().map(|v| v as f32 - 2.0), wr.max().map(|v| v as f32 + 2.0));
+    whole.prepare(&all);
+    let stats = whole.cache_stats();
+    let masks = whole.masks().stats().total_bytes();
+    let mut tris = 0usize;
+    let mut peer_bytes = 0usize;
+    for key in whole.cached_chunks() {
+        if let Some(Some(c)) = whole.cached_chunk(key) {
+            tris += c.mesh.triangle_count();
+            let positions: Vec<Point3<f32>> =
+                (0..c.mesh.vertex_count()).map(|i| c.mesh.position(i)).collect();
+            let indices: Vec<[u32; 3]> = c.mesh.triangles().iter().map(|t| t.map(u32::from)).collect();
+            peer_bytes += TriMesh::with_flags(positions, indices, TriMeshFlags::FIX_INTERNAL_EDGES)
+                .expect("a mesh")
+                .total_memory_size();
+        }
+    }
+    report.metrics.push(Metric {
+        name: "memory, bytes/triangle all in".into(),
+        voxterra: (stats.bytes + masks) as f64 / tris as f64,
+        peer: peer_bytes as f64 / tris as f64,
+        peer_name: "TriMesh/chunk".into(),
+        goal: format!(
+            "≤ 24.5 (Roblox); {tris} triangles in {} chunks; cache {:.1} MiB + masks {:.1} MiB",
+            stats.entries,
+            stats.bytes as f64 / 1048576.0,
+            masks as f64 / 1048576.0
+        ),
+    });
+    report
+}
