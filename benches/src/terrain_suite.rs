@@ -7,13 +7,22 @@
 //!   the edit, its masks, and `prepare` over the brush; the peer: the voxel write, then a
 //!   physics mesh and a `TriMesh` per touched chunk). Checked first: both sides end with the same
 //!   triangles in the touched chunks.
+//! - Rays: down, oblique and from inside caves across the whole world, prepared (ours:
+//!   `cast_rays`; the peer: a parry `Bvh` over the chunk TriMeshes, each leaf's TriMesh cast
+//!   through its own BVH, in parallel with rayon). Checked first: the same hits at the same distances.
 //! - Memory: the whole world prepared (masks + every chunk's physics mesh, edge flags and kD
 //!   tree), bytes per triangle, against the peer's TriMeshes.
 
 use crate::harness::{Budget, Metric, Report, compare_prechecked};
 use crate::world::{Rng, bench_world};
+use parry3d::partitioning::{Bvh, BvhBuildStrategy};
+use parry3d::query::RayCast;
 use parry3d::shape::{TriMesh, TriMeshFlags};
+use rayon::prelude::*;
 use std::cell::Cell;
+use voxterra::TerrainRayHit;
+use voxterra::core::DenseVoxels;
+use voxterra::core::VoxelRead;
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{
     Aabb, MaterialTable, PhysicsChunkKey, Ray, Region, TriangleSource, Voxel, VoxelPos, materials,
@@ -95,6 +104,52 @@ fn peer_rebuild(store: &VoxelStore, mesher: &Mesher, ws: &mut MeshWorkspace, dir
         );
     }
     tris
+}
+
+/// The ray mix: a third straight down from above the world, a third oblique from above, a third
+/// in random directions from empty voxels with solid above them (caves).
+fn ray_mix(dense: &DenseVoxels, n: usize) -> Vec<Ray> {
+    let r = *dense.region();
+    let [sx, sy, sz] = r.size();
+    let mut rng = Rng(77);
+    let unit = |rng: &mut Rng| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+    let top = (r.min().y + sy as i32) as f32 + 1.0;
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let x = r.min().x as f32 + unit(&mut rng) * sx as f32;
+        let z = r.min().z as f32 + unit(&mut rng) * sz as f32;
+        match out.len() % 3 {
+            0 => out.push(Ray::new(Point3::new(x, top, z), -Vector3::y())),
+            1 => {
+                let d = Vector3::new(unit(&mut rng) * 2.0 - 1.0, -1.0, unit(&mut rng) * 2.0 - 1.0);
+                out.push(Ray::new(Point3::new(x, top, z), d.normalize()));
+            }
+            _ => {
+                let y = r.min().y as f32 + unit(&mut rng) * sy as f32;
+                let p = VoxelPos::new(x.floor() as i32, y.floor() as i32, z.floor() as i32);
+                let solid_above = (p.y + 1..r.min().y + sy as i32)
+                    .any(|y| dense.voxel(VoxelPos::new(p.x, y, p.z)).occupancy() > 0.0);
+                if dense.voxel(p).occupancy() > 0.0 || !solid_above {
+                    continue;
+                }
+                let d = Vector3::new(unit(&mut rng) - 0.5, unit(&mut rng) - 0.5, unit(&mut rng) - 0.5);
+                if d.norm() < 1e-3 {
+                    continue;
+                }
+                out.push(Ray::new(Point3::new(x, y, z), d.normalize()));
+            }
+        }
+    }
+    out
+}
+
+/// Whether our hit and parry's agree: both miss, or both hit at the same distance.
+fn same_hit(ours: &Option<TerrainRayHit>, peer: &Option<f32>) -> bool {
+    match (ours, peer) {
+        (None, None) => true,
+        (Some(h), Some(t)) => (h.t - t).abs() <= 1e-3 * t.max(1.0),
+        _ => false,
+    }
 }
 
 /// Runs the suite.
@@ -202,15 +257,17 @@ pub fn run(quick: bool) -> Report {
     let masks = whole.masks().stats().total_bytes();
     let mut tris = 0usize;
     let mut peer_bytes = 0usize;
+    let mut parts = Vec::new();
     for key in whole.cached_chunks() {
         if let Some(Some(c)) = whole.cached_chunk(key) {
             tris += c.mesh.triangle_count();
             let positions: Vec<Point3<f32>> =
                 (0..c.mesh.vertex_count()).map(|i| c.mesh.position(i)).collect();
             let indices: Vec<[u32; 3]> = c.mesh.triangles().iter().map(|t| t.map(u32::from)).collect();
-            peer_bytes += TriMesh::with_flags(positions, indices, TriMeshFlags::FIX_INTERNAL_EDGES)
-                .expect("a mesh")
-                .total_memory_size();
+            let mesh =
+                TriMesh::with_flags(positions, indices, TriMeshFlags::FIX_INTERNAL_EDGES).expect("a mesh");
+            peer_bytes += mesh.total_memory_size();
+            parts.push(mesh);
         }
     }
     report.metrics.push(Metric {
@@ -224,6 +281,43 @@ pub fn run(quick: bool) -> Report {
             stats.bytes as f64 / 1048576.0,
             masks as f64 / 1048576.0
         ),
+    });
+
+    // Rays across the prepared world.
+    let aabbs: Vec<_> = parts.iter().map(|m| m.local_aabb()).collect();
+    let bvh = Bvh::from_leaves(BvhBuildStrategy::default(), &aabbs);
+    let rays = ray_mix(&world.dense, if quick { 30_000 } else { 1_000_000 });
+    let max_t = 1000.0;
+    let peer_cast = |r: &Ray| {
+        let ray = parry3d::query::Ray::new(r.origin, r.dir);
+        bvh.cast_ray(&ray, max_t, |i, best| parts[i as usize].cast_local_ray(&ray, best, true)).map(|h| h.1)
+    };
+    let mut hits = Vec::new();
+    whole.cast_rays(&rays, max_t, &mut hits).expect("valid rays");
+    let peer_hits: Vec<Option<f32>> = rays.par_iter().map(peer_cast).collect();
+    let differ = hits.iter().zip(&peer_hits).filter(|(o, p)| !same_hit(o, p)).count();
+    // A ray through a shared edge or vertex may hit on one side and miss on the other.
+    assert!(differ * 100_000 <= rays.len(), "{differ} of {} rays differ from parry", rays.len());
+    let hit_count = hits.iter().filter(|h| h.is_some()).count();
+    report.cases.push(compare_prechecked(
+        budget,
+        "rays (down, oblique, caves)",
+        "ray",
+        rays.len() as u64,
+        "Bvh of TriMesh",
+        "≥ 2× the peer",
+        || {
+            whole.cast_rays(&rays, max_t, &mut hits).expect("valid rays");
+            hits.iter().filter(|h| h.is_some()).count()
+        },
+        || rays.par_iter().map(peer_cast).filter(|h| h.is_some()).count(),
+    ));
+    report.metrics.push(Metric {
+        name: "rays that disagree with parry".into(),
+        voxterra: differ as f64,
+        peer: f64::NAN,
+        peer_name: "-".into(),
+        goal: format!("≤ 1 in 100 000; {} rays, {hit_count} hits", rays.len()),
     });
     report
 }

@@ -182,7 +182,12 @@ impl BitBroadphase {
 
     /// The state of chunk `key`, `None` if it holds neither solid nor water.
     pub fn chunk(&self, key: Key) -> Option<ChunkState> {
-        self.chunks.get(&key).map(|e| self.state(*e))
+        // A fresh window holds every chunk: a key outside it has none.
+        let e = match self.window.as_ref().filter(|_| !self.window_stale) {
+            Some(w) => w.index(key.to_array().map(i64::from)).and_then(|i| decode(w.slots[i])),
+            None => self.chunks.get(&key).copied(),
+        };
+        e.map(|e| self.state(e))
     }
 
     fn state(&self, e: Entry) -> ChunkState {

@@ -88,11 +88,17 @@ proptest! {
         for b in &boxes {
             prop_assert_eq!(query(&bp, b), reference::query(&d, &table, 1.0, b));
         }
+        let around = PhysicsChunkKey::range(&d.region().expanded(24)).unwrap();
+        let by_hash: Vec<_> = around.iter().map(|k| bp.chunk(k)).collect();
+        prop_assert!(by_hash.iter().any(|c| c.is_some()));
         bp.optimize();
         prop_assert!(bp.stats().window_bytes > 0);
         for b in &boxes {
             prop_assert_eq!(query(&bp, b), reference::query(&d, &table, 1.0, b));
         }
+        // Chunk lookups through the window answer like the hash map, inside it and out.
+        let by_window: Vec<_> = around.iter().map(|k| bp.chunk(k)).collect();
+        prop_assert_eq!(by_window, by_hash);
     }
 
     #[test]

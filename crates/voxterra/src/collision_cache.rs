@@ -3,7 +3,7 @@
 //! kept under a byte budget with least-recently-used eviction, dropped when an edit touches it.
 
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use voxterra_core::{PhysicsChunkKey, Region, VoxelRead};
 use voxterra_kdtree::KdTree;
@@ -53,7 +53,8 @@ struct Entry {
 
 /// Per-chunk collision data under a byte budget.
 pub(crate) struct CollisionCache {
-    entries: HashMap<PhysicsChunkKey, Entry>,
+    /// A fixed-seed fast hash: every ray and contact looks chunks up here.
+    entries: hashbrown::HashMap<PhysicsChunkKey, Entry, foldhash::fast::FixedState>,
     /// Least recently used first: tick → chunk.
     lru: BTreeMap<u64, PhysicsChunkKey>,
     tick: u64,
@@ -90,7 +91,7 @@ pub(crate) fn build(
 impl CollisionCache {
     pub(crate) fn new(budget: usize) -> Self {
         CollisionCache {
-            entries: HashMap::new(),
+            entries: Default::default(),
             lru: BTreeMap::new(),
             tick: 0,
             budget,

@@ -107,6 +107,9 @@ pub struct Terrain {
     mesh_ws: MeshWorkspace,
     contact_ws: ContactWorkspace,
     scratch: Vec<Manifold>,
+    /// A region holding every stored voxel: the store's bounds, grown by each edit's dirty
+    /// region (never shrunk; rays clip to it, and recomputing it walks every chunk).
+    extent: Option<Region>,
     /// Storage chunks whose render mesh edits changed since the last hand-out.
     render_dirty: BTreeSet<(i32, i32, i32)>,
     /// The next edit's sequence number, and the delta log (oldest first) within its budget.
@@ -151,7 +154,8 @@ impl Terrain {
         }
         let mut masks = BitBroadphase::new(&table, voxel_size)?;
         let mesher = Mesher::new(&table);
-        if let Some(bounds) = store.bounds() {
+        let extent = store.bounds();
+        if let Some(bounds) = extent {
             masks.rebuild_region(&store, &bounds);
         }
         Ok(Terrain {
@@ -166,6 +170,7 @@ impl Terrain {
             mesh_ws: MeshWorkspace::new(),
             contact_ws: ContactWorkspace::new(),
             scratch: Vec::new(),
+            extent,
             render_dirty: BTreeSet::new(),
             seq: 0,
             log: VecDeque::new(),
@@ -294,7 +299,7 @@ impl Terrain {
             self.history.record(before);
             report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
             report.cache_dropped = self.cache.invalidate(&d);
-            self.mark_render(&d);
+            self.mark_changed(&d);
             self.log_edit(&d)?;
         }
         report.elapsed = start.elapsed();
@@ -374,10 +379,16 @@ impl Terrain {
         let masks_rebuilt = dirty.map_or(0, |d| self.masks.rebuild_region(&self.store, &d));
         let cache_dropped = dirty.map_or(0, |d| self.cache.invalidate(&d));
         if let Some(d) = dirty {
-            self.mark_render(&d);
+            self.mark_changed(&d);
             self.log_edit(&d)?;
         }
         Ok(EditReport { dirty, masks_rebuilt, cache_dropped, elapsed: start.elapsed() })
+    }
+
+    /// A region holding every stored voxel (`None` for an empty terrain); it may be larger than
+    /// the store's bounds after carving.
+    pub fn extent(&self) -> Option<Region> {
+        self.extent
     }
 
     /// The voxel at `p`.
@@ -641,8 +652,10 @@ impl Terrain {
         (solid, water)
     }
 
-    /// Storage chunks whose render mesh reads voxels of `dirty` (their padded read reaches it).
-    fn mark_render(&mut self, dirty: &Region) {
+    /// Records a write to `dirty`: grows the extent and marks the storage chunks whose render
+    /// mesh reads its voxels (their padded read reaches it).
+    fn mark_changed(&mut self, dirty: &Region) {
+        self.extent = Some(self.extent.map_or(*dirty, |e| e.union(dirty)));
         if let Some(range) = StoreChunkKey::range(&dirty.expanded(1)) {
             self.render_dirty.extend(range.iter().map(|k| (k.y, k.z, k.x)));
         }

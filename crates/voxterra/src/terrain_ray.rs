@@ -10,7 +10,7 @@
 use crate::terrain::{Terrain, TerrainError};
 use rayon::prelude::*;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 
 /// Chunks a ray built for itself when the cache could not keep them.
 type OwnChunks = HashMap<PhysicsChunkKey, Option<crate::ChunkCollision>>;
@@ -148,7 +148,7 @@ impl Terrain {
         // In voxel units: the same parameter t scales with the origin.
         let local = Ray::new(Point3::from(ray.origin.coords * k), ray.dir * k);
         // Only the stored world can be hit: clip the ray to it (grown by the geometry's spill).
-        let Some(bounds) = self.store().bounds() else { return Ok(None) };
+        let Some(bounds) = self.extent() else { return Ok(None) };
         let world = Aabb::new(bounds.min().map(|v| v as f32 - 2.0), bounds.max().map(|v| v as f32 + 2.0));
         let Some((t_start, t_end)) = world.clip_ray(&local, max_t) else { return Ok(None) };
         let size = PhysicsChunkKey::SIZE as f32;
@@ -176,21 +176,28 @@ impl Terrain {
         };
         let mut t_max = Vector3::new(boundary(cell.x, 0), boundary(cell.y, 1), boundary(cell.z, 2));
         let t_delta = inv.map(|i| (size * i).abs());
-        let (mut seen, mut heap) = (HashSet::new(), BinaryHeap::new());
+        let mut heap = BinaryHeap::new();
         let mut best: Option<TerrainRayHit> = None;
         let mut best_t = t_end;
+        // The axis and direction of the last step: the DDA moves monotonically along each axis,
+        // so after a step only the 9 neighbors on the leading face are new.
+        let mut entered: Option<(usize, i32)> = None;
         loop {
             let t_out = t_max.x.min(t_max.y).min(t_max.z);
-            // This cell and its neighbors, by where the ray enters their grown boxes.
+            // The new chunks around this cell, by where the ray enters their grown boxes.
             for dy in -1..=1 {
                 for dz in -1..=1 {
                     for dx in -1..=1 {
+                        let d = [dx, dy, dz];
+                        if entered.is_some_and(|(a, s)| d[a] != s) {
+                            continue;
+                        }
                         let n = PhysicsChunkKey::new(
                             cell.x.saturating_add(dx),
                             cell.y.saturating_add(dy),
                             cell.z.saturating_add(dz),
                         );
-                        if !seen.insert(n) || !self.has_solid(n) {
+                        if !self.has_solid(n) {
                             continue;
                         }
                         let Ok(r) = n.region() else { continue };
@@ -234,6 +241,7 @@ impl Terrain {
                 1 => cell.y = cell.y.saturating_add(step[1]),
                 _ => cell.z = cell.z.saturating_add(step[2]),
             }
+            entered = Some((a, step[a]));
             t_max[a] += t_delta[a];
         }
         // Back to world units: the parameter is the same, the point scales.

@@ -558,6 +558,23 @@ mod rays {
         );
         assert_eq!(one.cast_ray(&Ray::new(Point3::new(-50.0, 70.0, 30.0), -down), f32::MAX).unwrap(), None);
     }
+
+    #[test]
+    fn rays_find_voxels_written_past_the_first_extent() {
+        let mut t = Terrain::new(MaterialTable::default(), 1.0).unwrap();
+        let down = voxterra::core::nalgebra::Vector3::new(0.0, -1.0, 0.0);
+        let from = |x: f32| Ray::new(Point3::new(x, 40.0, 4.5), down);
+        assert_eq!(t.extent(), None);
+        assert_eq!(t.cast_ray(&from(4.5), 100.0).unwrap(), None);
+        let rock = Voxel::full(m::ROCK);
+        t.fill(&Region::new(VoxelPos::new(0, 0, 0), VoxelPos::new(8, 8, 8)).unwrap(), rock).unwrap();
+        assert!(t.cast_ray(&from(4.5), 100.0).unwrap().is_some());
+        assert_eq!(t.cast_ray(&from(300.5), 100.0).unwrap(), None);
+        t.fill(&Region::new(VoxelPos::new(296, 0, 0), VoxelPos::new(304, 20, 8)).unwrap(), rock).unwrap();
+        let hit = t.cast_ray(&from(300.5), 100.0).unwrap().expect("the new box is hit");
+        assert!((hit.point.y - 20.0).abs() < 1.0, "{hit:?}");
+        assert!(t.extent().unwrap().contains(VoxelPos::new(303, 19, 7)));
+    }
 }
 
 mod casts {
