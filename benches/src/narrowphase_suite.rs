@@ -35,7 +35,7 @@ use voxterra_narrowphase::{
     CastOptions, ContactWorkspace, Manifold, MeshCollider, MeshMeshOptions, TriangleSet, cast_shape, contacts,
 };
 
-const PREDICTION: f32 = 0.02;
+pub(crate) const PREDICTION: f32 = 0.02;
 type ParryManifold = ContactManifold<(), ()>;
 /// Contact normals found at a pose, each with its triangle's face normal.
 type Normals = Vec<(Vector3<f32>, Vector3<f32>)>;
@@ -92,7 +92,7 @@ fn rock() -> ConvexPolyhedron {
 }
 
 /// The four body shapes and the distance from each one's center to its lowest point.
-fn shapes() -> [(SharedShape, &'static str); 4] {
+pub(crate) fn shapes() -> [(SharedShape, &'static str); 4] {
     [
         (SharedShape::ball(0.5), "ball r 0.5"),
         (SharedShape::cuboid(0.5, 1.0, 0.5), "box 1x2x1"),
@@ -234,7 +234,7 @@ fn parry_frame(chunks: &[Chunk], bodies: &[Body], state: &mut ParryState, warm: 
 
 /// The same bodies touch on both sides, at the same deepest depth (within 5 mm: parry's EPA and
 /// its internal-edge fix move depths a little); returns how many bodies touch.
-fn check_contacts(ours: &[f32], theirs: &[f32], what: &str) -> usize {
+pub(crate) fn check_contacts(ours: &[f32], theirs: &[f32], what: &str) -> usize {
     let mut touching = 0;
     let mut off = 0;
     for (o, t) in ours.iter().zip(theirs) {

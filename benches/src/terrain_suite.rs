@@ -10,19 +10,33 @@
 //! - Rays: down, oblique and from inside caves across the whole world, prepared (ours:
 //!   `cast_rays`; the peer: a parry `Bvh` over the chunk TriMeshes, each leaf's TriMesh cast
 //!   through its own BVH, in parallel with rayon). Checked first: the same hits at the same distances.
+//! - Contacts: 1,000 bodies (ball, box, capsule, rock) resting on the world, every contact of
+//!   one frame (ours: `contacts` per body; the peer: the `Bvh` picks the chunk TriMeshes under
+//!   each body's box, then parry's `contact_manifolds` against each, fresh every frame as ours
+//!   is). Checked first: the same bodies touch, at the same depth.
+//! - First frame: 1,000 bodies on a fresh world (ours: a `Terrain` over the store, then
+//!   `prepare_around` the bodies and one contacts pass; the peer: every chunk's TriMesh built up
+//!   front, in parallel, then its `Bvh` and one contacts pass).
 //! - Memory: the whole world prepared (masks + every chunk's physics mesh, edge flags and kD
 //!   tree), bytes per triangle, against the peer's TriMeshes.
 
 use crate::harness::{Budget, Metric, Report, compare_prechecked};
+use crate::narrowphase_suite::{PREDICTION, check_contacts, shapes};
 use crate::world::{Rng, bench_world};
+use parry3d::bounding_volume::BoundingVolume;
+use parry3d::math::Isometry;
 use parry3d::partitioning::{Bvh, BvhBuildStrategy};
 use parry3d::query::RayCast;
+use parry3d::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
+use parry3d::shape::SharedShape;
 use parry3d::shape::{TriMesh, TriMeshFlags};
 use rayon::prelude::*;
 use std::cell::Cell;
+use voxterra::TerrainManifold;
 use voxterra::TerrainRayHit;
 use voxterra::core::DenseVoxels;
 use voxterra::core::VoxelRead;
+use voxterra::core::nalgebra::UnitQuaternion;
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{
     Aabb, MaterialTable, PhysicsChunkKey, Ray, Region, TriangleSource, Voxel, VoxelPos, materials,
@@ -152,6 +166,120 @@ fn same_hit(ours: &Option<TerrainRayHit>, peer: &Option<f32>) -> bool {
     }
 }
 
+type ParryManifold = ContactManifold<(), ()>;
+
+/// A body: which of [`shapes`] and where.
+struct Body {
+    shape: usize,
+    pose: Isometry<f32>,
+}
+
+/// Bodies resting on the terrain: each dropped along a ray to the ground, cast down onto it from
+/// 3 voxels above, and sunk 1 cm.
+fn place_bodies(t: &mut Terrain, all: &[(SharedShape, &str)], area: &Region, n: usize) -> Vec<Body> {
+    let mut rng = Rng(5);
+    let [sx, sy, sz] = area.size();
+    let mut out = Vec::new();
+    while out.len() < n {
+        let x = area.min().x as f32 + 4.0 + rng.below(sx - 8) as f32 + 0.37;
+        let z = area.min().z as f32 + 4.0 + rng.below(sz - 8) as f32 + 0.61;
+        let top = (area.min().y + sy as i32) as f32 + 1.0;
+        let Some(g) = t.cast_ray(&Ray::new(Point3::new(x, top, z), -Vector3::y()), 1000.0).expect("a ray")
+        else {
+            continue;
+        };
+        let shape = out.len() % all.len();
+        let rot = UnitQuaternion::from_euler_angles(0.0, rng.below(628) as f32 / 100.0, 0.0);
+        let local = all[shape].0.compute_local_aabb();
+        let above = Isometry::from_parts(Vector3::new(x, g.point.y - local.mins.y + 3.0, z).into(), rot);
+        let hit = t.cast_shape(&*all[shape].0.0, &above, &-Vector3::y(), 8.0).expect("a valid cast");
+        let Some((_, h)) = hit.filter(|(_, h)| h.toi >= 1e-3) else { continue };
+        let mut pose = above;
+        pose.translation.vector.y -= h.toi + 0.01;
+        out.push(Body { shape, pose });
+    }
+    out
+}
+
+/// Our frame: every body's contacts; returns the points and each body's deepest distance.
+fn ours_frame(
+    t: &mut Terrain,
+    all: &[(SharedShape, &str)],
+    bodies: &[Body],
+    out: &mut Vec<TerrainManifold>,
+) -> (usize, Vec<f32>) {
+    let mut points = 0;
+    let mut deepest = Vec::with_capacity(bodies.len());
+    for b in bodies {
+        out.clear();
+        t.contacts(&*all[b.shape].0.0, &b.pose, PREDICTION, out).expect("a valid query");
+        points += out.iter().map(|m| m.manifold.points().len()).sum::<usize>();
+        deepest.push(out.iter().map(|m| m.manifold.min_dist()).fold(f32::INFINITY, f32::min));
+    }
+    (points, deepest)
+}
+
+/// The peer's frame: the `Bvh` picks chunk TriMeshes under each body's box, parry's
+/// `contact_manifolds` runs against each.
+fn peer_frame(
+    parts: &[TriMesh],
+    bvh: &Bvh,
+    all: &[(SharedShape, &str)],
+    bodies: &[Body],
+    manifolds: &mut Vec<ParryManifold>,
+) -> (usize, Vec<f32>) {
+    let mut points = 0;
+    let mut deepest = Vec::with_capacity(bodies.len());
+    for b in bodies {
+        let shape = &*all[b.shape].0.0;
+        let bb = shape.compute_aabb(&b.pose).loosened(PREDICTION);
+        let mut d = f32::INFINITY;
+        for i in bvh.intersect_aabb(&bb) {
+            manifolds.clear();
+            DefaultQueryDispatcher
+                .contact_manifolds(
+                    &b.pose.inverse(),
+                    shape,
+                    &parts[i as usize],
+                    PREDICTION,
+                    manifolds,
+                    &mut None,
+                )
+                .expect("a supported pair");
+            for m in manifolds.iter() {
+                points += m.points.len();
+                d = m.points.iter().fold(d, |d, p| d.min(p.dist));
+            }
+        }
+        deepest.push(d);
+    }
+    (points, deepest)
+}
+
+/// The peer's whole world: every physics chunk meshed and made a TriMesh with
+/// `FIX_INTERNAL_EDGES`, in parallel, then the `Bvh` over them.
+fn peer_world(store: &VoxelStore, mesher: &Mesher, region: &Region) -> (Vec<TriMesh>, Bvh) {
+    let keys: Vec<PhysicsChunkKey> =
+        PhysicsChunkKey::range(&region.expanded(1)).expect("non-empty").iter().collect();
+    let parts: Vec<TriMesh> = keys
+        .par_iter()
+        .map_init(MeshWorkspace::new, |ws, key| {
+            let mut mesh = PhysicsMesh::default();
+            mesher.mesh(store, &key.region().expect("in range"), ws, &mut mesh).expect("meshable");
+            if mesh.triangles().is_empty() {
+                return None;
+            }
+            let positions: Vec<Point3<f32>> = (0..mesh.vertex_count()).map(|i| mesh.position(i)).collect();
+            let indices: Vec<[u32; 3]> = mesh.triangles().iter().map(|t| t.map(u32::from)).collect();
+            Some(TriMesh::with_flags(positions, indices, TriMeshFlags::FIX_INTERNAL_EDGES).expect("a mesh"))
+        })
+        .flatten()
+        .collect();
+    let aabbs: Vec<_> = parts.iter().map(|m| m.local_aabb()).collect();
+    let bvh = Bvh::from_leaves(BvhBuildStrategy::default(), &aabbs);
+    (parts, bvh)
+}
+
 /// Runs the suite.
 pub fn run(quick: bool) -> Report {
     let budget = Budget::new(quick);
@@ -258,6 +386,7 @@ pub fn run(quick: bool) -> Report {
     let mut tris = 0usize;
     let mut peer_bytes = 0usize;
     let mut parts = Vec::new();
+    let mut part_keys = Vec::new();
     for key in whole.cached_chunks() {
         if let Some(Some(c)) = whole.cached_chunk(key) {
             tris += c.mesh.triangle_count();
@@ -268,6 +397,7 @@ pub fn run(quick: bool) -> Report {
                 TriMesh::with_flags(positions, indices, TriMeshFlags::FIX_INTERNAL_EDGES).expect("a mesh");
             peer_bytes += mesh.total_memory_size();
             parts.push(mesh);
+            part_keys.push(key);
         }
     }
     report.metrics.push(Metric {
@@ -312,6 +442,74 @@ pub fn run(quick: bool) -> Report {
         },
         || rays.par_iter().map(peer_cast).filter(|h| h.is_some()).count(),
     ));
+    // Contacts of 1,000 resting bodies, the world prepared on both sides.
+    let all = shapes();
+    let bodies = place_bodies(&mut whole, &all, &wr, 1000);
+    let (mut ours_out, mut peer_out) = (Vec::new(), Vec::new());
+    let (op, od) = ours_frame(&mut whole, &all, &bodies, &mut ours_out);
+    let (pp, pd) = peer_frame(&parts, &bvh, &all, &bodies, &mut peer_out);
+    if std::env::var_os("NP_DEBUG").is_some() {
+        for (i, b) in bodies.iter().enumerate() {
+            if od[i].is_finite() != pd[i].is_finite() {
+                let shape = &*all[b.shape].0.0;
+                let bb = shape.compute_aabb(&b.pose).loosened(PREDICTION);
+                let theirs: Vec<_> = bvh.intersect_aabb(&bb).map(|j| part_keys[j as usize]).collect();
+                let ours = whole.solid_chunks(&Aabb::new(bb.mins, bb.maxs));
+                eprintln!(
+                    "body {i} {} at {:?}: ours {} chunks {ours:?}, parry {} chunks {theirs:?}",
+                    all[b.shape].1, b.pose.translation.vector, od[i], pd[i]
+                );
+            }
+        }
+    }
+    let touching = check_contacts(&od, &pd, "terrain contacts");
+    report.cases.push(compare_prechecked(
+        budget,
+        "contacts, 1,000 resting bodies",
+        "frame",
+        1,
+        "Bvh + contact_manifolds",
+        "≥ 2× the peer",
+        || ours_frame(&mut whole, &all, &bodies, &mut ours_out).0,
+        || peer_frame(&parts, &bvh, &all, &bodies, &mut peer_out).0,
+    ));
+    report.metrics.push(Metric {
+        name: "contact points in the frame".into(),
+        voxterra: op as f64,
+        peer: pp as f64,
+        peer_name: "parry".into(),
+        goal: format!("{touching} of {} bodies touching on both sides", bodies.len()),
+    });
+
+    // First frame on a fresh world: readiness, then one contacts pass.
+    let boxes: Vec<Aabb> = bodies
+        .iter()
+        .map(|b| {
+            let bb = all[b.shape].0.compute_aabb(&b.pose);
+            Aabb::new(bb.mins, bb.maxs).loosened(PREDICTION)
+        })
+        .collect();
+    let first = Budget { reps: if quick { 1 } else { 3 } };
+    report.cases.push(compare_prechecked(
+        first,
+        "first frame, 1,000 bodies",
+        "frame",
+        1,
+        "every TriMesh up front",
+        "report",
+        || {
+            let mut t =
+                Terrain::from_store(world.store.clone(), MaterialTable::default(), 1.0).expect("valid");
+            let (_, ready) = t.prepare_around(&boxes, usize::MAX, std::time::Duration::MAX);
+            assert!(ready);
+            ours_frame(&mut t, &all, &bodies, &mut ours_out).0
+        },
+        || {
+            let (parts, bvh) = peer_world(&world.store, &mesher, &wr);
+            peer_frame(&parts, &bvh, &all, &bodies, &mut peer_out).0
+        },
+    ));
+
     report.metrics.push(Metric {
         name: "rays that disagree with parry".into(),
         voxterra: differ as f64,

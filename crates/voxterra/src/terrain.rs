@@ -428,10 +428,12 @@ impl Terrain {
     }
 
     /// The physics chunks a query inside `aabb` (world units) needs: those whose masks show
-    /// solid within reach of the box, in key order (y, z, x).
+    /// solid within reach of the box, in key order (y, z, x). A chunk's triangles reach up to one
+    /// voxel past its box, so the box is grown by one voxel first: a body resting just above a
+    /// chunk's floor touches triangles of the chunk below.
     pub fn solid_chunks(&self, aabb: &Aabb) -> Vec<PhysicsChunkKey> {
         let mut keys = Vec::new();
-        self.masks.query(aabb, |k, t| {
+        self.masks.query(&aabb.loosened(self.voxel_size), |k, t| {
             if t.solid {
                 keys.push(k);
             }

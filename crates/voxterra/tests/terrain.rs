@@ -425,6 +425,28 @@ mod contacts {
         assert!(one.contacts(&*ball.0, &Isometry::translation(f32::NAN, 0.0, 0.0), 0.0, &mut out).is_err());
         assert!(one.contacts(&*ball.0, &Isometry::translation(1.0, 1.0, 1.0), -1.0, &mut out).is_err());
     }
+
+    #[test]
+    fn a_body_just_above_a_chunk_floor_touches_the_chunk_below() {
+        // Ground whose surface lies a third of a voxel above y = 8, a physics chunk boundary:
+        // its triangles belong to the chunks below, whose boxes end at 8.
+        let mut t = Terrain::new(MaterialTable::default(), 1.0).unwrap();
+        t.fill(&Region::new(VoxelPos::new(0, 0, 0), VoxelPos::new(16, 8, 16)).unwrap(), Voxel::full(m::ROCK))
+            .unwrap();
+        let top = Voxel::with_occupancy(m::ROCK, 0.4);
+        t.fill(&Region::new(VoxelPos::new(0, 8, 0), VoxelPos::new(16, 9, 16)).unwrap(), top).unwrap();
+        let down = voxterra::core::nalgebra::Vector3::new(0.0, -1.0, 0.0);
+        let ray = voxterra::core::Ray::new(Point3::new(6.3, 20.0, 5.7), down);
+        let ground = t.cast_ray(&ray, 100.0).unwrap().expect("the ground").point.y;
+        assert!(ground > 8.05 && ground < 9.0, "{ground}");
+        let ball = SharedShape::ball(0.5);
+        let pose = Isometry::translation(6.3, ground + 0.49, 5.7);
+        let mut out = Vec::new();
+        t.contacts(&*ball.0, &pose, 0.0, &mut out).unwrap();
+        let deepest = out.iter().map(|m| m.manifold.min_dist()).fold(f32::INFINITY, f32::min);
+        assert!((deepest + 0.01).abs() < 2e-3, "{deepest} in {out:?}");
+        assert!(t.intersects(&*ball.0, &pose).unwrap());
+    }
 }
 
 mod rays {
