@@ -35,11 +35,16 @@
 //! terrain.undo()?; // the hill goes, bit for bit
 //! assert_eq!(terrain.history_len(), (1, 1));
 //!
-//! // A ball resting in the crater: contacts from the chunks around it, in world units.
+//! // A ray straight down into the crater, then a ball resting where it hits: contacts from the
+//! // chunks around it, in world units.
+//! let down = voxterra::core::Ray::new(Point3::new(32.0, 60.0, 32.0), -voxterra::core::nalgebra::Vector3::y());
+//! let hit = terrain.cast_ray(&down, 100.0)?.expect("the crater's floor");
+//! assert!(hit.normal.y > 0.5);
 //! let ball = voxterra::narrowphase::parry3d::shape::Ball::new(1.0);
-//! let pose = voxterra::narrowphase::parry3d::math::Isometry::translation(32.0, 17.0, 32.0);
+//! let pose = voxterra::narrowphase::parry3d::math::Isometry::translation(32.0, hit.point.y + 0.99, 32.0);
 //! let mut manifolds = Vec::new();
-//! terrain.contacts(&ball, &pose, 2.0, &mut manifolds)?;
+//! terrain.contacts(&ball, &pose, 0.02, &mut manifolds)?;
+//! assert!(manifolds.iter().any(|m| m.manifold.min_dist() < 0.0));
 //! assert!(terrain.cache_stats().builds > 0);
 //! # Ok::<(), voxterra::TerrainError>(())
 //! ```
@@ -52,7 +57,7 @@
 //! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
 //! render meshes edits changed, re-meshed in parallel; [`Terrain::edits_since`] and
 //! [`Terrain::apply_delta`] replicate edits to another terrain; [`Terrain::cast_rays`] casts
-//! batches in parallel. Next: the `terrain` compare suite, then `World` (bodies).
+//! batches in parallel.
 //!
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};
