@@ -7,7 +7,6 @@
 
 use crate::extract::{MeshError, MeshStats, MeshWorkspace, Mesher};
 use crate::output::PhysicsMesh;
-use std::collections::HashMap;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Region, VoxelRead};
 
@@ -23,11 +22,6 @@ type Key = [u32; 3];
 
 fn key(p: &Point3<f32>) -> Key {
     [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()]
-}
-
-fn edge_key(a: &Point3<f32>, b: &Point3<f32>) -> (Key, Key) {
-    let (ka, kb) = (key(a), key(b));
-    if ka <= kb { (ka, kb) } else { (kb, ka) }
 }
 
 fn normal(t: &[Point3<f32>; 3]) -> Option<Vector3<f32>> {
@@ -70,32 +64,64 @@ impl Mesher {
 /// [`ACTIVE_EDGE_DEGREES`]; an edge with no neighbor (the mesh's boundary) or several (a
 /// non-manifold edge) is active; every edge of a zero-area triangle is active.
 pub fn edge_flags(own: &PhysicsMesh, around: &PhysicsMesh) -> Vec<u8> {
-    let tri = |m: &PhysicsMesh, t: usize| m.triangles()[t].map(|v| m.position(v as usize));
-    // Each undirected edge of `around`: the far corners of the triangles using it.
-    let mut far: HashMap<(Key, Key), Vec<Point3<f32>>> = HashMap::with_capacity(around.triangles().len() * 2);
-    for t in 0..around.triangles().len() {
-        let p = tri(around, t);
+    // One id per distinct position of `around` (positions decode bit-identically in both meshes,
+    // so equal bits are the same vertex). PERF: edges become one sortable u64 each, (low id,
+    // high id, far corner id): 25 µs a surface chunk where a map keyed by positions took 76
+    // (the `physics_chunks` probe).
+    let mut ids: hashbrown::HashMap<Key, u64, foldhash::fast::FixedState> =
+        hashbrown::HashMap::with_capacity_and_hasher(around.vertex_count(), Default::default());
+    let mut at: Vec<Point3<f32>> = Vec::with_capacity(around.vertex_count());
+    let around_ids: Vec<u64> = (0..around.vertex_count())
+        .map(|v| {
+            let p = around.position(v);
+            *ids.entry(key(&p)).or_insert_with(|| {
+                at.push(p);
+                at.len() as u64 - 1
+            })
+        })
+        .collect();
+    // At most 65 536 vertices (u16 indices): ids fit 21 bits.
+    const BITS: u32 = 21;
+    let edge = |a: u64, b: u64| {
+        if a <= b { (a << (2 * BITS)) | (b << BITS) } else { (b << (2 * BITS)) | (a << BITS) }
+    };
+    let mut edges: Vec<u64> = Vec::with_capacity(around.triangles().len() * 3);
+    for t in around.triangles() {
+        let v = t.map(|i| around_ids[i as usize]);
         for i in 0..3 {
-            far.entry(edge_key(&p[i], &p[(i + 1) % 3])).or_default().push(p[(i + 2) % 3]);
+            edges.push(edge(v[i], v[(i + 1) % 3]) | v[(i + 2) % 3]);
         }
     }
+    edges.sort_unstable();
+    let far_mask = (1u64 << BITS) - 1;
     let cos_limit = ACTIVE_EDGE_DEGREES.to_radians().cos();
     (0..own.triangles().len())
         .map(|t| {
-            let p = tri(own, t);
+            let p = own.triangles()[t].map(|v| own.position(v as usize));
             let Some(n) = normal(&p) else { return 0b111 };
+            let id = p.map(|q| ids.get(&key(&q)).copied());
             let mut flags = 0u8;
             for i in 0..3 {
-                let (a, b, c) = (p[i], p[(i + 1) % 3], p[(i + 2) % 3]);
-                let others: Vec<&Point3<f32>> = far
-                    .get(&edge_key(&a, &b))
-                    .map(|v| v.iter().filter(|d| key(d) != key(&c)).collect())
-                    .unwrap_or_default();
-                let active = match others.as_slice() {
-                    [d] => {
-                        let convex = (*d - a).dot(&n) < 0.0;
-                        let bent = normal(&[b, a, **d]).is_none_or(|m| m.dot(&n) < cos_limit);
-                        convex && bent
+                let (a, b) = (p[i], p[(i + 1) % 3]);
+                // An end `around` lacks: the edge has no neighbor there.
+                let active = match (id[i], id[(i + 1) % 3]) {
+                    (Some(ia), Some(ib)) => {
+                        let ic = id[(i + 2) % 3].unwrap_or(u64::MAX);
+                        let k = edge(ia, ib);
+                        let start = edges.partition_point(|&e| e < k);
+                        let mut others = edges[start..]
+                            .iter()
+                            .take_while(|&&e| e & !far_mask == k)
+                            .filter(|&&e| e & far_mask != ic);
+                        match (others.next(), others.next()) {
+                            (Some(&e), None) => {
+                                let d = at[(e & far_mask) as usize];
+                                let convex = (d - a).dot(&n) < 0.0;
+                                let bent = normal(&[b, a, d]).is_none_or(|m| m.dot(&n) < cos_limit);
+                                convex && bent
+                            }
+                            _ => true,
+                        }
                     }
                     _ => true,
                 };

@@ -493,6 +493,51 @@ proptest! {
         }}}
         prop_assert_eq!(seen, whole.triangles().len());
     }
+
+    /// `edge_flags` equals the rule applied by brute force: every edge of every triangle against
+    /// every edge of every triangle of the grown mesh, positions compared bit for bit.
+    #[test]
+    fn edge_flags_equal_brute_force(seed in any::<u64>(), sharp: bool) {
+        let domain = region([-4, -4, -4], [24, 24, 24]);
+        let d = blobs(domain, region([0, 0, 0], [16, 16, 16]), seed);
+        let mode = if sharp { ShapeMode::Sharp } else { ShapeMode::Smooth };
+        let mesher = Mesher::new(&MaterialTable::default()).with_shape_mode(mode);
+        let mut ws = MeshWorkspace::new();
+        let r = region([4, 4, 4], [8, 8, 8]);
+        let (mut own, mut around) = (PhysicsMesh::default(), PhysicsMesh::default());
+        mesher.mesh_physics(&d, &r, &mut ws, &mut own).unwrap();
+        mesher.mesh(&d, &r.expanded(1), &mut ws, &mut around).unwrap();
+        let bits = |p: Point3<f32>| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()];
+        let tri = |m: &PhysicsMesh, t: usize| m.triangles()[t].map(|v| m.position(v as usize));
+        let normal = |t: [Point3<f32>; 3]| (t[1] - t[0]).cross(&(t[2] - t[0])).try_normalize(0.0);
+        let cos_limit = voxterra_mesher::edge_flags::ACTIVE_EDGE_DEGREES.to_radians().cos();
+        for t in 0..own.triangles().len() {
+            let p = tri(&own, t);
+            let want = match normal(p) {
+                None => 0b111,
+                Some(n) => (0..3).fold(0u8, |flags, i| {
+                    let (a, b, c) = (p[i], p[(i + 1) % 3], p[(i + 2) % 3]);
+                    let mut far = Vec::new();
+                    for u in 0..around.triangles().len() {
+                        let q = tri(&around, u);
+                        for j in 0..3 {
+                            let (qa, qb, qc) = (bits(q[j]), bits(q[(j + 1) % 3]), q[(j + 2) % 3]);
+                            let same = (qa == bits(a) && qb == bits(b)) || (qa == bits(b) && qb == bits(a));
+                            if same && bits(qc) != bits(c) {
+                                far.push(qc);
+                            }
+                        }
+                    }
+                    let active = match far.as_slice() {
+                        [dd] => (dd - a).dot(&n) < 0.0 && normal([b, a, *dd]).is_none_or(|m| m.dot(&n) < cos_limit),
+                        _ => true,
+                    };
+                    if active { flags | (1 << i) } else { flags }
+                }),
+            };
+            prop_assert_eq!(own.edge_flags()[t], want, "triangle {}", t);
+        }
+    }
 }
 
 /// On a flat floor every edge inside the floor is flat, so inactive, however it is chunked; a
