@@ -515,10 +515,7 @@ impl Terrain {
         prediction: f32,
         out: &mut Vec<TerrainManifold>,
     ) -> Result<usize, TerrainError> {
-        let finite = pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite());
-        if !finite {
-            return Err(NarrowphaseError::NonFinitePose.into());
-        }
+        check_pose(pose)?;
         if !(prediction.is_finite() && prediction >= 0.0) {
             return Err(NarrowphaseError::InvalidParameter {
                 what: "prediction distance",
@@ -533,15 +530,7 @@ impl Terrain {
         }
         // The layers below work in voxel units.
         let k = 1.0 / self.voxel_size;
-        let scaled: Option<Box<dyn Shape>> = if self.voxel_size == 1.0 {
-            None
-        } else {
-            Some(
-                shape
-                    .scale_dyn(&Vector3::repeat(k), 16)
-                    .ok_or(NarrowphaseError::UnsupportedShape("a shape parry cannot scale"))?,
-            )
-        };
+        let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let mut local_pose = *pose;
         local_pose.translation.vector *= k;
@@ -590,10 +579,7 @@ impl Terrain {
                 NarrowphaseError::InvalidParameter { what: "velocity or max_toi", value: max_toi }.into()
             );
         }
-        let finite = pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite());
-        if !finite {
-            return Err(NarrowphaseError::NonFinitePose.into());
-        }
+        check_pose(pose)?;
         let start = shape.compute_aabb(pose);
         let mut end_pose = *pose;
         end_pose.translation.vector += velocity * max_toi;
@@ -601,15 +587,7 @@ impl Terrain {
         let swept = Aabb::new(start.mins, start.maxs).merged(&Aabb::new(end.mins, end.maxs));
         let keys = self.solid_chunks(&swept);
         let k = 1.0 / self.voxel_size;
-        let scaled: Option<Box<dyn Shape>> = if self.voxel_size == 1.0 {
-            None
-        } else {
-            Some(
-                shape
-                    .scale_dyn(&Vector3::repeat(k), 16)
-                    .ok_or(NarrowphaseError::UnsupportedShape("a shape parry cannot scale"))?,
-            )
-        };
+        let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let mut local_pose = *pose;
         local_pose.translation.vector *= k;
@@ -759,4 +737,21 @@ impl Terrain {
         }
         self.edit(region, |store| store.write_box(&region, voxels))
     }
+}
+
+/// A NaN or infinite pose is an error.
+fn check_pose(pose: &Isometry<f32>) -> Result<(), TerrainError> {
+    let finite = pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite());
+    if finite { Ok(()) } else { Err(NarrowphaseError::NonFinitePose.into()) }
+}
+
+/// `shape` scaled by `k` (world to voxel units), or `None` when `k` is 1 and it is used as is.
+fn scaled_to_voxels(shape: &dyn Shape, k: f32) -> Result<Option<Box<dyn Shape>>, TerrainError> {
+    if k == 1.0 {
+        return Ok(None);
+    }
+    let s = shape
+        .scale_dyn(&Vector3::repeat(k), 16)
+        .ok_or(NarrowphaseError::UnsupportedShape("a shape parry cannot scale"))?;
+    Ok(Some(s))
 }

@@ -25,6 +25,23 @@ fn voxels(t: &Terrain) -> Vec<Voxel> {
     v
 }
 
+/// A chunk's collision data built from scratch: its physics mesh (with edge flags) and kD tree;
+/// `None` for a chunk with no surface.
+fn fresh_chunk(
+    t: &Terrain,
+    key: PhysicsChunkKey,
+) -> Option<(voxterra::mesher::PhysicsMesh, voxterra::kdtree::KdTree)> {
+    let mesher = voxterra::mesher::Mesher::new(t.materials());
+    let mut mesh = voxterra::mesher::PhysicsMesh::default();
+    let mut ws = voxterra::mesher::MeshWorkspace::new();
+    mesher.mesh_physics(t.store(), &key.region().unwrap(), &mut ws, &mut mesh).unwrap();
+    if mesh.triangles().is_empty() {
+        return None;
+    }
+    let tree = voxterra::kdtree::KdTree::build(&mesh).unwrap();
+    Some((mesh, tree))
+}
+
 fn fresh_masks(t: &Terrain) -> Vec<(PhysicsChunkKey, voxterra::terrain_broadphase::ChunkState)> {
     let mut bp = BitBroadphase::new(t.materials(), 1.0).unwrap();
     if let Some(b) = t.store().bounds() {
@@ -212,7 +229,6 @@ fn edits_are_the_same_on_one_thread_and_two() {
 
 mod contacts {
     use super::*;
-    use voxterra::kdtree::KdTree;
     use voxterra::mesher::{MeshWorkspace, Mesher, PhysicsMesh};
     use voxterra::narrowphase::parry3d::math::Isometry;
     use voxterra::narrowphase::parry3d::shape::SharedShape;
@@ -228,17 +244,9 @@ mod contacts {
     ) -> Vec<(PhysicsChunkKey, Manifold)> {
         let b = shape.compute_aabb(pose);
         let keys = t.solid_chunks(&Aabb::new(b.mins, b.maxs).loosened(prediction));
-        let mesher = Mesher::new(t.materials());
         let mut out = Vec::new();
         for key in keys {
-            let mut mesh = PhysicsMesh::default();
-            mesher
-                .mesh_physics(t.store(), &key.region().unwrap(), &mut MeshWorkspace::new(), &mut mesh)
-                .unwrap();
-            if mesh.triangles().is_empty() {
-                continue;
-            }
-            let tree = KdTree::build(&mesh).unwrap();
+            let Some((mesh, tree)) = fresh_chunk(t, key) else { continue };
             let view = tree.with(&mesh);
             let mut ms = Vec::new();
             let set = TriangleSet::new(&mesh, &view).with_edge_flags(mesh.edge_flags());
@@ -603,8 +611,6 @@ mod casts {
     use super::*;
     use voxterra::core::Aabb;
     use voxterra::core::nalgebra::Vector3;
-    use voxterra::kdtree::KdTree;
-    use voxterra::mesher::{MeshWorkspace, Mesher, PhysicsMesh};
     use voxterra::narrowphase::parry3d::math::Isometry;
     use voxterra::narrowphase::parry3d::shape::SharedShape;
     use voxterra::narrowphase::{CastOptions, TriangleSet};
@@ -617,17 +623,9 @@ mod casts {
         vel: &Vector3<f32>,
         max: f32,
     ) -> Option<f32> {
-        let mesher = Mesher::new(t.materials());
         let mut best: Option<f32> = None;
         for key in PhysicsChunkKey::range(&area()).unwrap().iter() {
-            let mut mesh = PhysicsMesh::default();
-            mesher
-                .mesh_physics(t.store(), &key.region().unwrap(), &mut MeshWorkspace::new(), &mut mesh)
-                .unwrap();
-            if mesh.triangles().is_empty() {
-                continue;
-            }
-            let tree = KdTree::build(&mesh).unwrap();
+            let Some((mesh, tree)) = fresh_chunk(t, key) else { continue };
             let view = tree.with(&mesh);
             let set = TriangleSet::new(&mesh, &view).with_edge_flags(mesh.edge_flags());
             if let Some(h) =
