@@ -92,6 +92,7 @@ pub mod fuzz;
 mod history;
 mod terrain;
 mod terrain_ray;
+mod world;
 
 pub use atomic_file::AtomicFile;
 pub use brush::{Brush, BrushOp, BrushShape};
@@ -99,9 +100,13 @@ pub use collision_cache::{CacheStats, ChunkCollision};
 pub use delta::DeltaError;
 pub use terrain::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS, EditReport,
-    Terrain, TerrainError, TerrainManifold,
+    QueryWorkspace, Terrain, TerrainError, TerrainManifold,
 };
 pub use terrain_ray::TerrainRayHit;
+pub use world::{
+    Body, BodyDesc, BodyHandle, BodyManifold, HitTarget, StepReport, World, WorldConfig, WorldContacts,
+    WorldError, WorldEvent, WorldRayHit, WorldShapeHit,
+};
 
 pub use voxterra_bit_broadphase as terrain_broadphase;
 pub use voxterra_codec as codec;

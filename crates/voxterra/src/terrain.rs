@@ -105,8 +105,7 @@ pub struct Terrain {
     mesher: Mesher,
     cache: CollisionCache,
     mesh_ws: MeshWorkspace,
-    contact_ws: ContactWorkspace,
-    scratch: Vec<Manifold>,
+    query_ws: QueryWorkspace,
     /// A region holding every stored voxel: the store's bounds, grown by each edit's dirty
     /// region (never shrunk; rays clip to it, and recomputing it walks every chunk).
     extent: Option<Region>,
@@ -126,6 +125,28 @@ pub struct TerrainManifold {
     pub chunk: PhysicsChunkKey,
     /// At most four points sharing a normal (world units).
     pub manifold: Manifold,
+}
+
+/// Scratch for the `&self` queries ([`Terrain::contacts_shared`]): keep one per thread and reuse
+/// it, so queries allocate nothing once its buffers have grown.
+#[derive(Default)]
+pub struct QueryWorkspace {
+    contact: ContactWorkspace,
+    scratch: Vec<Manifold>,
+    mesh: MeshWorkspace,
+}
+
+impl QueryWorkspace {
+    /// An empty workspace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for QueryWorkspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryWorkspace").finish_non_exhaustive()
+    }
 }
 
 /// Default history budget: 64 MiB of snapshots.
@@ -168,8 +189,7 @@ impl Terrain {
             mesher,
             cache: CollisionCache::new(DEFAULT_CACHE_BYTES),
             mesh_ws: MeshWorkspace::new(),
-            contact_ws: ContactWorkspace::new(),
-            scratch: Vec::new(),
+            query_ws: QueryWorkspace::new(),
             extent,
             render_dirty: BTreeSet::new(),
             seq: 0,
@@ -516,15 +536,48 @@ impl Terrain {
         out: &mut Vec<TerrainManifold>,
     ) -> Result<usize, TerrainError> {
         check_pose(pose)?;
-        if !(prediction.is_finite() && prediction >= 0.0) {
-            return Err(NarrowphaseError::InvalidParameter {
-                what: "prediction distance",
-                value: prediction,
-            }
-            .into());
-        }
+        check_prediction(prediction)?;
         let b = shape.compute_aabb(pose);
         let keys = self.solid_chunks(&Aabb::new(b.mins, b.maxs).loosened(prediction));
+        for &key in &keys {
+            self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws);
+        }
+        let mut ws = std::mem::take(&mut self.query_ws);
+        let r = self.contacts_in(shape, pose, prediction, &keys, &mut ws, out);
+        self.query_ws = ws;
+        r
+    }
+
+    /// [`Terrain::contacts`] through a shared reference, for parallel callers and engines that
+    /// query from `&self` (one [`QueryWorkspace`] per thread). The cache is read, never changed: a
+    /// chunk it does not hold is built for this call only and dropped, so [`Terrain::prepare`] the
+    /// region first. The result equals [`Terrain::contacts`]'s.
+    pub fn contacts_shared(
+        &self,
+        shape: &dyn Shape,
+        pose: &Isometry<f32>,
+        prediction: f32,
+        ws: &mut QueryWorkspace,
+        out: &mut Vec<TerrainManifold>,
+    ) -> Result<usize, TerrainError> {
+        check_pose(pose)?;
+        check_prediction(prediction)?;
+        let b = shape.compute_aabb(pose);
+        let keys = self.solid_chunks(&Aabb::new(b.mins, b.maxs).loosened(prediction));
+        self.contacts_in(shape, pose, prediction, &keys, ws, out)
+    }
+
+    /// The contacts of `shape` with the triangles of `keys` (world units, pose and prediction
+    /// already checked), reading the cache and building what it does not hold into `ws`.
+    pub(crate) fn contacts_in(
+        &self,
+        shape: &dyn Shape,
+        pose: &Isometry<f32>,
+        prediction: f32,
+        keys: &[PhysicsChunkKey],
+        ws: &mut QueryWorkspace,
+        out: &mut Vec<TerrainManifold>,
+    ) -> Result<usize, TerrainError> {
         if keys.is_empty() {
             return Ok(0);
         }
@@ -535,21 +588,29 @@ impl Terrain {
         let mut local_pose = *pose;
         local_pose.translation.vector *= k;
         let before = out.len();
-        for key in keys {
-            let Some(c) = self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws) else { continue };
+        for &key in keys {
+            let own;
+            let c = match self.cache.peek(key) {
+                Some(c) => c,
+                None => {
+                    own = crate::collision_cache::build(&self.mesher, &self.store, key, &mut ws.mesh);
+                    own.as_ref()
+                }
+            };
+            let Some(c) = c else { continue };
             let view = c.tree.with(&c.mesh);
             let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags());
-            self.scratch.clear();
+            ws.scratch.clear();
             voxterra_narrowphase::contacts(
                 local_shape,
                 &local_pose,
                 set,
                 prediction * k,
-                &mut self.contact_ws,
-                &mut self.scratch,
+                &mut ws.contact,
+                &mut ws.scratch,
             )?;
             out.extend(
-                self.scratch
+                ws.scratch
                     .iter()
                     .map(|m| TerrainManifold { chunk: key, manifold: m.scaled(self.voxel_size) }),
             );
@@ -743,6 +804,15 @@ impl Terrain {
 fn check_pose(pose: &Isometry<f32>) -> Result<(), TerrainError> {
     let finite = pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite());
     if finite { Ok(()) } else { Err(NarrowphaseError::NonFinitePose.into()) }
+}
+
+/// A prediction distance must be finite and non-negative.
+fn check_prediction(prediction: f32) -> Result<(), TerrainError> {
+    if prediction.is_finite() && prediction >= 0.0 {
+        Ok(())
+    } else {
+        Err(NarrowphaseError::InvalidParameter { what: "prediction distance", value: prediction }.into())
+    }
 }
 
 /// `shape` scaled by `k` (world to voxel units), or `None` when `k` is 1 and it is used as is.
