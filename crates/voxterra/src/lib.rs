@@ -91,6 +91,7 @@ mod delta;
 pub mod fuzz;
 mod history;
 mod terrain;
+mod terrain_point;
 mod terrain_ray;
 mod world;
 
@@ -102,6 +103,7 @@ pub use terrain::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS, EditReport,
     QueryWorkspace, Terrain, TerrainError, TerrainManifold,
 };
+pub use terrain_point::TerrainProjection;
 pub use terrain_ray::TerrainRayHit;
 pub use world::{
     Body, BodyDesc, BodyHandle, BodyManifold, HitTarget, StepReport, World, WorldConfig, WorldContacts,

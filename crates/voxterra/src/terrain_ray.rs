@@ -91,6 +91,22 @@ impl Terrain {
         }
     }
 
+    /// [`Terrain::cast_ray`] through a shared reference (engines that cast from `&self`, parallel
+    /// callers): the cache is read, never changed; chunks it does not hold are built for this call
+    /// only, so [`Terrain::prepare`] the region first. The hit equals [`Terrain::cast_ray`]'s.
+    pub fn cast_ray_shared(&self, ray: &Ray, max_t: f32) -> Result<Option<TerrainRayHit>, TerrainError> {
+        check_ray(ray, max_t)?;
+        let mut own = HashMap::new();
+        loop {
+            match self.walk(ray, max_t, Some(&own)) {
+                Ok(hit) => return Ok(hit),
+                Err(missing) => {
+                    own.insert(missing, self.build_uncached(missing));
+                }
+            }
+        }
+    }
+
     /// [`Terrain::cast_ray`] for many rays, in parallel on the current rayon pool: `hits[i]` gets
     /// ray `i`'s hit (`hits` is resized to `rays`). The chunks the rays need are built in
     /// parallel rounds; the hits are the same for any thread count.

@@ -564,6 +564,57 @@ mod rays {
         let mut hits = Vec::new();
         tiny.cast_rays(&rays, 200.0, &mut hits).unwrap();
         assert!(hits == want);
+        // Through a shared reference, on an empty cache and on a full one.
+        let fresh = world();
+        let shared: Vec<_> = rays.iter().map(|r| fresh.cast_ray_shared(r, 200.0).unwrap()).collect();
+        assert!(shared == want);
+        assert_eq!(fresh.cache_stats().builds, 0, "shared casts leave the cache alone");
+        let shared: Vec<_> = rays.iter().map(|r| single.cast_ray_shared(r, 200.0).unwrap()).collect();
+        assert!(shared == want);
+    }
+
+    /// The nearest terrain point equals the brute force over every chunk's triangles, and says
+    /// which side of the surface the point is on.
+    #[test]
+    fn point_projection_equals_the_brute_force() {
+        use voxterra::narrowphase::parry3d::query::PointQuery;
+        use voxterra::narrowphase::parry3d::shape::Triangle;
+        let t = world();
+        let chunks = all_chunks(&t);
+        let (mut inside, mut outside) = (0, 0);
+        for i in 0..200u32 {
+            let f = |k: u32| ((i * 7919 + k * 104_729) % 1000) as f32 / 1000.0;
+            let p = Point3::new(4.0 + f(1) * 56.0, 4.0 + f(2) * 40.0, 4.0 + f(3) * 56.0);
+            let max = if i % 7 == 0 { 1.5 } else { 100.0 };
+            let got = t.project_point(&p, max).unwrap();
+            let mut best = f32::INFINITY;
+            for (_, mesh) in &chunks {
+                for k in 0..mesh.triangles().len() {
+                    let [a, b, c] = voxterra::core::TriangleSource::triangle(mesh, k);
+                    best = best.min((Triangle::new(a, b, c).project_local_point(&p, false).point - p).norm());
+                }
+            }
+            match got {
+                Some(g) => {
+                    assert!((g.distance - best).abs() < 1e-4, "point {i}: {} vs {best}", g.distance);
+                    assert!(((g.point - p).norm() - g.distance).abs() < 1e-4);
+                    let v = t.voxel(voxterra::core::VoxelPos::new(
+                        p.x.floor() as i32,
+                        p.y.floor() as i32,
+                        p.z.floor() as i32,
+                    ));
+                    let solid = t.materials().is_solid(v) && v.occupancy() > 0.5;
+                    if g.distance > 1.5 {
+                        // Well away from the surface the voxel under the point agrees.
+                        assert_eq!(g.inside, solid, "point {i} at {p:?}: {g:?}");
+                    }
+                    if g.inside { inside += 1 } else { outside += 1 }
+                }
+                None => assert!(best > max, "point {i}: nothing within {max} but the brute force has {best}"),
+            }
+        }
+        assert!(inside > 10 && outside > 10, "{inside} inside, {outside} outside");
+        assert!(t.project_point(&Point3::new(f32::NAN, 0.0, 0.0), 1.0).is_err());
     }
 
     #[test]

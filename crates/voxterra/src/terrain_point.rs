@@ -1,0 +1,140 @@
+//! The terrain point nearest to a point: a search over the physics chunks around it, in growing
+//! boxes, through each chunk's kD tree.
+
+use crate::terrain::{Terrain, TerrainError};
+use voxterra_core::nalgebra::{Point3, Unit, Vector3};
+use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
+use voxterra_narrowphase::NarrowphaseError;
+use voxterra_narrowphase::parry3d::query::PointQueryWithLocation;
+use voxterra_narrowphase::parry3d::shape::{Triangle, TrianglePointLocation};
+
+/// The terrain point nearest to a query point (world units).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct TerrainProjection {
+    /// The nearest point on the terrain's surface.
+    pub point: Point3<f32>,
+    /// Its distance from the query point.
+    pub distance: f32,
+    /// The face normal of its triangle, toward the air.
+    pub normal: Unit<Vector3<f32>>,
+    /// True when the query point is under the surface (on the solid side of that triangle).
+    pub inside: bool,
+    /// The physics chunk of the triangle.
+    pub chunk: voxterra_core::PhysicsChunkKey,
+    /// The triangle's index in that chunk's physics mesh.
+    pub triangle: u32,
+}
+
+impl Terrain {
+    /// The terrain point nearest to `p` within `max_dist` (world units), or `None` when the
+    /// surface is farther. Reads the cache and builds what it lacks for this call only (see
+    /// [`Terrain::prepare`]). `inside` is decided by the nearest triangle's face: exact on faces,
+    /// and where the nearest point is on an edge or corner, by the solid occupancy field (trilinear
+    /// between voxel centers, the surface at one half).
+    pub fn project_point(
+        &self,
+        p: &Point3<f32>,
+        max_dist: f32,
+    ) -> Result<Option<TerrainProjection>, TerrainError> {
+        if !(p.iter().all(|v| v.is_finite()) && !max_dist.is_nan() && max_dist >= 0.0) {
+            return Err(NarrowphaseError::InvalidParameter {
+                what: "point or max distance",
+                value: max_dist,
+            }
+            .into());
+        }
+        let vs = self.voxel_size();
+        let local = Point3::from(p.coords / vs);
+        let limit = max_dist / vs;
+        // Grow the search box until the best point found lies inside it: nothing outside can be
+        // nearer. Bounded by the limit and by the stored world.
+        let reach = self.extent().map_or(0.0, |e| {
+            let lo = e.min().map(|v| v as f32 - 2.0);
+            let hi = e.max().map(|v| v as f32 + 2.0);
+            let d = Vector3::new(
+                (lo.x - local.x).max(local.x - hi.x).max(0.0),
+                (lo.y - local.y).max(local.y - hi.y).max(0.0),
+                (lo.z - local.z).max(local.z - hi.z).max(0.0),
+            );
+            d.norm() + (hi - lo).norm()
+        });
+        let mut r = 2.0f32;
+        loop {
+            let r_now = r.min(limit).min(reach.max(0.0));
+            let b = Aabb::new(local - Vector3::repeat(r_now), local + Vector3::repeat(r_now));
+            let world_box = Aabb::new(Point3::from(b.mins.coords * vs), Point3::from(b.maxs.coords * vs));
+            let mut best: Option<(f32, TerrainProjection)> = None;
+            for key in self.solid_chunks(&world_box) {
+                let own;
+                let c = match self.cached_chunk(key) {
+                    Some(c) => c,
+                    None => {
+                        own = self.build_uncached(key);
+                        own.as_ref()
+                    }
+                };
+                let Some(c) = c else { continue };
+                c.tree.with(&c.mesh).triangles_in_aabb(&b, &mut |t| {
+                    let [a, bb, cc] = c.mesh.triangle(t as usize);
+                    let tri = Triangle::new(a, bb, cc);
+                    let (proj, at) = tri.project_local_point_and_get_location(&local, false);
+                    let q = proj.point;
+                    let d = (q - local).norm();
+                    if best.as_ref().is_none_or(|(bd, bp)| {
+                        d < *bd
+                            || (d == *bd
+                                && (key.y, key.z, key.x, t)
+                                    < (bp.chunk.y, bp.chunk.z, bp.chunk.x, bp.triangle))
+                    }) {
+                        let face = (bb - a).cross(&(cc - a));
+                        let normal = Unit::try_new(face, 0.0).unwrap_or(Vector3::y_axis());
+                        best = Some((
+                            d,
+                            TerrainProjection {
+                                point: Point3::from(q.coords * vs),
+                                distance: d * vs,
+                                normal,
+                                inside: if matches!(at, TrianglePointLocation::OnFace(..)) {
+                                    (local - q).dot(&normal) < 0.0
+                                } else {
+                                    // On an edge or corner the face's side says little.
+                                    self.occupancy_at(&local) > 0.5
+                                },
+                                chunk: key,
+                                triangle: t,
+                            },
+                        ));
+                    }
+                });
+            }
+            match best {
+                Some((d, proj)) if d <= r_now => return Ok((d <= limit).then_some(proj)),
+                _ if r_now >= limit || r_now >= reach => return Ok(None),
+                _ => r *= 2.0,
+            }
+        }
+    }
+
+    /// The solid occupancy field at `p` (voxel units; liquids count as empty, as in the physics
+    /// mesh): trilinear between the 8 nearest voxel centers.
+    fn occupancy_at(&self, p: &Point3<f32>) -> f32 {
+        let b = p.map(|v| v - 0.5);
+        let base = b.map(|v| v.floor());
+        let f = b - base;
+        let mut sum = 0.0;
+        for corner in 0..8 {
+            let d = [corner & 1, (corner >> 1) & 1, (corner >> 2) & 1];
+            let at = voxterra_core::VoxelPos::new(
+                (base.x as i32).saturating_add(d[0]),
+                (base.y as i32).saturating_add(d[1]),
+                (base.z as i32).saturating_add(d[2]),
+            );
+            let w = (0..3).map(|a| if d[a] == 1 { f[a] } else { 1.0 - f[a] }).product::<f32>();
+            let v = self.voxel(at);
+            if self.materials().is_solid(v) {
+                sum += w * v.occupancy();
+            }
+        }
+        sum
+    }
+}
