@@ -635,28 +635,86 @@ impl Terrain {
         velocity: &Vector3<f32>,
         max_toi: f32,
     ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
+        let keys = self.cast_keys(shape, pose, velocity, max_toi, 0.0)?;
+        for &key in &keys {
+            self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws);
+        }
+        let mut ws = std::mem::take(&mut self.query_ws);
+        let r = self.cast_shape_in(shape, pose, velocity, max_toi, CastOptions::default(), &keys, &mut ws);
+        self.query_ws = ws;
+        r
+    }
+
+    /// [`Terrain::cast_shape`] through a shared reference and with [`CastOptions`] (a target
+    /// distance in world units, and whether a shape already penetrating stops at once): the cache
+    /// is read, never changed, as for [`Terrain::contacts_shared`].
+    pub fn cast_shape_shared(
+        &self,
+        shape: &dyn Shape,
+        pose: &Isometry<f32>,
+        velocity: &Vector3<f32>,
+        max_toi: f32,
+        options: CastOptions,
+        ws: &mut QueryWorkspace,
+    ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
+        let keys = self.cast_keys(shape, pose, velocity, max_toi, options.target_distance)?;
+        self.cast_shape_in(shape, pose, velocity, max_toi, options, &keys, ws)
+    }
+
+    /// Checks a cast and returns the chunks its swept box (grown by `margin`) needs.
+    fn cast_keys(
+        &self,
+        shape: &dyn Shape,
+        pose: &Isometry<f32>,
+        velocity: &Vector3<f32>,
+        max_toi: f32,
+        margin: f32,
+    ) -> Result<Vec<PhysicsChunkKey>, TerrainError> {
         if !(velocity.iter().all(|v| v.is_finite()) && max_toi.is_finite() && max_toi >= 0.0) {
             return Err(
                 NarrowphaseError::InvalidParameter { what: "velocity or max_toi", value: max_toi }.into()
             );
         }
         check_pose(pose)?;
+        check_prediction(margin)?;
         let start = shape.compute_aabb(pose);
         let mut end_pose = *pose;
         end_pose.translation.vector += velocity * max_toi;
         let end = shape.compute_aabb(&end_pose);
         let swept = Aabb::new(start.mins, start.maxs).merged(&Aabb::new(end.mins, end.maxs));
-        let keys = self.solid_chunks(&swept);
+        Ok(self.solid_chunks(&swept.loosened(margin)))
+    }
+
+    #[allow(clippy::too_many_arguments)] // the cast's own parameters, plus where to look
+    fn cast_shape_in(
+        &self,
+        shape: &dyn Shape,
+        pose: &Isometry<f32>,
+        velocity: &Vector3<f32>,
+        max_toi: f32,
+        options: CastOptions,
+        keys: &[PhysicsChunkKey],
+        ws: &mut QueryWorkspace,
+    ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
         let k = 1.0 / self.voxel_size;
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let mut local_pose = *pose;
         local_pose.translation.vector *= k;
         let local_vel = velocity * k;
+        let local_options = CastOptions { target_distance: options.target_distance * k, ..options };
         let mut best: Option<(PhysicsChunkKey, ShapeCastHit)> = None;
-        for key in keys {
+        for &key in keys {
             let limit = best.map_or(max_toi, |b| b.1.toi);
-            let Some(c) = self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws) else { continue };
+            let own;
+            let c = match self.cache.peek(key) {
+                Some(c) => c,
+                None => {
+                    own = crate::collision_cache::build(&self.mesher, &self.store, key, &mut ws.mesh);
+                    own.as_ref()
+                }
+            };
+            let Some(c) = c else { continue };
             let view = c.tree.with(&c.mesh);
             let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags());
             if let Some(h) = voxterra_narrowphase::cast_shape(
@@ -665,7 +723,7 @@ impl Terrain {
                 &local_vel,
                 limit,
                 set,
-                CastOptions::default(),
+                local_options,
             )? && best.is_none_or(|b| h.toi < b.1.toi)
             {
                 best = Some((key, h));

@@ -1,0 +1,140 @@
+//! [`RapierTerrain`]: the terrain collider's handle and what a frame loop calls around a step.
+
+use crate::shape::{SharedTerrain, TerrainShape};
+use rapier3d::prelude::{
+    Collider, ColliderBuilder, ColliderHandle, ColliderSet, IntegrationParameters, RigidBodySet, SharedShape,
+};
+use std::sync::Arc;
+use std::time::Duration;
+use voxterra::core::Aabb;
+use voxterra::core::nalgebra::Point3;
+use voxterra::{Brush, EditReport, Terrain, TerrainError};
+
+/// The terrain's collider in a rapier `ColliderSet`, and the shared terrain it reads.
+#[derive(Clone, Debug)]
+pub struct RapierTerrain {
+    terrain: SharedTerrain,
+    collider: ColliderHandle,
+}
+
+/// How far around each awake body [`RapierTerrain::prepare`] readies the terrain beyond its
+/// box swept over the step, in voxels: the solver may push a body a little past its predicted
+/// motion.
+const PREPARE_MARGIN_VOXELS: f32 = 1.0;
+
+impl RapierTerrain {
+    /// Adds a fixed collider for `terrain` (no parent body) to `colliders`.
+    pub fn insert(terrain: SharedTerrain, colliders: &mut ColliderSet) -> Self {
+        Self::insert_with(terrain, colliders, |b| b)
+    }
+
+    /// As [`RapierTerrain::insert`], letting `build` set the collider's friction, restitution,
+    /// position, groups and so on.
+    pub fn insert_with(
+        terrain: SharedTerrain,
+        colliders: &mut ColliderSet,
+        build: impl FnOnce(ColliderBuilder) -> ColliderBuilder,
+    ) -> Self {
+        let shape = SharedShape(Arc::new(TerrainShape::new(terrain.clone())));
+        let collider = colliders.insert(build(ColliderBuilder::new(shape)).build());
+        RapierTerrain { terrain, collider }
+    }
+
+    /// The collider's handle.
+    pub fn collider(&self) -> ColliderHandle {
+        self.collider
+    }
+
+    /// The shared terrain.
+    pub fn terrain(&self) -> &SharedTerrain {
+        &self.terrain
+    }
+
+    /// Readies the terrain's collision data around every awake dynamic or kinematic body, in
+    /// parallel, so the step that follows only reads the cache (a step run without it is still
+    /// correct, but builds what it misses on every query). Call it before each step. Returns how
+    /// many chunks were built.
+    pub fn prepare(
+        &self,
+        bodies: &RigidBodySet,
+        colliders: &ColliderSet,
+        params: &IntegrationParameters,
+    ) -> usize {
+        let Some(frame) = colliders.get(self.collider).map(|c| *c.position()) else { return 0 };
+        let mut terrain = self.terrain.write();
+        let margin = params.prediction_distance() + PREPARE_MARGIN_VOXELS * terrain.voxel_size();
+        let mut boxes = Vec::new();
+        for (_, co) in colliders.iter() {
+            let Some(body) = co.parent().and_then(|p| bodies.get(p)) else { continue };
+            if !body.is_dynamic_or_kinematic() || body.is_sleeping() {
+                continue;
+            }
+            let mut b = co.compute_aabb();
+            let step = body.linvel() * params.dt;
+            b.mins += step.inf(&Default::default());
+            b.maxs += step.sup(&Default::default());
+            // Into the terrain's frame: the box of the rotated box's corners.
+            let corners = b.vertices().map(|p| frame.inverse_transform_point(&p));
+            if let Some(local) = Aabb::from_points(corners.iter()) {
+                boxes.push(local.loosened(margin + co.contact_skin()));
+            }
+        }
+        terrain.prepare_around(&boxes, usize::MAX, Duration::MAX).0
+    }
+
+    /// Applies a brush between steps, then wakes every body near the change (its contacts there
+    /// are recomputed at the next step) and updates the collider's box if the terrain grew.
+    pub fn apply_brush(
+        &self,
+        brush: &Brush,
+        bodies: &mut RigidBodySet,
+        colliders: &mut ColliderSet,
+    ) -> Result<EditReport, TerrainError> {
+        self.edit(bodies, colliders, |t| t.apply_brush(brush))
+    }
+
+    /// Runs any edit (`undo`, `redo`, `fill`, `apply_delta`...) between steps, with the same
+    /// follow-up as [`RapierTerrain::apply_brush`].
+    pub fn edit(
+        &self,
+        bodies: &mut RigidBodySet,
+        colliders: &mut ColliderSet,
+        edit: impl FnOnce(&mut Terrain) -> Result<EditReport, TerrainError>,
+    ) -> Result<EditReport, TerrainError> {
+        let (report, vs, grew) = {
+            let mut t = self.terrain.write();
+            let before = t.extent();
+            let report = edit(&mut t)?;
+            (report, t.voxel_size(), t.extent() != before)
+        };
+        let Some(dirty) = report.dirty else { return Ok(report) };
+        let Some(frame) = colliders.get(self.collider).map(|c| *c.position()) else { return Ok(report) };
+        // Masks dilate by one voxel and meshes read two past their chunk: three voxels reach
+        // every contact the change can alter. The box goes to the world frame through its corners.
+        let lo = dirty.min().map(|v| (v as f32 - 3.0) * vs);
+        let hi = dirty.max().map(|v| (v as f32 + 3.0) * vs);
+        let local = rapier3d::parry::bounding_volume::Aabb::new(lo, hi);
+        let corners = local.vertices().map(|p| frame * p);
+        let Some(world) = Aabb::from_points(corners.iter()) else { return Ok(report) };
+        let near: Vec<_> = colliders
+            .iter()
+            .filter(|(h, co)| *h != self.collider && overlaps(co, &world))
+            .filter_map(|(_, co)| co.parent())
+            .collect();
+        for h in near {
+            if let Some(b) = bodies.get_mut(h) {
+                b.wake_up(true);
+            }
+        }
+        if grew && let Some(co) = colliders.get_mut(self.collider) {
+            // A new shape handle makes rapier recompute the collider's box.
+            co.set_shape(co.shared_shape().clone());
+        }
+        Ok(report)
+    }
+}
+
+fn overlaps(co: &Collider, b: &Aabb) -> bool {
+    let a = co.compute_aabb();
+    Aabb::new(Point3::from(a.mins.coords), Point3::from(a.maxs.coords)).intersects(b)
+}

@@ -1,0 +1,292 @@
+//! [`TerrainDispatcher`]: the pairs with a [`TerrainShape`] go to voxterra's narrowphase; every
+//! other pair goes on to parry's default dispatcher.
+
+use crate::shape::TerrainShape;
+use rapier3d::parry::math::{Isometry, Point, Real, Vector};
+use rapier3d::parry::query::{
+    ClosestPoints, Contact, ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher,
+    NonlinearRigidMotion, PersistentQueryDispatcher, QueryDispatcher, QueryDispatcherChain, ShapeCastHit,
+    ShapeCastOptions, ShapeCastStatus, TrackedContact, Unsupported,
+};
+use rapier3d::parry::shape::{PackedFeatureId, Shape};
+use std::cell::RefCell;
+use voxterra::narrowphase::{CastOptions, FeatureId, TriangleFeature};
+use voxterra::{QueryWorkspace, TerrainManifold};
+
+thread_local! {
+    /// One query workspace per thread: rapier may query from any of its threads.
+    static WORKSPACE: RefCell<QueryWorkspace> = RefCell::new(QueryWorkspace::new());
+}
+
+/// The query dispatcher that routes every pair with a [`TerrainShape`] to voxterra: contact
+/// manifolds (ghost-free across chunk seams, feature ids stable for warm starting), contacts,
+/// intersection tests and shape casts. Pairs without the terrain are [`Unsupported`] here, so
+/// chain it in front of parry's default one ([`dispatcher`]).
+///
+/// Not answered for the terrain (they fall through to parry, which has no routine for a custom
+/// shape, so they are unsupported): `distance` and `closest_points`. `cast_shapes_nonlinear`
+/// (rapier's CCD) is answered as a linear cast from the body's pose at the start time to its
+/// pose at the end time, holding the start orientation.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct TerrainDispatcher;
+
+/// voxterra's dispatcher in front of parry's default one: what
+/// `NarrowPhase::with_query_dispatcher` and rapier's query pipeline take.
+pub fn dispatcher() -> QueryDispatcherChain<TerrainDispatcher, DefaultQueryDispatcher> {
+    TerrainDispatcher.chain(DefaultQueryDispatcher)
+}
+
+/// Which of the two shapes is the terrain, and the other shape's pose in the terrain's frame.
+struct Pair<'a> {
+    terrain: &'a TerrainShape,
+    other: &'a dyn Shape,
+    /// The other shape's pose in the terrain's frame.
+    pose: Isometry<Real>,
+    /// True when the terrain is the second shape.
+    flipped: bool,
+}
+
+fn pair<'a>(pos12: &Isometry<Real>, g1: &'a dyn Shape, g2: &'a dyn Shape) -> Result<Pair<'a>, Unsupported> {
+    match (g1.as_shape::<TerrainShape>(), g2.as_shape::<TerrainShape>()) {
+        (Some(terrain), None) => Ok(Pair { terrain, other: g2, pose: *pos12, flipped: false }),
+        (None, Some(terrain)) => Ok(Pair { terrain, other: g1, pose: pos12.inverse(), flipped: true }),
+        _ => Err(Unsupported),
+    }
+}
+
+fn is_terrain(g: &dyn Shape) -> bool {
+    g.as_shape::<TerrainShape>().is_some()
+}
+
+/// A terrain triangle's feature as parry packs it: three codes a triangle.
+fn terrain_fid(id: &FeatureId) -> PackedFeatureId {
+    let t = id.triangle & 0x0fff_ffff;
+    match id.feature {
+        TriangleFeature::Vertex(i) => PackedFeatureId::vertex(t * 3 + i as u32),
+        TriangleFeature::Edge(i) => PackedFeatureId::edge(t * 3 + i as u32),
+        TriangleFeature::Face => PackedFeatureId::face(t),
+    }
+}
+
+/// The shape side's feature: its compound part and its own index.
+fn shape_fid(id: &FeatureId) -> PackedFeatureId {
+    PackedFeatureId::vertex(((id.part & 0x3fff) << 16) | (id.sub & 0xffff))
+}
+
+/// A physics chunk as a manifold's sub-shape id (its low 10 bits per axis: manifolds are only
+/// matched between a pair's consecutive steps, which never span 1 024 chunks).
+fn chunk_id(m: &TerrainManifold) -> u32 {
+    let c = m.chunk;
+    (c.x as u32 & 0x3ff) | ((c.y as u32 & 0x3ff) << 10) | ((c.z as u32 & 0x3ff) << 20)
+}
+
+impl Pair<'_> {
+    /// The manifolds between the terrain and the other shape, in the terrain's frame.
+    fn manifolds(&self, prediction: Real) -> Result<Vec<TerrainManifold>, Unsupported> {
+        let terrain = self.terrain.terrain().read();
+        WORKSPACE.with_borrow_mut(|ws| {
+            let mut out = Vec::new();
+            terrain
+                .contacts_shared(self.other, &self.pose, prediction, ws, &mut out)
+                .map_err(|_| Unsupported)?;
+            Ok(out)
+        })
+    }
+}
+
+impl QueryDispatcher for TerrainDispatcher {
+    fn intersection_test(
+        &self,
+        pos12: &Isometry<Real>,
+        g1: &dyn Shape,
+        g2: &dyn Shape,
+    ) -> Result<bool, Unsupported> {
+        let p = pair(pos12, g1, g2)?;
+        Ok(p.manifolds(0.0)?.iter().any(|m| m.manifold.min_dist() <= 0.0))
+    }
+
+    fn distance(&self, _: &Isometry<Real>, _: &dyn Shape, _: &dyn Shape) -> Result<Real, Unsupported> {
+        Err(Unsupported)
+    }
+
+    fn contact(
+        &self,
+        pos12: &Isometry<Real>,
+        g1: &dyn Shape,
+        g2: &dyn Shape,
+        prediction: Real,
+    ) -> Result<Option<Contact>, Unsupported> {
+        let p = pair(pos12, g1, g2)?;
+        let found = p.manifolds(prediction)?;
+        let deepest = found.iter().flat_map(|m| m.manifold.points()).min_by(|a, b| {
+            a.dist.total_cmp(&b.dist).then((a.id.triangle, a.id.sub).cmp(&(b.id.triangle, b.id.sub)))
+        });
+        Ok(deepest.map(|c| {
+            let on_other = p.pose.inverse_transform_point(&c.on_shape);
+            let n_other = p.pose.inverse_transform_unit_vector(&-c.normal);
+            if p.flipped {
+                Contact::new(on_other, c.on_triangle, n_other, c.normal, c.dist)
+            } else {
+                Contact::new(c.on_triangle, on_other, c.normal, n_other, c.dist)
+            }
+        }))
+    }
+
+    fn closest_points(
+        &self,
+        _: &Isometry<Real>,
+        _: &dyn Shape,
+        _: &dyn Shape,
+        _: Real,
+    ) -> Result<ClosestPoints, Unsupported> {
+        Err(Unsupported)
+    }
+
+    fn cast_shapes(
+        &self,
+        pos12: &Isometry<Real>,
+        local_vel12: &Vector<Real>,
+        g1: &dyn Shape,
+        g2: &dyn Shape,
+        options: ShapeCastOptions,
+    ) -> Result<Option<ShapeCastHit>, Unsupported> {
+        let p = pair(pos12, g1, g2)?;
+        // The other shape's velocity relative to the terrain, in the terrain's frame.
+        // Flipped, the terrain moves by `local_vel12` in the other shape's frame: the other shape
+        // moves by its opposite, turned into the terrain's frame.
+        let vel = if p.flipped { p.pose.rotation * -local_vel12 } else { *local_vel12 };
+        cast(&p, &vel, options.max_time_of_impact, options, 0.0)
+    }
+
+    fn cast_shapes_nonlinear(
+        &self,
+        motion1: &NonlinearRigidMotion,
+        g1: &dyn Shape,
+        motion2: &NonlinearRigidMotion,
+        g2: &dyn Shape,
+        start_time: Real,
+        end_time: Real,
+        stop_at_penetration: bool,
+    ) -> Result<Option<ShapeCastHit>, Unsupported> {
+        let (m_terrain, m_other) = match (is_terrain(g1), is_terrain(g2)) {
+            (true, false) => (motion1, motion2),
+            (false, true) => (motion2, motion1),
+            _ => return Err(Unsupported),
+        };
+        let span = end_time - start_time;
+        if !(span.is_finite() && span >= 0.0) {
+            return Ok(None);
+        }
+        // In the terrain's frame (the terrain is fixed: its start pose).
+        let frame = m_terrain.position_at_time(start_time);
+        let p0 = frame.inv_mul(&m_other.position_at_time(start_time));
+        let p1 = frame.inv_mul(&m_other.position_at_time(end_time));
+        let vel =
+            if span > 0.0 { (p1.translation.vector - p0.translation.vector) / span } else { Vector::zeros() };
+        let pos12 = if is_terrain(g1) { p0 } else { p0.inverse() };
+        let p = pair(&pos12, g1, g2)?;
+        let options =
+            ShapeCastOptions { stop_at_penetration, ..ShapeCastOptions::with_max_time_of_impact(span) };
+        cast(&p, &vel, span, options, start_time)
+    }
+}
+
+/// A linear cast of the other shape against the terrain, `vel` in the terrain's frame; the hit
+/// in parry's convention (witnesses and normals in each shape's local frame, at impact).
+fn cast(
+    p: &Pair<'_>,
+    vel: &Vector<Real>,
+    max_toi: Real,
+    options: ShapeCastOptions,
+    time_offset: Real,
+) -> Result<Option<ShapeCastHit>, Unsupported> {
+    let terrain = p.terrain.terrain().read();
+    let cast_options = CastOptions {
+        target_distance: options.target_distance,
+        stop_at_penetration: options.stop_at_penetration,
+    };
+    let hit = WORKSPACE.with_borrow_mut(|ws| {
+        terrain.cast_shape_shared(p.other, &p.pose, vel, max_toi, cast_options, ws).map_err(|_| Unsupported)
+    })?;
+    Ok(hit.map(|(_, h)| {
+        let mut at = p.pose;
+        at.translation.vector += vel * h.toi;
+        let on_other = at.inverse_transform_point(&h.on_shape);
+        let n_other = at.inverse_transform_unit_vector(&-h.normal);
+        let status = if h.toi == 0.0 {
+            ShapeCastStatus::PenetratingOrWithinTargetDist
+        } else {
+            ShapeCastStatus::Converged
+        };
+        let (witness1, witness2, normal1, normal2) = if p.flipped {
+            (on_other, h.on_triangle, n_other, h.normal)
+        } else {
+            (h.on_triangle, on_other, h.normal, n_other)
+        };
+        ShapeCastHit { time_of_impact: h.toi + time_offset, witness1, witness2, normal1, normal2, status }
+    }))
+}
+
+impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for TerrainDispatcher {
+    /// One manifold per terrain manifold (at most four points, per physics chunk and normal),
+    /// each matched to the pair's previous manifolds of the same chunk by feature ids, so rapier's
+    /// warm start carries the impulses of contacts that persist.
+    fn contact_manifolds(
+        &self,
+        pos12: &Isometry<Real>,
+        g1: &dyn Shape,
+        g2: &dyn Shape,
+        prediction: Real,
+        manifolds: &mut Vec<ContactManifold<M, C>>,
+        _workspace: &mut Option<ContactManifoldsWorkspace>,
+    ) -> Result<(), Unsupported> {
+        let p = pair(pos12, g1, g2)?;
+        let found = p.manifolds(prediction)?;
+        let old = std::mem::take(manifolds);
+        for m in &found {
+            let sub = chunk_id(m);
+            let (s1, s2) = if p.flipped { (0, sub) } else { (sub, 0) };
+            let data = old
+                .iter()
+                .find(|o| o.subshape1 == s1 && o.subshape2 == s2)
+                .map_or_else(M::default, |o| o.data.clone());
+            let mut cm = ContactManifold::<M, C>::with_data(s1, s2, data);
+            let n = m.manifold.normal;
+            let n_other = p.pose.inverse_transform_vector(&-n.into_inner());
+            if p.flipped {
+                cm.local_n1 = n_other;
+                cm.local_n2 = n.into_inner();
+            } else {
+                cm.local_n1 = n.into_inner();
+                cm.local_n2 = n_other;
+            }
+            for c in m.manifold.points() {
+                let on_other: Point<Real> = p.pose.inverse_transform_point(&c.on_shape);
+                let (tf, sf) = (terrain_fid(&c.id), shape_fid(&c.id));
+                cm.points.push(if p.flipped {
+                    TrackedContact::new(on_other, c.on_triangle, sf, tf, c.dist)
+                } else {
+                    TrackedContact::new(c.on_triangle, on_other, tf, sf, c.dist)
+                });
+            }
+            for o in old.iter().filter(|o| o.subshape1 == s1 && o.subshape2 == s2) {
+                cm.match_contacts(&o.points);
+            }
+            manifolds.push(cm);
+        }
+        Ok(())
+    }
+
+    fn contact_manifold_convex_convex(
+        &self,
+        _: &Isometry<Real>,
+        _: &dyn Shape,
+        _: &dyn Shape,
+        _: Option<&dyn rapier3d::parry::query::details::NormalConstraints>,
+        _: Option<&dyn rapier3d::parry::query::details::NormalConstraints>,
+        _: Real,
+        _: &mut ContactManifold<M, C>,
+    ) -> Result<(), Unsupported> {
+        Err(Unsupported)
+    }
+}

@@ -1,0 +1,422 @@
+//! The terrain collider against voxterra's own calls (manifolds, contacts, casts, rays, in either
+//! order of the pair), warm-start data carried by feature ids, and whole simulations: bodies on
+//! live-edited terrain never fall through, sleeping bodies wake when the ground under them goes,
+//! a box sliding over chunk seams on flat ground never sees a ghost normal, and two runs agree
+//! bit for bit.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use rapier3d::parry::query::{ContactManifold, PersistentQueryDispatcher, QueryDispatcher, ShapeCastOptions};
+use rapier3d::prelude::*;
+use voxterra::core::nalgebra::{Point3, UnitQuaternion, Vector3};
+use voxterra::core::{Ray as VRay, Region, Voxel, VoxelPos, materials};
+use voxterra::worldgen::WorldParams;
+use voxterra::{Brush, BrushOp, BrushShape, Terrain};
+use voxterra_rapier::{RapierTerrain, SharedTerrain, TerrainShape, dispatcher};
+
+fn terrain() -> Terrain {
+    Terrain::generate(&WorldParams::new(3, [64, 48, 64]), 1.0, |_, _| {}).unwrap()
+}
+
+fn ground_at(t: &Terrain, x: f32, z: f32) -> f32 {
+    let down = VRay::new(Point3::new(x, 80.0, z), -Vector3::y());
+    t.cast_ray_shared(&down, 200.0).unwrap().unwrap().point.y
+}
+
+fn shapes() -> Vec<SharedShape> {
+    vec![
+        SharedShape::ball(0.6),
+        SharedShape::cuboid(0.7, 0.4, 0.5),
+        SharedShape::capsule_y(0.5, 0.4),
+        SharedShape::convex_hull(&[
+            Point3::new(-0.8, 0.0, 0.0),
+            Point3::new(0.7, 0.1, 0.2),
+            Point3::new(0.0, 0.6, 0.0),
+            Point3::new(0.1, -0.5, 0.3),
+            Point3::new(0.0, 0.2, 0.7),
+            Point3::new(0.3, 0.0, -0.6),
+        ])
+        .unwrap(),
+    ]
+}
+
+/// Manifolds, contacts and intersection tests through the dispatcher equal the terrain's own
+/// contacts, with the terrain as the first shape and as the second, the terrain collider moved.
+#[test]
+fn dispatcher_answers_equal_the_terrains() {
+    let shared = SharedTerrain::new(terrain());
+    let ts = TerrainShape::new(shared.clone());
+    let d = dispatcher();
+    let frame = Isometry::new(vector![3.0, -2.0, 1.0], vector![0.0, 0.3, 0.0]);
+    let mut checked = 0;
+    for (i, s) in shapes().iter().enumerate() {
+        for k in 0..12 {
+            let (x, z) = (6.0 + k as f32 * 4.5, 10.0 + i as f32 * 11.0);
+            let t = shared.read();
+            let local = Isometry::from_parts(
+                Point3::new(x, ground_at(&t, x, z) + 0.3 - 0.1 * (k % 3) as f32, z).into(),
+                UnitQuaternion::from_euler_angles(0.2 * k as f32, 0.1, 0.0),
+            );
+            drop(t);
+            let world = frame * local;
+            // Terrain first: the shape's pose in the terrain's frame is `pos12`.
+            let pos12 = frame.inv_mul(&world);
+            // Terrain second: it is the inverse of `pos21`.
+            let pos21 = world.inv_mul(&frame);
+            for (flipped, pose) in [(false, pos12), (true, pos21.inverse())] {
+                let mut want = Vec::new();
+                shared.write().contacts(&**s, &pose, 0.05, &mut want).unwrap();
+                let mut got: Vec<ContactManifold<(), ()>> = Vec::new();
+                if flipped {
+                    d.contact_manifolds(&pos21, &**s, &ts, 0.05, &mut got, &mut None).unwrap();
+                } else {
+                    d.contact_manifolds(&pos12, &ts, &**s, 0.05, &mut got, &mut None).unwrap();
+                }
+                let n_terrain = |m: &ContactManifold<(), ()>| if flipped { m.local_n2 } else { m.local_n1 };
+                let p_terrain = |c: &rapier3d::parry::query::TrackedContact<()>| {
+                    if flipped { (c.local_p2, c.local_p1) } else { (c.local_p1, c.local_p2) }
+                };
+                assert_eq!(got.len(), want.len());
+                for (g, w) in got.iter().zip(&want) {
+                    assert_eq!(g.points.len(), w.manifold.points().len());
+                    assert!((n_terrain(g) - w.manifold.normal.into_inner()).norm() < 1e-6);
+                    for (pg, pw) in g.points.iter().zip(w.manifold.points()) {
+                        let (on_terrain, on_shape) = p_terrain(pg);
+                        assert_eq!(on_terrain, pw.on_triangle);
+                        assert!((pose * on_shape - pw.on_shape).norm() < 1e-5);
+                        assert_eq!(pg.dist, pw.dist);
+                    }
+                }
+                let deepest = want.iter().map(|m| m.manifold.min_dist()).fold(f32::INFINITY, f32::min);
+                let (c, hit) = if flipped {
+                    (
+                        d.contact(&pos21, &**s, &ts, 0.05).unwrap().map(|c| (c.dist, c.point2)),
+                        d.intersection_test(&pos21, &**s, &ts).unwrap(),
+                    )
+                } else {
+                    (
+                        d.contact(&pos12, &ts, &**s, 0.05).unwrap().map(|c| (c.dist, c.point1)),
+                        d.intersection_test(&pos12, &ts, &**s).unwrap(),
+                    )
+                };
+                assert_eq!(c.map(|c| c.0), (!want.is_empty()).then_some(deepest));
+                assert!(c.is_none_or(|c| {
+                    want.iter().flat_map(|m| m.manifold.points()).any(|p| p.on_triangle == c.1)
+                }));
+                assert_eq!(hit, deepest <= 0.0, "intersection test");
+                checked += want.len();
+            }
+        }
+    }
+    assert!(checked > 30, "{checked} manifolds compared");
+    // Pairs without the terrain go on to parry.
+    let ball = SharedShape::ball(1.0);
+    assert!(d.intersection_test(&Isometry::translation(1.5, 0.0, 0.0), &*ball, &*ball).unwrap());
+}
+
+/// Data attached to contacts survives the next call when their features persist (warm start).
+#[test]
+fn contact_data_follows_feature_ids() {
+    let shared = SharedTerrain::new(terrain());
+    let ts = TerrainShape::new(shared.clone());
+    let y = ground_at(&shared.read(), 30.0, 30.0);
+    let cube = SharedShape::cuboid(0.5, 0.5, 0.5);
+    let d = dispatcher();
+    let mut manifolds: Vec<ContactManifold<(), f32>> = Vec::new();
+    let pose = Isometry::translation(30.0, y + 0.45, 30.0);
+    d.contact_manifolds(&pose, &ts, &*cube, 0.05, &mut manifolds, &mut None).unwrap();
+    let n: usize = manifolds.iter().map(|m| m.points.len()).sum();
+    assert!(n >= 3, "a box resting on the ground has its corners: {n}");
+    for m in &mut manifolds {
+        for (i, p) in m.points.iter_mut().enumerate() {
+            p.data = 1.0 + i as f32;
+        }
+    }
+    let nudged = Isometry::translation(30.0, y + 0.449, 30.0);
+    d.contact_manifolds(&nudged, &ts, &*cube, 0.05, &mut manifolds, &mut None).unwrap();
+    let carried = manifolds.iter().flat_map(|m| &m.points).filter(|p| p.data > 0.0).count();
+    assert!(carried >= 3, "{carried} of the contacts kept their data");
+}
+
+/// rapier's query pipeline: ray casts, shape casts and point projections against the terrain
+/// collider equal the terrain's own answers.
+#[test]
+fn query_pipeline_rays_and_shape_casts() {
+    let shared = SharedTerrain::new(terrain());
+    let (bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
+    let ground = RapierTerrain::insert(shared.clone(), &mut colliders);
+    let mut broad_phase = DefaultBroadPhase::new();
+    let mut narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
+    // One empty step fills the broad phase's tree.
+    let (mut bodies_m, mut islands) = (bodies, IslandManager::new());
+    PhysicsPipeline::new().step(
+        &vector![0.0, -9.81, 0.0],
+        &IntegrationParameters::default(),
+        &mut islands,
+        &mut broad_phase,
+        &mut narrow_phase,
+        &mut bodies_m,
+        &mut colliders,
+        &mut ImpulseJointSet::new(),
+        &mut MultibodyJointSet::new(),
+        &mut CCDSolver::new(),
+        &(),
+        &(),
+    );
+    let q = broad_phase.as_query_pipeline(
+        narrow_phase.query_dispatcher(),
+        &bodies_m,
+        &colliders,
+        QueryFilter::default(),
+    );
+    let mut hits = 0;
+    for i in 0..100 {
+        let f = |k: u32| ((i * 7919 + k * 104_729) % 1000) as f32 / 1000.0;
+        let origin = Point3::new(f(1) * 64.0, 50.0, f(2) * 64.0);
+        let dir = Vector3::new(f(3) - 0.5, -1.0, f(4) - 0.5);
+        let want = shared.read().cast_ray_shared(&VRay::new(origin, dir), 100.0).unwrap();
+        let got = q.cast_ray_and_get_normal(&Ray::new(origin, dir), 100.0, true);
+        match (got, want) {
+            (Some((h, g)), Some(w)) => {
+                assert_eq!(h, ground.collider());
+                assert!((g.time_of_impact - w.t).abs() < 1e-5);
+                assert!((g.normal - w.normal.into_inner()).norm() < 1e-5);
+                hits += 1;
+            }
+            (None, None) => {}
+            (g, w) => panic!("ray {i}: {g:?} vs {w:?}"),
+        }
+        // A ball cast down.
+        let ball = Ball::new(0.5);
+        let pose = Isometry::translation(origin.x, origin.y, origin.z);
+        let want = shared.write().cast_shape(&ball, &pose, &dir, 100.0).unwrap();
+        let got = q.cast_shape(&pose, &dir, &ball, ShapeCastOptions::with_max_time_of_impact(100.0));
+        assert_eq!(got.map(|g| g.1.time_of_impact), want.map(|w| w.1.toi), "cast {i}");
+        if let Some((_, g)) = got {
+            let w = want.unwrap().1;
+            assert!((g.witness1 - w.on_triangle).norm() < 1e-3, "{:?} vs {:?}", g.witness1, w.on_triangle);
+        }
+    }
+    assert!(hits > 80);
+    // A point above the ground projects down onto it, outside; one in the rock is inside.
+    let y = ground_at(&shared.read(), 20.0, 20.0);
+    let above = q.project_point(&Point3::new(20.0, y + 2.0, 20.0), 100.0, true).unwrap();
+    assert!(!above.1.is_inside && (above.1.point.y - y).abs() < 0.6);
+    let below = q.project_point(&Point3::new(20.0, y - 3.0, 20.0), 100.0, true).unwrap();
+    assert!(below.1.is_inside);
+}
+
+/// A scene: bodies dropped on the terrain, rapier stepping at 60 Hz, craters dug under them and a
+/// hill raised elsewhere while they rest. Returns the final poses' bits and the bodies found
+/// under the surface (fallen through).
+/// Also returns how many are at rest (asleep or nearly still).
+fn simulate(bodies_n: usize, frames: usize) -> (Vec<[u32; 7]>, usize, usize) {
+    let shared = SharedTerrain::new(terrain());
+    let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
+    let ground = RapierTerrain::insert(shared.clone(), &mut colliders);
+    let kinds = shapes();
+    let mut handles = Vec::new();
+    for i in 0..bodies_n {
+        let (x, z) = (8.0 + (i % 8) as f32 * 6.5, 8.0 + (i / 8 % 8) as f32 * 6.5);
+        let y = ground_at(&shared.read(), x, z) + 3.0 + (i / 64) as f32 * 2.5;
+        let h = bodies.insert(RigidBodyBuilder::dynamic().translation(vector![x, y, z]).rotation(vector![
+            0.3 * i as f32,
+            0.0,
+            0.1
+        ]));
+        colliders.insert_with_parent(ColliderBuilder::new(kinds[i % kinds.len()].clone()), h, &mut bodies);
+        handles.push(h);
+    }
+    let mut narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
+    let mut pipeline = PhysicsPipeline::new();
+    let (mut islands, mut broad_phase) = (IslandManager::new(), DefaultBroadPhase::new());
+    let (mut joints, mut multibody, mut ccd) =
+        (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
+    let params = IntegrationParameters::default();
+    for frame in 0..frames {
+        if frame > 0 && frame % 30 == 0 {
+            let target = *bodies[handles[(frame / 30 * 7) % handles.len()]].translation();
+            let crater = Brush {
+                shape: BrushShape::Sphere {
+                    center: Point3::new(target.x, target.y - 1.0, target.z),
+                    radius: 3.0,
+                },
+                op: BrushOp::Subtract,
+            };
+            ground.apply_brush(&crater, &mut bodies, &mut colliders).unwrap();
+            // A hill raised where no body is: rock grown around a body would swallow it.
+            let spot =
+                (0..64).map(|k| (4.0 + (k * 37 % 56) as f32, 4.0 + (k * 23 % 56) as f32)).find(|&(x, z)| {
+                    handles.iter().all(|&h| {
+                        let p = bodies[h].translation();
+                        (p.x - x).hypot(p.z - z) > 5.0
+                    })
+                });
+            if let Some((x, z)) = spot {
+                let center = Point3::new(x, ground_at(&shared.read(), x, z), z);
+                let hill = Brush {
+                    shape: BrushShape::Sphere { center, radius: 2.0 },
+                    op: BrushOp::Add(materials::ROCK),
+                };
+                ground.apply_brush(&hill, &mut bodies, &mut colliders).unwrap();
+            }
+        }
+        ground.prepare(&bodies, &colliders, &params);
+        pipeline.step(
+            &vector![0.0, -9.81, 0.0],
+            &params,
+            &mut islands,
+            &mut broad_phase,
+            &mut narrow_phase,
+            &mut bodies,
+            &mut colliders,
+            &mut joints,
+            &mut multibody,
+            &mut ccd,
+            &(),
+            &(),
+        );
+    }
+    let t = shared.read();
+    let mut fallen = 0;
+    let mut asleep = 0;
+    let mut poses = Vec::new();
+    for &h in &handles {
+        let b = &bodies[h];
+        let p = b.translation();
+        // Fallen through: no surface above-and-below order — the ground right above the body.
+        let up = VRay::new(Point3::new(p.x, p.y, p.z), Vector3::y());
+        let below_ground = t.cast_ray_shared(&up, 100.0).unwrap().is_some_and(|hit| {
+            hit.normal.y < 0.0
+                && t.project_point(&Point3::new(p.x, p.y, p.z), 100.0)
+                    .unwrap()
+                    .is_some_and(|pr| pr.inside && pr.distance > 0.3)
+        });
+        if below_ground || p.y < -5.0 {
+            eprintln!(
+                "fell through: {h:?} at {p:?}, shape {:?}",
+                colliders[b.colliders()[0]].shape().shape_type()
+            );
+        }
+        fallen += usize::from(below_ground || p.y < -5.0);
+        asleep += usize::from(b.is_sleeping() || b.linvel().norm() < 0.1);
+        let r = b.rotation();
+        poses.push([p.x, p.y, p.z, r.i, r.j, r.k, r.w].map(f32::to_bits));
+    }
+    (poses, fallen, asleep)
+}
+
+/// Bodies on edited terrain: none falls through, most come to rest, and a second run is identical.
+#[test]
+fn bodies_on_edited_terrain_never_fall_through_and_runs_agree() {
+    let (a, fallen, asleep) = simulate(48, 300);
+    assert_eq!(fallen, 0);
+    assert!(asleep > 10, "{asleep} at rest");
+    let (b, _, _) = simulate(48, 300);
+    assert!(a == b, "two runs differ");
+}
+
+/// A sleeping body wakes and falls when the ground under it is dug away.
+#[test]
+fn a_crater_wakes_the_body_resting_over_it() {
+    let shared = SharedTerrain::new(terrain());
+    let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
+    let ground = RapierTerrain::insert(shared.clone(), &mut colliders);
+    let y = ground_at(&shared.read(), 30.0, 30.0);
+    let h = bodies.insert(RigidBodyBuilder::dynamic().translation(vector![30.0, y + 0.5, 30.0]));
+    colliders.insert_with_parent(ColliderBuilder::cuboid(0.5, 0.5, 0.5), h, &mut bodies);
+    let mut narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
+    let mut pipeline = PhysicsPipeline::new();
+    let (mut islands, mut broad_phase) = (IslandManager::new(), DefaultBroadPhase::new());
+    let (mut joints, mut multibody, mut ccd) =
+        (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
+    let params = IntegrationParameters::default();
+    let mut step = |bodies: &mut RigidBodySet, colliders: &mut ColliderSet, n: usize| {
+        for _ in 0..n {
+            ground.prepare(bodies, colliders, &params);
+            pipeline.step(
+                &vector![0.0, -9.81, 0.0],
+                &params,
+                &mut islands,
+                &mut broad_phase,
+                &mut narrow_phase,
+                bodies,
+                colliders,
+                &mut joints,
+                &mut multibody,
+                &mut ccd,
+                &(),
+                &(),
+            );
+        }
+    };
+    step(&mut bodies, &mut colliders, 240);
+    assert!(bodies[h].is_sleeping(), "the box settles and sleeps");
+    let rest = bodies[h].translation().y;
+    let crater = Brush {
+        shape: BrushShape::Sphere { center: Point3::new(30.0, y, 30.0), radius: 4.0 },
+        op: BrushOp::Subtract,
+    };
+    ground.apply_brush(&crater, &mut bodies, &mut colliders).unwrap();
+    step(&mut bodies, &mut colliders, 120);
+    assert!(
+        bodies[h].translation().y < rest - 2.0,
+        "it fell into the crater: {} vs {rest}",
+        bodies[h].translation().y
+    );
+}
+
+/// A box slid across flat ground over many chunk seams: every contact normal is the floor's.
+#[test]
+fn a_box_sliding_over_chunk_seams_sees_no_ghost_normal() {
+    let mut t = Terrain::new(voxterra::core::MaterialTable::default(), 1.0).unwrap();
+    let floor = Region::new(VoxelPos::new(0, 0, 0), VoxelPos::new(96, 8, 24)).unwrap();
+    t.fill(&floor, Voxel::new(materials::ROCK, 255)).unwrap();
+    let shared = SharedTerrain::new(t);
+    let y = ground_at(&shared.read(), 10.0, 10.0);
+    let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
+    let ground = RapierTerrain::insert_with(shared.clone(), &mut colliders, |b| b.friction(0.0));
+    let h = bodies.insert(
+        RigidBodyBuilder::dynamic().translation(vector![4.0, y + 0.5, 12.0]).linvel(vector![12.0, 0.0, 0.0]),
+    );
+    let co =
+        colliders.insert_with_parent(ColliderBuilder::cuboid(0.5, 0.5, 0.5).friction(0.0), h, &mut bodies);
+    let mut narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
+    let mut pipeline = PhysicsPipeline::new();
+    let (mut islands, mut broad_phase) = (IslandManager::new(), DefaultBroadPhase::new());
+    let (mut joints, mut multibody, mut ccd) =
+        (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
+    let params = IntegrationParameters::default();
+    let mut normals = 0;
+    for _ in 0..300 {
+        ground.prepare(&bodies, &colliders, &params);
+        pipeline.step(
+            &vector![0.0, -9.81, 0.0],
+            &params,
+            &mut islands,
+            &mut broad_phase,
+            &mut narrow_phase,
+            &mut bodies,
+            &mut colliders,
+            &mut joints,
+            &mut multibody,
+            &mut ccd,
+            &(),
+            &(),
+        );
+        if let Some(pair) = narrow_phase.contact_pair(ground.collider(), co) {
+            for m in &pair.manifolds {
+                if !m.points.is_empty() {
+                    let n = if pair.collider1 == ground.collider() { m.data.normal } else { -m.data.normal };
+                    assert!(n.y > 0.9998, "ghost normal {n:?} at x = {}", bodies[h].translation().x);
+                    normals += 1;
+                }
+            }
+        }
+        if bodies[h].translation().x > 88.0 {
+            break;
+        }
+    }
+    assert!(bodies[h].translation().x > 60.0, "the box slid across seams: x = {}", bodies[h].translation().x);
+    assert!(normals > 50);
+}
