@@ -3,11 +3,17 @@
 //! - `voxterra gen`: make a procedural world, report its size and memory, optionally save it.
 //! - `voxterra info FILE`: what a world file holds.
 //! - `voxterra mesh`: mesh a world file or a generated world and write OBJ or PLY.
+//! - `voxterra demo`: bodies on live-edited terrain through rapier, optionally beside per-chunk
+//!   TriMesh colliders, with a table and a picture.
+//! - `voxterra render`: ray cast a world file or a generated world into a PNG.
 
+mod demo;
 mod export;
 mod gen_cmd;
 mod info_cmd;
 mod mesh_cmd;
+mod render;
+mod render_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -21,18 +27,25 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Bodies dropped on a live-edited world through rapier: frame times, contacts, fall-throughs,
+    /// ghost bumps, a picture; `--baseline trimesh` runs today's TriMesh colliders beside it.
+    Demo(demo::DemoArgs),
     /// Generate a procedural world in memory and print a summary.
     Gen(gen_cmd::GenArgs),
     /// Describe a world file: size, chunks, compression ratio, voxels per material.
     Info(info_cmd::InfoArgs),
     /// Mesh a world (a file, or generated) and write it as OBJ or PLY with material colors.
     Mesh(mesh_cmd::MeshArgs),
+    /// Ray cast a world (a file, or generated) into a PNG from a camera given by flags.
+    Render(render_cmd::RenderArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
+        Command::Demo(args) => demo::run(&args),
         Command::Gen(args) => gen_cmd::run(&args),
         Command::Info(args) => info_cmd::run(&args),
         Command::Mesh(args) => mesh_cmd::run(&args),
+        Command::Render(args) => render_cmd::run(&args),
     }
 }

@@ -25,6 +25,9 @@ pub struct TriangleSet<'a, S: TriangleSource, I: TriangleIndex> {
     /// convex crease (the mesher's [`edge flags`](https://docs.rs/voxterra-mesher)); contacts on
     /// inactive edges take the face's normal. `None`: every edge counts as active.
     pub edge_flags: Option<&'a [u8]>,
+    /// True when the triangles are one-sided surfaces, solid behind their counter-clockwise
+    /// front (terrain): a contact is never pushed out through a triangle's back.
+    pub one_sided: bool,
 }
 
 // By hand: a derive would require `S: Copy` and `I: Copy`, but only references are copied.
@@ -39,7 +42,7 @@ impl<S: TriangleSource, I: TriangleIndex> Copy for TriangleSet<'_, S, I> {}
 impl<'a, S: TriangleSource, I: TriangleIndex> TriangleSet<'a, S, I> {
     /// The set of `source`'s triangles found through `index`, every edge active.
     pub fn new(source: &'a S, index: &'a I) -> Self {
-        TriangleSet { source, index, edge_flags: None }
+        TriangleSet { source, index, edge_flags: None, one_sided: false }
     }
 
     /// The same set with per-triangle edge flags (one byte a triangle, as the mesher makes them),
@@ -47,6 +50,14 @@ impl<'a, S: TriangleSource, I: TriangleIndex> TriangleSet<'a, S, I> {
     /// is ignored for the triangles it does not cover (they count as all active).
     pub fn with_edge_flags(self, flags: &'a [u8]) -> Self {
         TriangleSet { edge_flags: Some(flags), ..self }
+    }
+
+    /// The same set as one-sided surfaces, solid behind each triangle's counter-clockwise front (a
+    /// terrain's surface): a contact whose normal would push the shape out through a triangle's
+    /// back is redone along the front normal, so a shape that sank past a surface is pushed back
+    /// up through it, never further down.
+    pub fn one_sided(self) -> Self {
+        TriangleSet { one_sided: true, ..self }
     }
 
     /// The flags of triangle `t` (all active without flags).
@@ -107,6 +118,18 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
             let flags = set.flags(t);
             let first = out.len();
             shape_triangle(part_shape, &part_pose, &tri, prediction, id, flags, out)?;
+            if set.one_sided
+                && let Some(front) = triangle_normal(&tri)
+            {
+                let mut keep = first;
+                for i in first..out.len() {
+                    if let Some(p) = front_side(out[i], part_shape, &part_pose, &tri, &front, prediction) {
+                        out[keep] = p;
+                        keep += 1;
+                    }
+                }
+                out.truncate(keep);
+            }
             if flags != ALL_ACTIVE
                 && let Some(face) = triangle_normal(&tri)
             {
@@ -324,4 +347,41 @@ fn generic(
         });
     }
     Ok(())
+}
+
+/// For one-sided triangles: a contact pushing the shape out through the triangle's back is redone
+/// along the front normal, from the shape's deepest point along it; `None` when that point's foot
+/// is off the triangle (the neighbors' faces take it) or beyond the prediction distance.
+fn front_side(
+    p: ContactPoint,
+    shape: &dyn Shape,
+    pose: &Isometry<f32>,
+    tri: &[Point3<f32>; 3],
+    front: &Vector3<f32>,
+    prediction: f32,
+) -> Option<ContactPoint> {
+    if p.normal.dot(front) >= 0.0 {
+        return Some(p);
+    }
+    let (deepest, dist) = match shape.as_support_map() {
+        Some(support) => {
+            let d = support.support_point(pose, &-front);
+            (d, (d - tri[0]).dot(front))
+        }
+        // Without a support map: the contact's own point on the shape.
+        None => (p.on_shape, (p.on_shape - tri[0]).dot(front)),
+    };
+    let foot = deepest - front * dist;
+    let (on_triangle, feature) = point_triangle(&foot, tri);
+    let scale = (tri[1] - tri[0]).norm().max((tri[2] - tri[0]).norm());
+    if dist > prediction || (on_triangle - foot).norm() > 1e-4 * scale.max(1.0) {
+        return None;
+    }
+    Some(ContactPoint {
+        on_shape: deepest,
+        on_triangle,
+        normal: Unit::new_unchecked(*front),
+        dist,
+        id: FeatureId { feature, ..p.id },
+    })
 }

@@ -382,3 +382,84 @@ fn any_index_gives_the_same_contacts() {
         }
     }
 }
+
+/// A one-sided floor: shapes sunk past it, center under the surface, are never pushed down
+/// through it (along the face they are pushed the whole way back up); the same floor two-sided
+/// pushes some of them down.
+#[test]
+fn one_sided_triangles_never_push_through_their_back() {
+    let ground = flat_ground(5.0);
+    let index = BruteForceTriangles(&ground);
+    let shapes: Vec<SharedShape> = vec![
+        SharedShape::ball(0.5),
+        SharedShape::cuboid(0.5, 0.3, 0.4),
+        SharedShape::capsule_y(0.4, 0.3),
+        SharedShape::new(rock()),
+    ];
+    let mut pushed_down_two_sided = 0;
+    for (k, s) in shapes.iter().enumerate() {
+        for i in 0..40 {
+            let depth = 0.05 + i as f32 * 0.01; // center 5..45 mm under the floor
+            let rot = UnitQuaternion::from_euler_angles(0.3 * i as f32, 0.7 * k as f32, 0.1 * i as f32);
+            let pose = Isometry::from_parts(Vector3::new(0.1 * i as f32 - 2.0, -depth, 0.3).into(), rot);
+            if s.compute_aabb(&pose).maxs.y < 0.02 {
+                continue; // wholly under the floor: no triangle is near it
+            }
+            for one_sided in [true, false] {
+                let set = TriangleSet::new(&ground, &index);
+                let set = if one_sided { set.one_sided() } else { set };
+                let mut out = Vec::new();
+                contact_points(&**s, &pose, set, 0.01, &mut ContactWorkspace::new(), &mut out).unwrap();
+                assert!(!out.is_empty(), "shape {k} case {i}, one-sided {one_sided}: the floor holds it");
+                for p in &out {
+                    if one_sided {
+                        assert!(p.normal.y >= 0.0, "shape {k} case {i}: normal {:?}", p.normal);
+                        if p.normal.y > 0.999 {
+                            // Along the face the depth is the whole way back up: the lowest point.
+                            let lowest = s.compute_aabb(&pose).mins.y;
+                            assert!((p.dist - lowest).abs() < 1e-4, "depth {} vs {lowest}", p.dist);
+                        }
+                    } else if p.normal.y < 0.0 {
+                        pushed_down_two_sided += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(pushed_down_two_sided > 0, "two-sided, a sunk shape is pushed down");
+}
+
+/// Random convex rocks deep in a triangle: every pair GJK says intersects gets a contact.
+#[test]
+fn deep_polyhedra_always_get_a_contact() {
+    let tri = [Point3::new(-3.0, 0.0, -3.0), Point3::new(0.0, 0.0, 3.0), Point3::new(3.0, 0.0, -3.0)];
+    let mesh = one_triangle(tri);
+    let t = Triangle::new(tri[0], tri[1], tri[2]);
+    let mut seed = 7u64;
+    let mut rnd = move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let mut intersecting = 0;
+    for i in 0..3000 {
+        let pts: Vec<Point3<f32>> = (0..12)
+            .map(|_| {
+                let d = Vector3::new(rnd() * 2.0 - 1.0, rnd() * 1.4 - 0.7, rnd() * 2.0 - 1.0);
+                Point3::from(d.normalize() * 0.55 * (0.7 + 0.3 * rnd()))
+            })
+            .collect();
+        let shape = ConvexPolyhedron::from_convex_hull(&pts).unwrap();
+        let pose = Isometry::from_parts(
+            Vector3::new(rnd() - 0.5, (rnd() - 0.5) * 0.8, rnd() - 0.5).into(),
+            UnitQuaternion::from_euler_angles(rnd() * 6.3, rnd() * 6.3, rnd() * 6.3),
+        );
+        if !parry3d::query::intersection_test(&pose, &shape, &Isometry::identity(), &t).unwrap() {
+            continue;
+        }
+        intersecting += 1;
+        let out = points_of(&shape, &pose, &mesh, 0.0);
+        assert!(!out.is_empty(), "case {i}: intersecting but no contact");
+        assert!(out.iter().all(|p| p.dist <= 1e-4 && p.dist.is_finite()));
+    }
+    assert!(intersecting > 1000, "{intersecting}");
+}

@@ -27,6 +27,15 @@ impl SharedTerrain {
         self.0.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The terrain back, when this is its last holder (drop the colliders and rapier's narrow
+    /// phase first: the terrain shape holds a clone); otherwise `self`.
+    pub fn try_into_inner(self) -> Result<Terrain, Self> {
+        match Arc::try_unwrap(self.0) {
+            Ok(lock) => Ok(lock.into_inner().unwrap_or_else(|e| e.into_inner())),
+            Err(arc) => Err(SharedTerrain(arc)),
+        }
+    }
+
     /// Writes the terrain (between steps: rapier reads it during one).
     pub fn write(&self) -> RwLockWriteGuard<'_, Terrain> {
         self.0.write().unwrap_or_else(|e| e.into_inner())

@@ -599,7 +599,7 @@ impl Terrain {
             };
             let Some(c) = c else { continue };
             let view = c.tree.with(&c.mesh);
-            let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags());
+            let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags()).one_sided();
             ws.scratch.clear();
             voxterra_narrowphase::contacts(
                 local_shape,

@@ -249,7 +249,7 @@ mod contacts {
             let Some((mesh, tree)) = fresh_chunk(t, key) else { continue };
             let view = tree.with(&mesh);
             let mut ms = Vec::new();
-            let set = TriangleSet::new(&mesh, &view).with_edge_flags(mesh.edge_flags());
+            let set = TriangleSet::new(&mesh, &view).with_edge_flags(mesh.edge_flags()).one_sided();
             voxterra::narrowphase::contacts(
                 &*shape.0,
                 pose,

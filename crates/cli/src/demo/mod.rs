@@ -1,0 +1,533 @@
+//! `voxterra demo`: bodies dropped on a generated world, rapier integrating them at 60 Hz, craters
+//! dug under them and hills raised elsewhere while they fall and rest; a table of what it cost
+//! and whether anything fell through, optionally beside the same scene on per-chunk TriMesh
+//! colliders (what rapier users do today), and a ray-cast picture of the last frame.
+
+mod scene;
+mod timed;
+
+use crate::gen_cmd::{parse_size, progress_bar};
+use crate::render::{Camera, render};
+use crate::render_cmd::parse_resolution;
+use anyhow::Context;
+use rapier3d::prelude::*;
+use scene::{Fnv, Plaza, Rng};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+use timed::Timed;
+use voxterra::core::nalgebra::{Point3, Vector3};
+use voxterra::mesher::Mesher;
+use voxterra::worldgen::WorldParams;
+use voxterra::{BodyDesc, Brush, Terrain, World};
+use voxterra_rapier::{RapierTerrain, SharedTerrain, dispatcher};
+
+/// What the terrain is to rapier.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Baseline {
+    /// One rapier TriMesh collider (FIX_INTERNAL_EDGES) per 32³ chunk, rebuilt for every chunk an
+    /// edit touches.
+    Trimesh,
+}
+
+/// Arguments of `voxterra demo`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct DemoArgs {
+    /// Bodies dropped (balls, boxes, capsules, convex rocks; the first 30 slide across a plaza).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    bodies: u32,
+    /// Frames at 60 Hz; every 30th digs a crater under a group of bodies and raises a hill.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    frames: u32,
+    /// Seed of the world and the scene.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// World size, X×Y×Z voxels.
+    #[arg(long, default_value = "512x128x512", value_parser = parse_size)]
+    size: [u32; 3],
+    /// Worker threads (default: all cores). The final state is the same for any count.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Also run the scene on this baseline and print both side by side.
+    #[arg(long, value_enum)]
+    baseline: Option<Baseline>,
+    /// Print the report as one JSON object on stdout (no progress bar).
+    #[arg(long)]
+    json: bool,
+    /// The picture of the last frame (PNG).
+    #[arg(long, default_value = "demo.png")]
+    out: PathBuf,
+    /// Picture size, W×H pixels.
+    #[arg(long, default_value = "1280x720", value_parser = parse_resolution)]
+    resolution: [u32; 2],
+    /// Skip the picture.
+    #[arg(long)]
+    no_picture: bool,
+}
+
+/// Median, 99th percentile and maximum of per-frame times, milliseconds.
+#[derive(serde::Serialize, Debug, Clone, Copy, Default)]
+struct Spread {
+    p50: f64,
+    p99: f64,
+    max: f64,
+}
+
+fn spread(ms: &[f64]) -> Spread {
+    if ms.is_empty() {
+        return Spread::default();
+    }
+    let mut v = ms.to_vec();
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    Spread { p50: at(0.5), p99: at(0.99), max: v[v.len() - 1] }
+}
+
+/// One run's report.
+#[derive(serde::Serialize, Debug)]
+struct RunReport {
+    collider: &'static str,
+    frame_ms: Spread,
+    rapier_step_ms: Spread,
+    terrain_contacts_ms: Spread,
+    edits_ms: Spread,
+    cache_builds_ms: Spread,
+    /// (contacts + edits + builds) over the whole frame time, summed over frames.
+    terrain_share: f64,
+    worst_edit_stall_ms: f64,
+    contacts_per_frame: f64,
+    terrain_collision_bytes: usize,
+    bodies_at_rest: usize,
+    fell_through: usize,
+    ghost_bumps: usize,
+    /// Contacts checked for ghost bumps (on the plaza, away from its edges).
+    flat_contacts: usize,
+    setup_ms: f64,
+    total_seconds: f64,
+    state_hash: String,
+}
+
+/// The picture's report.
+#[derive(serde::Serialize, Debug)]
+struct PictureReport {
+    file: String,
+    width: u32,
+    height: u32,
+    primary_rays_per_second: f64,
+    shadow_rays: usize,
+    seconds: f64,
+}
+
+#[derive(serde::Serialize, Debug)]
+struct Report {
+    bodies: u32,
+    frames: u32,
+    seed: u64,
+    size: [u32; 3],
+    threads: usize,
+    voxterra: RunReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<RunReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    picture: Option<PictureReport>,
+}
+
+/// The terrain collider of a run.
+enum Ground {
+    Voxterra(RapierTerrain),
+    Trimesh {
+        terrain: Box<Terrain>,
+        mesher: Mesher,
+        colliders: BTreeMap<(i32, i32, i32), (ColliderHandle, usize)>,
+    },
+}
+
+impl Ground {
+    /// Reads the terrain (the voxels are the same in both runs; the baseline keeps its own copy).
+    fn with_terrain<R>(&self, f: impl FnOnce(&Terrain) -> R) -> R {
+        match self {
+            Ground::Voxterra(g) => f(&g.terrain().read()),
+            Ground::Trimesh { terrain, .. } => f(terrain),
+        }
+    }
+
+    fn is_terrain(&self, h: ColliderHandle) -> bool {
+        match self {
+            Ground::Voxterra(g) => h == g.collider(),
+            Ground::Trimesh { colliders, .. } => colliders.values().any(|c| c.0 == h),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Ground::Voxterra(g) => {
+                let t = g.terrain().read();
+                t.cache_stats().bytes + t.masks().stats().total_bytes()
+            }
+            Ground::Trimesh { colliders, .. } => colliders.values().map(|c| c.1).sum(),
+        }
+    }
+}
+
+/// A TriMesh collider for one chunk's render mesh, with its memory; `None` for an empty mesh.
+fn chunk_collider(mesh: &voxterra::mesher::RenderMesh) -> anyhow::Result<Option<(Collider, usize)>> {
+    if mesh.indices.is_empty() {
+        return Ok(None);
+    }
+    let shape =
+        TriMesh::with_flags(mesh.positions.clone(), mesh.indices.clone(), TriMeshFlags::FIX_INTERNAL_EDGES)
+            .context("building a TriMesh")?;
+    let bytes = shape.total_memory_size();
+    Ok(Some((ColliderBuilder::new(SharedShape::new(shape)).build(), bytes)))
+}
+
+/// The scene's starting terrain: the generated world with its plaza leveled.
+fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza)> {
+    let mut t = Terrain::generate(&WorldParams::new(args.seed, args.size), 1.0, |_, _| {})
+        .context("generating the world")?;
+    let plaza = scene::build_plaza(&mut t, args.size)?;
+    Ok((t, plaza))
+}
+
+/// What a run leaves for the picture: the terrain and the bodies' shapes and poses.
+struct Final {
+    terrain: Terrain,
+    bodies: Vec<(SharedShape, Isometry<Real>)>,
+}
+
+/// Runs the scene once on `baseline` (or on voxterra when `None`).
+fn simulate(
+    args: &DemoArgs,
+    baseline: Option<Baseline>,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<(RunReport, Final)> {
+    let run_start = Instant::now();
+    let (terrain, plaza) = scene_terrain(args)?;
+    let mut rng = Rng::new(args.seed);
+    let specs = scene::bodies(&terrain, args.size, &plaza, args.bodies as usize, &mut rng);
+    let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
+    let (mut islands, mut broad_phase) = (IslandManager::new(), DefaultBroadPhase::new());
+    let contact_nanos = Arc::new(AtomicU64::new(0));
+    let (ground, mut narrow_phase) = match baseline {
+        None => {
+            let g = RapierTerrain::insert(SharedTerrain::new(terrain), &mut colliders);
+            let np = NarrowPhase::with_query_dispatcher(Timed {
+                inner: dispatcher(),
+                nanos: contact_nanos.clone(),
+            });
+            (Ground::Voxterra(g), np)
+        }
+        Some(Baseline::Trimesh) => {
+            // What users do today to avoid the fall-through: every chunk's TriMesh, up front.
+            let mesher = Mesher::new(terrain.materials());
+            let keys = terrain.render_chunks();
+            let meshes = terrain.render_meshes_of(&mesher, &keys).context("meshing the world")?;
+            let mut map = BTreeMap::new();
+            for (k, mesh) in meshes {
+                if let Some((c, bytes)) = chunk_collider(&mesh)? {
+                    map.insert((k.y, k.z, k.x), (colliders.insert(c), bytes));
+                }
+            }
+            let np = NarrowPhase::with_query_dispatcher(Timed {
+                inner: rapier3d::parry::query::DefaultQueryDispatcher,
+                nanos: contact_nanos.clone(),
+            });
+            (Ground::Trimesh { terrain: Box::new(terrain), mesher, colliders: map }, np)
+        }
+    };
+    let mut handles = Vec::with_capacity(specs.len());
+    for s in &specs {
+        let rb = RigidBodyBuilder::dynamic()
+            .translation(s.position)
+            .rotation(s.rotation)
+            .linvel(s.velocity)
+            .ccd_enabled(false);
+        let h = bodies.insert(rb);
+        colliders.insert_with_parent(ColliderBuilder::new(s.shape.clone()).friction(0.4), h, &mut bodies);
+        handles.push(h);
+    }
+    let setup_ms = run_start.elapsed().as_secs_f64() * 1e3;
+
+    let mut pipeline = PhysicsPipeline::new();
+    let (mut joints, mut multibody, mut ccd) =
+        (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
+    let params = IntegrationParameters::default();
+    let gravity = vector![0.0, -9.81, 0.0];
+    let n = args.frames as usize;
+    let (mut frame_ms, mut step_ms, mut contact_ms, mut edit_ms, mut build_ms) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let mut worst_stall: f64 = 0.0;
+    let mut contacts_total = 0usize;
+    let (mut ghost_bumps, mut flat_contacts) = (0usize, 0usize);
+    let mut fallen = vec![false; handles.len()];
+    let mut ground = ground;
+    let flat = (5.0f32).to_radians().cos();
+    for frame in 0..n {
+        // Edits.
+        let positions: Vec<(usize, Vector3<f32>)> =
+            handles.iter().zip(&specs).map(|(&h, s)| (s.group, *bodies[h].translation())).collect();
+        let brushes: Vec<Brush> =
+            ground.with_terrain(|t| scene::edits(frame, t, &positions, &plaza, args.size, &mut rng));
+        let start = Instant::now();
+        for b in &brushes {
+            match &mut ground {
+                Ground::Voxterra(g) => {
+                    g.apply_brush(b, &mut bodies, &mut colliders)?;
+                }
+                Ground::Trimesh { terrain, mesher, colliders: map } => {
+                    terrain.apply_brush(b)?;
+                    for (k, mesh) in terrain.take_render_updates(mesher)? {
+                        let key = (k.y, k.z, k.x);
+                        if let Some((old, _)) = map.remove(&key) {
+                            colliders.remove(old, &mut islands, &mut bodies, true);
+                        }
+                        if let Some((c, bytes)) = chunk_collider(&mesh)? {
+                            map.insert(key, (colliders.insert(c), bytes));
+                        }
+                    }
+                }
+            }
+        }
+        let edits = start.elapsed().as_secs_f64() * 1e3;
+        // Readiness: collision data around every awake body.
+        let start = Instant::now();
+        if let Ground::Voxterra(g) = &ground {
+            g.prepare(&bodies, &colliders, &params);
+        }
+        let builds = start.elapsed().as_secs_f64() * 1e3;
+        // The step.
+        let before = contact_nanos.load(Ordering::Relaxed);
+        let start = Instant::now();
+        pipeline.step(
+            &gravity,
+            &params,
+            &mut islands,
+            &mut broad_phase,
+            &mut narrow_phase,
+            &mut bodies,
+            &mut colliders,
+            &mut joints,
+            &mut multibody,
+            &mut ccd,
+            &(),
+            &(),
+        );
+        let step = start.elapsed().as_secs_f64() * 1e3;
+        let contacts = (contact_nanos.load(Ordering::Relaxed) - before) as f64 * 1e-6;
+        if !brushes.is_empty() {
+            worst_stall = worst_stall.max(edits + builds);
+        }
+        frame_ms.push(edits + builds + step);
+        step_ms.push(step - contacts);
+        contact_ms.push(contacts);
+        edit_ms.push(edits);
+        build_ms.push(builds);
+
+        // Contacts with the terrain, and ghost bumps on the plaza.
+        for pair in narrow_phase.contact_pairs() {
+            let (t1, t2) = (ground.is_terrain(pair.collider1), ground.is_terrain(pair.collider2));
+            if t1 == t2 {
+                continue;
+            }
+            for m in &pair.manifolds {
+                contacts_total += m.data.solver_contacts.len();
+                let normal = if t1 { m.data.normal } else { -m.data.normal };
+                for c in &m.data.solver_contacts {
+                    if plaza.contains(c.point.x, c.point.z, 3.0) && (c.point.y - plaza.height).abs() < 0.3 {
+                        flat_contacts += 1;
+                        ghost_bumps += usize::from(normal.y < flat);
+                    }
+                }
+            }
+        }
+        if frame % 30 == 29 || frame + 1 == n {
+            ground.with_terrain(|t| {
+                for (i, &h) in handles.iter().enumerate() {
+                    let radius =
+                        colliders[bodies[h].colliders()[0]].shape().compute_local_bounding_sphere().radius;
+                    let f = scene::fell_through(t, bodies[h].translation(), radius);
+                    fallen[i] |= f;
+                }
+            });
+        }
+        bar.inc(1);
+    }
+
+    let at_rest =
+        handles.iter().filter(|&&h| bodies[h].is_sleeping() || bodies[h].linvel().norm() < 0.1).count();
+    let mut hash = Fnv::new();
+    for &h in &handles {
+        let b = &bodies[h];
+        let (p, r) = (b.translation(), b.rotation());
+        for v in [p.x, p.y, p.z, r.i, r.j, r.k, r.w] {
+            hash.bytes(&v.to_bits().to_le_bytes());
+        }
+    }
+    ground.with_terrain(|t| scene::hash_voxels(t, &mut hash))?;
+    let bytes = ground.bytes();
+    let total: f64 = frame_ms.iter().sum();
+    let terrain_part: f64 =
+        contact_ms.iter().sum::<f64>() + edit_ms.iter().sum::<f64>() + build_ms.iter().sum::<f64>();
+    let report = RunReport {
+        collider: if baseline.is_some() { "trimesh per chunk" } else { "voxterra" },
+        frame_ms: spread(&frame_ms),
+        rapier_step_ms: spread(&step_ms),
+        terrain_contacts_ms: spread(&contact_ms),
+        edits_ms: spread(&edit_ms),
+        cache_builds_ms: spread(&build_ms),
+        terrain_share: terrain_part / total.max(1e-9),
+        worst_edit_stall_ms: worst_stall,
+        contacts_per_frame: contacts_total as f64 / n as f64,
+        terrain_collision_bytes: bytes,
+        bodies_at_rest: at_rest,
+        fell_through: fallen.iter().filter(|&&f| f).count(),
+        ghost_bumps,
+        flat_contacts,
+        setup_ms,
+        total_seconds: run_start.elapsed().as_secs_f64(),
+        state_hash: format!("{:016x}", hash.finish()),
+    };
+    let shapes: Vec<(SharedShape, Isometry<Real>)> = handles
+        .iter()
+        .map(|&h| {
+            let b = &bodies[h];
+            (colliders[b.colliders()[0]].shared_shape().clone(), *b.position())
+        })
+        .collect();
+    // The terrain back: the shape's clone goes with the colliders and the narrow phase.
+    drop((colliders, narrow_phase, broad_phase, islands));
+    let terrain = match ground {
+        Ground::Voxterra(g) => {
+            let shared = g.terrain().clone();
+            drop(g);
+            shared.try_into_inner().map_err(|_| anyhow::anyhow!("the terrain is still shared"))?
+        }
+        Ground::Trimesh { terrain, .. } => *terrain,
+    };
+    Ok((report, Final { terrain, bodies: shapes }))
+}
+
+pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = args.threads {
+        builder = builder.num_threads(n);
+    }
+    let pool = builder.build().context("starting the worker threads")?;
+    pool.install(|| {
+        let runs = 1 + u64::from(args.baseline.is_some());
+        let bar = progress_bar(u64::from(args.frames) * runs, "simulating", "frames", args.json)?;
+        let (voxterra, fin) = simulate(args, None, &bar)?;
+        let baseline = match args.baseline {
+            Some(b) => Some(simulate(args, Some(b), &bar)?.0),
+            None => None,
+        };
+        bar.finish_and_clear();
+        let picture = if args.no_picture { None } else { Some(picture(args, fin)?) };
+        let report = Report {
+            bodies: args.bodies,
+            frames: args.frames,
+            seed: args.seed,
+            size: args.size,
+            threads: rayon::current_num_threads(),
+            voxterra,
+            baseline,
+            picture,
+        };
+        if args.json {
+            println!("{}", serde_json::to_string(&report)?);
+        } else {
+            print_table(&report);
+        }
+        Ok(())
+    })
+}
+
+/// Renders the last frame: the terrain and the bodies, through a collision world's ray casts.
+fn picture(args: &DemoArgs, fin: Final) -> anyhow::Result<PictureReport> {
+    let table = fin.terrain.materials().clone();
+    // Look at the bodies' crowd: the group with the most bodies near its centroid.
+    let centroid = fin.bodies.iter().map(|b| b.1.translation.vector).sum::<Vector3<f32>>()
+        / fin.bodies.len().max(1) as f32;
+    let focus = fin
+        .bodies
+        .iter()
+        .map(|b| b.1.translation.vector)
+        .min_by(|a, b| (a - centroid).norm().total_cmp(&(b - centroid).norm()))
+        .unwrap_or(centroid);
+    let mut world = World::new(fin.terrain);
+    for (shape, pose) in fin.bodies {
+        world.insert(BodyDesc { shape, pose, velocity: None, user_data: 0 })?;
+    }
+    world.step(0.0)?;
+    let camera = Camera {
+        eye: Point3::from(focus + Vector3::new(-26.0, 22.0, -26.0)),
+        target: Point3::from(focus),
+        fov: 45.0,
+        width: args.resolution[0],
+        height: args.resolution[1],
+    };
+    let bar = progress_bar(0, "rendering ", "rays", args.json)?;
+    let start = Instant::now();
+    let pic = render(&mut world, &table, &camera, |d, n| {
+        bar.set_length(n);
+        bar.set_position(d);
+    })?;
+    bar.finish_and_clear();
+    pic.save_png(&args.out)?;
+    Ok(PictureReport {
+        file: args.out.display().to_string(),
+        width: pic.width,
+        height: pic.height,
+        primary_rays_per_second: pic.rays_per_second(),
+        shadow_rays: pic.shadow_rays,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+fn print_table(r: &Report) {
+    println!(
+        "voxterra demo: {} bodies, {} frames at 60 Hz, world {}x{}x{} seed {}, {} threads",
+        r.bodies, r.frames, r.size[0], r.size[1], r.size[2], r.seed, r.threads
+    );
+    let runs: Vec<&RunReport> = std::iter::once(&r.voxterra).chain(r.baseline.as_ref()).collect();
+    let row = |name: &str, f: &dyn Fn(&RunReport) -> String| {
+        let cells: Vec<String> = runs.iter().map(|x| format!("{:>24}", f(x))).collect();
+        println!("{name:<34}{}", cells.join(""));
+    };
+    row("terrain collider", &|x| x.collider.to_string());
+    let ms = |s: Spread| format!("{:.2} / {:.2} / {:.2}", s.p50, s.p99, s.max);
+    row("frame ms (p50 / p99 / max)", &|x| ms(x.frame_ms));
+    row("  rapier step (without terrain)", &|x| ms(x.rapier_step_ms));
+    row("  terrain contacts", &|x| ms(x.terrain_contacts_ms));
+    row("  edits", &|x| ms(x.edits_ms));
+    row("  cache builds", &|x| ms(x.cache_builds_ms));
+    row("terrain share of frame time", &|x| format!("{:.1}%", 100.0 * x.terrain_share));
+    row("worst edit stall ms", &|x| format!("{:.2}", x.worst_edit_stall_ms));
+    row("terrain contacts per frame", &|x| format!("{:.0}", x.contacts_per_frame));
+    row("terrain collision memory", &|x| format!("{:.2} MiB", x.terrain_collision_bytes as f64 / 1048576.0));
+    row("setup (before frame 0)", &|x| format!("{:.0} ms", x.setup_ms));
+    row("bodies at rest", &|x| format!("{}", x.bodies_at_rest));
+    row("bodies fell through", &|x| format!("{}", x.fell_through));
+    row("ghost bumps on flat ground", &|x| format!("{} of {}", x.ghost_bumps, x.flat_contacts));
+    row("run time", &|x| format!("{:.1} s", x.total_seconds));
+    row("state hash", &|x| x.state_hash.clone());
+    if let Some(p) = &r.picture {
+        println!(
+            "picture: {} ({}x{}), {:.2} M primary rays/s, {} shadow rays, {:.2} s",
+            p.file,
+            p.width,
+            p.height,
+            p.primary_rays_per_second / 1e6,
+            p.shadow_rays,
+            p.seconds
+        );
+    }
+}

@@ -1,0 +1,258 @@
+//! The demo's scene, the same for both backends: the world (with a flat plaza across chunk seams),
+//! the bodies, the edits, and the measures taken of them (fall-throughs, ghost bumps, state hash).
+
+use rapier3d::prelude::*;
+use voxterra::core::nalgebra::{Point3, Vector3};
+use voxterra::core::{Ray as VRay, Region, StoreChunkKey, VoxelRead, materials};
+use voxterra::{Brush, BrushOp, BrushShape, Terrain};
+
+/// A small deterministic generator (SplitMix64): the scene depends on the seed only.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[lo, hi)`.
+    pub(crate) fn range(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
+    }
+}
+
+/// Bodies per group: a crater is dug under one group at a time.
+pub(crate) const GROUP: usize = 30;
+/// Crater radius, voxels.
+pub(crate) const CRATER_RADIUS: f32 = 6.0;
+/// Hill radius, voxels.
+pub(crate) const HILL_RADIUS: f32 = 5.0;
+/// Bodies' speed across the plaza (m/s).
+const SLIDE_SPEED: f32 = 7.0;
+
+/// The flat plaza: a level slab across store- and physics-chunk seams where sliding boxes show
+/// ghost bumps if a collider has them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plaza {
+    pub(crate) min: [f32; 2],
+    pub(crate) max: [f32; 2],
+    /// The top of the slab.
+    pub(crate) height: f32,
+}
+
+impl Plaza {
+    /// Inside the plaza, `margin` voxels from its edges.
+    pub(crate) fn contains(&self, x: f32, z: f32, margin: f32) -> bool {
+        x >= self.min[0] + margin
+            && x <= self.max[0] - margin
+            && z >= self.min[1] + margin
+            && z <= self.max[1] - margin
+    }
+}
+
+/// The surface height under `(x, z)` (a ray from high above), or `None` over a hole.
+pub(crate) fn ground_at(t: &Terrain, x: f32, z: f32) -> Option<f32> {
+    let top = t.extent().map_or(256.0, |e| e.max().y as f32 * t.voxel_size() + 8.0);
+    let down = VRay::new(Point3::new(x, top, z), -Vector3::y());
+    t.cast_ray_shared(&down, top + 1024.0).ok().flatten().map(|h| h.point.y)
+}
+
+/// Levels the plaza: rock up to its height, air above, over a rectangle centered on a store-chunk
+/// corner near the world's center.
+pub(crate) fn build_plaza(t: &mut Terrain, size: [u32; 3]) -> anyhow::Result<Plaza> {
+    let s = StoreChunkKey::SIZE as u32;
+    let cx = ((size[0] / 2) / s * s) as f32;
+    let cz = ((size[2] / 2) / s * s) as f32;
+    let h = ground_at(t, cx, cz).unwrap_or(size[1] as f32 * 0.5).round().clamp(8.0, size[1] as f32 - 24.0);
+    let (min, max) = ([cx - 28.0, cz - 14.0], [cx + 28.0, cz + 14.0]);
+    let slab = Brush {
+        shape: BrushShape::Box { min: Point3::new(min[0], 1.0, min[1]), max: Point3::new(max[0], h, max[1]) },
+        op: BrushOp::Add(materials::CONCRETE),
+    };
+    let air = Brush {
+        shape: BrushShape::Box {
+            min: Point3::new(min[0], h, min[1]),
+            max: Point3::new(max[0], h + 40.0, max[1]),
+        },
+        op: BrushOp::Subtract,
+    };
+    t.apply_brush(&slab)?;
+    t.apply_brush(&air)?;
+    let height = ground_at(t, cx + 0.5, cz + 0.5).unwrap_or(h);
+    Ok(Plaza { min, max, height })
+}
+
+/// One body of the scene.
+pub(crate) struct BodySpec {
+    pub(crate) shape: SharedShape,
+    pub(crate) position: Vector3<f32>,
+    pub(crate) rotation: Vector3<f32>,
+    pub(crate) velocity: Vector3<f32>,
+    pub(crate) group: usize,
+}
+
+/// A random convex rock of about `r` radius.
+fn rock(rng: &mut Rng, r: f32) -> SharedShape {
+    let pts: Vec<Point3<f32>> = (0..12)
+        .map(|_| {
+            let d = Vector3::new(rng.range(-1.0, 1.0), rng.range(-0.7, 0.7), rng.range(-1.0, 1.0));
+            Point3::from(d.try_normalize(1e-6).unwrap_or(Vector3::x()) * r * rng.range(0.7, 1.0))
+        })
+        .collect();
+    SharedShape::convex_hull(&pts).unwrap_or_else(|| SharedShape::ball(r))
+}
+
+/// The bodies: group 0 slides across the plaza; the others drop over the world in 6×5 grids.
+pub(crate) fn bodies(
+    t: &Terrain,
+    size: [u32; 3],
+    plaza: &Plaza,
+    count: usize,
+    rng: &mut Rng,
+) -> Vec<BodySpec> {
+    let mut out = Vec::with_capacity(count);
+    let groups = count.div_ceil(GROUP);
+    for g in 0..groups {
+        let n = GROUP.min(count - out.len());
+        let (cx, cz) = if g == 0 {
+            (plaza.min[0] + 8.0, (plaza.min[1] + plaza.max[1]) * 0.5)
+        } else {
+            loop {
+                let x = rng.range(48.0, size[0] as f32 - 48.0);
+                let z = rng.range(48.0, size[2] as f32 - 48.0);
+                if !plaza.contains(x, z, -16.0) {
+                    break (x, z);
+                }
+            }
+        };
+        for i in 0..n {
+            let (gx, gz) = ((i % 6) as f32, (i / 6) as f32);
+            let kind = (g + i) % 4;
+            let shape = if g == 0 {
+                // Boxes and flat-lying capsules slide; they show every bump.
+                if i % 3 == 2 {
+                    SharedShape::capsule_x(0.4, 0.3)
+                } else {
+                    SharedShape::cuboid(rng.range(0.3, 0.5), rng.range(0.25, 0.4), rng.range(0.3, 0.5))
+                }
+            } else {
+                match kind {
+                    0 => SharedShape::ball(rng.range(0.35, 0.6)),
+                    1 => {
+                        SharedShape::cuboid(rng.range(0.3, 0.55), rng.range(0.3, 0.55), rng.range(0.3, 0.55))
+                    }
+                    2 => SharedShape::capsule_y(rng.range(0.25, 0.45), rng.range(0.25, 0.4)),
+                    _ => {
+                        let r = rng.range(0.4, 0.65);
+                        rock(rng, r)
+                    }
+                }
+            };
+            let (x, z) =
+                if g == 0 { (cx + gz * 1.6, cz + (gx - 2.5) * 2.0) } else { (cx + gx * 2.2, cz + gz * 2.2) };
+            let (y, rotation, velocity) = if g == 0 {
+                let speed = SLIDE_SPEED * rng.range(0.8, 1.2);
+                (plaza.height + 0.6, Vector3::zeros(), Vector3::new(speed, 0.0, 0.0))
+            } else {
+                let ground = ground_at(t, x, z).unwrap_or(size[1] as f32);
+                let rot = Vector3::new(rng.range(0.0, 3.0), rng.range(0.0, 3.0), rng.range(0.0, 3.0));
+                (ground + 3.0 + rng.range(0.0, 1.5), rot, Vector3::zeros())
+            };
+            out.push(BodySpec { shape, position: Vector3::new(x, y, z), rotation, velocity, group: g });
+        }
+    }
+    out
+}
+
+/// The frame's edits, if it is an edit frame: a crater under the centroid of the next group (not
+/// the plaza's) and a hill where no body is within reach.
+pub(crate) fn edits(
+    frame: usize,
+    t: &Terrain,
+    positions: &[(usize, Vector3<f32>)],
+    plaza: &Plaza,
+    size: [u32; 3],
+    rng: &mut Rng,
+) -> Vec<Brush> {
+    if frame == 0 || !frame.is_multiple_of(30) {
+        return Vec::new();
+    }
+    let groups = positions.iter().map(|p| p.0).max().unwrap_or(0);
+    let mut out = Vec::new();
+    if groups >= 1 {
+        let g = 1 + (frame / 30 - 1) % groups;
+        let members: Vec<Vector3<f32>> = positions.iter().filter(|p| p.0 == g).map(|p| p.1).collect();
+        if !members.is_empty() {
+            let c = members.iter().sum::<Vector3<f32>>() / members.len() as f32;
+            let y = ground_at(t, c.x, c.z).unwrap_or(c.y);
+            out.push(Brush {
+                shape: BrushShape::Sphere { center: Point3::new(c.x, y, c.z), radius: CRATER_RADIUS },
+                op: BrushOp::Subtract,
+            });
+        }
+    }
+    for _ in 0..64 {
+        let (x, z) = (rng.range(24.0, size[0] as f32 - 24.0), rng.range(24.0, size[2] as f32 - 24.0));
+        let clear = positions.iter().all(|p| (p.1.x - x).hypot(p.1.z - z) > HILL_RADIUS + 8.0);
+        if clear && !plaza.contains(x, z, -(HILL_RADIUS + 4.0)) {
+            if let Some(y) = ground_at(t, x, z) {
+                out.push(Brush {
+                    shape: BrushShape::Sphere { center: Point3::new(x, y, z), radius: HILL_RADIUS },
+                    op: BrushOp::Add(materials::ROCK),
+                });
+            }
+            break;
+        }
+    }
+    out
+}
+
+/// True when a body has fallen through: its center lies deeper under the surface than its own
+/// bounding radius (the whole body is below the ground), or below the world.
+pub(crate) fn fell_through(t: &Terrain, p: &Vector3<f32>, radius: f32) -> bool {
+    if p.y < -2.0 {
+        return true;
+    }
+    matches!(t.project_point(&Point3::from(*p), 64.0), Ok(Some(pr)) if pr.inside && pr.distance > radius)
+}
+
+/// FNV-1a, 64 bits: the state hash, stable across platforms and runs.
+pub(crate) struct Fnv(u64);
+
+impl Fnv {
+    pub(crate) fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
+        for &x in b {
+            self.0 ^= x as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    pub(crate) fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Hashes every stored voxel, chunk by chunk in key order.
+pub(crate) fn hash_voxels(t: &Terrain, h: &mut Fnv) -> anyhow::Result<()> {
+    let keys = t.store().chunk_keys();
+    let mut buf = Vec::new();
+    for k in keys {
+        let region: Region = k.region()?;
+        buf.resize(region.len()?, voxterra::core::Voxel::AIR);
+        t.store().read_box(&region, &mut buf)?;
+        h.bytes(&[k.x, k.y, k.z].map(i32::to_le_bytes).concat());
+        for v in &buf {
+            h.bytes(&v.to_bits().to_le_bytes());
+        }
+    }
+    Ok(())
+}

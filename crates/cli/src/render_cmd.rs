@@ -1,0 +1,139 @@
+//! `voxterra render`: a world file or a generated world, ray cast into a PNG from a camera given by
+//! flags.
+
+use crate::gen_cmd::{parse_size, progress_bar};
+use crate::render::{Camera, render};
+use anyhow::Context;
+use std::path::PathBuf;
+use voxterra::core::nalgebra::Point3;
+use voxterra::worldgen::WorldParams;
+use voxterra::{Terrain, World};
+
+/// Arguments of `voxterra render`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct RenderArgs {
+    /// Render this world file; without it a world is generated from --size and --seed.
+    #[arg(long = "in", value_name = "FILE")]
+    input: Option<PathBuf>,
+    /// Size of the generated world, X×Y×Z.
+    #[arg(long, default_value = "512x128x512", value_parser = parse_size, conflicts_with = "input")]
+    size: [u32; 3],
+    /// Seed of the generated world.
+    #[arg(long, default_value_t = 1, conflicts_with = "input")]
+    seed: u64,
+    /// The PNG to write (atomically).
+    #[arg(long, default_value = "render.png")]
+    out: PathBuf,
+    /// Camera position, x,y,z in voxels (default: above a corner of the world, looking in).
+    #[arg(long, value_parser = parse_point, allow_hyphen_values = true)]
+    eye: Option<[f32; 3]>,
+    /// The point the camera looks at (default: the world's center at ground level).
+    #[arg(long, value_parser = parse_point, allow_hyphen_values = true)]
+    target: Option<[f32; 3]>,
+    /// Vertical field of view, degrees.
+    #[arg(long, default_value_t = 50.0)]
+    fov: f32,
+    /// Picture size, W×H pixels.
+    #[arg(long, default_value = "1280x720", value_parser = parse_resolution)]
+    resolution: [u32; 2],
+    /// Worker threads (default: all cores). The picture is the same for any count.
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// `x,y,z` as three floats.
+pub(crate) fn parse_point(s: &str) -> Result<[f32; 3], String> {
+    let v: Result<Vec<f32>, _> = s.split(',').map(|p| p.trim().parse::<f32>()).collect();
+    match v {
+        Ok(v) if v.len() == 3 && v.iter().all(|c| c.is_finite()) => Ok([v[0], v[1], v[2]]),
+        _ => Err(format!("expected x,y,z with three finite numbers; got {s:?}")),
+    }
+}
+
+/// `W×H` as two positive integers of at most 16 384.
+pub(crate) fn parse_resolution(s: &str) -> Result<[u32; 2], String> {
+    let v: Result<Vec<u32>, _> = s.split(['x', 'X']).map(|p| p.trim().parse::<u32>()).collect();
+    match v {
+        Ok(v) if v.len() == 2 && v.iter().all(|&c| (1..=16_384).contains(&c)) => Ok([v[0], v[1]]),
+        _ => Err(format!("expected W×H with two integers in 1..=16384, like 1280x720; got {s:?}")),
+    }
+}
+
+/// A camera over `terrain`'s extent: `eye` and `target` where given, else above a corner looking
+/// at the center.
+pub(crate) fn camera_for(
+    terrain: &Terrain,
+    eye: Option<[f32; 3]>,
+    target: Option<[f32; 3]>,
+    fov: f32,
+    [width, height]: [u32; 2],
+) -> Camera {
+    let (lo, hi) = terrain.extent().map_or(([0.0; 3], [64.0; 3]), |e| {
+        let s = terrain.voxel_size();
+        (e.min().map(|v| v as f32 * s).into(), e.max().map(|v| v as f32 * s).into())
+    });
+    let size = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
+    let center = [lo[0] + size[0] * 0.5, lo[1] + size[1] * 0.4, lo[2] + size[2] * 0.5];
+    let eye = eye.unwrap_or([lo[0] + size[0] * 0.05, hi[1] + size[1] * 0.9, lo[2] + size[2] * 0.05]);
+    Camera {
+        eye: Point3::from(eye),
+        target: Point3::from(target.unwrap_or(center)),
+        fov: if fov.is_finite() { fov.clamp(1.0, 170.0) } else { 50.0 },
+        width,
+        height,
+    }
+}
+
+pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = args.threads {
+        builder = builder.num_threads(n);
+    }
+    let pool = builder.build().context("starting the worker threads")?;
+    pool.install(|| {
+        let terrain = match &args.input {
+            Some(path) => {
+                let bar = progress_bar(0, "loading   ", "chunks", false)?;
+                let t = Terrain::load(path, 1.0, |d, n| {
+                    bar.set_length(n as u64);
+                    bar.set_position(d as u64);
+                })
+                .with_context(|| format!("loading {}", path.display()))?;
+                bar.finish_and_clear();
+                t
+            }
+            None => {
+                let bar = progress_bar(0, "generating", "tiles", false)?;
+                let t = Terrain::generate(&WorldParams::new(args.seed, args.size), 1.0, |d, n| {
+                    bar.set_length(n);
+                    bar.set_position(d);
+                })
+                .context("generating the world")?;
+                bar.finish_and_clear();
+                t
+            }
+        };
+        let camera = camera_for(&terrain, args.eye, args.target, args.fov, args.resolution);
+        let table = terrain.materials().clone();
+        let mut world = World::new(terrain);
+        let bar = progress_bar(0, "rendering ", "rays", false)?;
+        let picture = render(&mut world, &table, &camera, |d, n| {
+            bar.set_length(n);
+            bar.set_position(d);
+        })?;
+        bar.finish_and_clear();
+        picture.save_png(&args.out)?;
+        println!(
+            "{}: {}x{} pixels, {:.2} M primary rays/s ({:.3} s), {} shadow rays ({:.3} s), {} threads",
+            args.out.display(),
+            picture.width,
+            picture.height,
+            picture.rays_per_second() / 1e6,
+            picture.primary_seconds,
+            picture.shadow_rays,
+            picture.shadow_seconds,
+            rayon::current_num_threads()
+        );
+        Ok(())
+    })
+}

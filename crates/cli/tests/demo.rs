@@ -1,0 +1,109 @@
+//! `voxterra demo` and `voxterra render` end to end, on a small world: nothing falls through, the
+//! final state is the same on 1 and 2 threads, the baseline runs beside voxterra, the pictures are
+//! PNGs of the asked size, bad flags fail cleanly.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use std::process::Command;
+
+fn voxterra(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_voxterra")).args(args).output().unwrap()
+}
+
+/// Width and height from a PNG's IHDR chunk.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let be = |i: usize| u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+fn demo_json(threads: &str, frames: &str, extra: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out_png = dir.path().join("demo.png");
+    let mut args = vec![
+        "demo",
+        "--size",
+        "160x64x160",
+        "--bodies",
+        "60",
+        "--frames",
+        frames,
+        "--seed",
+        "3",
+        "--threads",
+        threads,
+        "--json",
+        "--resolution",
+        "96x64",
+        "--out",
+    ];
+    let path = out_png.to_str().unwrap().to_string();
+    args.push(&path);
+    args.extend_from_slice(extra);
+    let out = voxterra(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    if !extra.contains(&"--no-picture") {
+        assert_eq!(png_size(&std::fs::read(&out_png).unwrap()), (96, 64));
+    }
+    v
+}
+
+#[test]
+fn demo_on_one_and_two_threads() {
+    let one = demo_json("1", "120", &["--no-picture"]);
+    let two = demo_json("2", "120", &[]);
+    for v in [&one, &two] {
+        let r = &v["voxterra"];
+        assert_eq!(r["fell_through"], 0);
+        assert!(r["contacts_per_frame"].as_f64().unwrap() > 10.0, "bodies land: {r}");
+        assert!(r["terrain_collision_bytes"].as_u64().unwrap() > 0);
+        assert!(r["frame_ms"]["max"].as_f64().unwrap() >= r["frame_ms"]["p50"].as_f64().unwrap());
+    }
+    assert_eq!(one["voxterra"]["state_hash"], two["voxterra"]["state_hash"]);
+    assert!(two["picture"]["primary_rays_per_second"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn demo_with_the_trimesh_baseline() {
+    let v = demo_json("2", "61", &["--no-picture", "--baseline", "trimesh"]);
+    let (ours, base) = (&v["voxterra"], &v["baseline"]);
+    assert_eq!(base["collider"], "trimesh per chunk");
+    assert!(
+        base["terrain_collision_bytes"].as_u64().unwrap() > ours["terrain_collision_bytes"].as_u64().unwrap()
+    );
+    assert!(base["worst_edit_stall_ms"].as_f64().unwrap() > 0.0, "frame 30 and 60 edit");
+    assert_eq!(ours["fell_through"], 0);
+}
+
+#[test]
+fn render_writes_a_png_and_bad_flags_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.png");
+    let p = path.to_str().unwrap();
+    let out = voxterra(&[
+        "render",
+        "--size",
+        "96x48x96",
+        "--resolution",
+        "80x60",
+        "--out",
+        p,
+        "--eye",
+        "-10,60,-10",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(png_size(&bytes), (80, 60));
+    for bad in [
+        vec!["render", "--resolution", "0x10"],
+        vec!["render", "--eye", "1,2"],
+        vec!["render", "--eye", "nan,1,2"],
+        vec!["demo", "--bodies", "0"],
+        vec!["demo", "--baseline", "heightfield"],
+    ] {
+        let out = voxterra(&bad);
+        assert!(!out.status.success(), "{bad:?} was accepted");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    }
+}
