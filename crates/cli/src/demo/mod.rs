@@ -196,6 +196,8 @@ fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza)> {
 struct Final {
     terrain: Terrain,
     bodies: Vec<(SharedShape, Isometry<Real>)>,
+    /// Where the picture looks: the bodies of the last crater.
+    focus: Vector3<f32>,
 }
 
 /// Runs the scene once on `baseline` (or on voxterra when `None`).
@@ -395,6 +397,17 @@ fn simulate(
         total_seconds: run_start.elapsed().as_secs_f64(),
         state_hash: format!("{:016x}", hash.finish()),
     };
+    // The last crater's group: the edit schedule digs under group 1 + (k - 1) mod (groups - 1).
+    let groups = specs.iter().map(|s| s.group).max().unwrap_or(0);
+    let craters = n.saturating_sub(1) / 30;
+    let group = if groups >= 1 && craters >= 1 { 1 + (craters - 1) % groups } else { 0 };
+    let members: Vec<Vector3<f32>> = handles
+        .iter()
+        .zip(&specs)
+        .filter(|(_, s)| s.group == group)
+        .map(|(&h, _)| *bodies[h].translation())
+        .collect();
+    let focus = members.iter().sum::<Vector3<f32>>() / members.len().max(1) as f32;
     let shapes: Vec<(SharedShape, Isometry<Real>)> = handles
         .iter()
         .map(|&h| {
@@ -412,7 +425,7 @@ fn simulate(
         }
         Ground::Trimesh { terrain, .. } => *terrain,
     };
-    Ok((report, Final { terrain, bodies: shapes }))
+    Ok((report, Final { terrain, bodies: shapes, focus }))
 }
 
 pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
@@ -453,22 +466,28 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
 /// Renders the last frame: the terrain and the bodies, through a collision world's ray casts.
 fn picture(args: &DemoArgs, fin: Final) -> anyhow::Result<PictureReport> {
     let table = fin.terrain.materials().clone();
-    // Look at the bodies' crowd: the group with the most bodies near its centroid.
-    let centroid = fin.bodies.iter().map(|b| b.1.translation.vector).sum::<Vector3<f32>>()
-        / fin.bodies.len().max(1) as f32;
-    let focus = fin
-        .bodies
+    let focus = fin.focus;
+    // An eye that sees the focus: the first of a ring of viewpoints, low to high, with a clear line
+    // of sight (the terrain around a crater may hide it).
+    let dist = 26.0;
+    let eye = [0.6f32, 0.9, 1.2]
         .iter()
-        .map(|b| b.1.translation.vector)
-        .min_by(|a, b| (a - centroid).norm().total_cmp(&(b - centroid).norm()))
-        .unwrap_or(centroid);
+        .flat_map(|&elev| (0..8).map(move |k| (elev, k as f32 * std::f32::consts::FRAC_PI_4 + 0.6)))
+        .map(|(elev, az)| {
+            focus + Vector3::new(az.cos() * elev.cos(), elev.sin(), az.sin() * elev.cos()) * dist
+        })
+        .find(|eye| {
+            let ray = voxterra::core::Ray::new(Point3::from(*eye), focus - eye);
+            fin.terrain.cast_ray_shared(&ray, 1.0).ok().flatten().is_none_or(|h| h.t > 0.9)
+        })
+        .unwrap_or(focus + Vector3::new(0.0, dist, 0.1));
     let mut world = World::new(fin.terrain);
     for (shape, pose) in fin.bodies {
         world.insert(BodyDesc { shape, pose, velocity: None, user_data: 0 })?;
     }
     world.step(0.0)?;
     let camera = Camera {
-        eye: Point3::from(focus + Vector3::new(-26.0, 22.0, -26.0)),
+        eye: Point3::from(eye),
         target: Point3::from(focus),
         fov: 45.0,
         width: args.resolution[0],
