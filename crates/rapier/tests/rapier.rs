@@ -40,6 +40,71 @@ fn shapes() -> Vec<SharedShape> {
     ]
 }
 
+/// A rapier world over a terrain collider: the sets, the pipeline's state, and a step that
+/// prepares the terrain first, as a game's frame loop does.
+struct Sim {
+    ground: RapierTerrain,
+    bodies: RigidBodySet,
+    colliders: ColliderSet,
+    narrow_phase: NarrowPhase,
+    broad_phase: DefaultBroadPhase,
+    islands: IslandManager,
+    pipeline: PhysicsPipeline,
+    joints: (ImpulseJointSet, MultibodyJointSet, CCDSolver),
+    params: IntegrationParameters,
+}
+
+impl Sim {
+    fn new(shared: &SharedTerrain, ground_friction: f32) -> Self {
+        let mut colliders = ColliderSet::new();
+        let ground =
+            RapierTerrain::insert_with(shared.clone(), &mut colliders, |b| b.friction(ground_friction));
+        Sim {
+            ground,
+            bodies: RigidBodySet::new(),
+            colliders,
+            narrow_phase: NarrowPhase::with_query_dispatcher(dispatcher()),
+            broad_phase: DefaultBroadPhase::new(),
+            islands: IslandManager::new(),
+            pipeline: PhysicsPipeline::new(),
+            joints: (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new()),
+            params: IntegrationParameters::default(),
+        }
+    }
+
+    fn add(
+        &mut self,
+        body: RigidBodyBuilder,
+        collider: ColliderBuilder,
+    ) -> (RigidBodyHandle, ColliderHandle) {
+        let h = self.bodies.insert(body);
+        (h, self.colliders.insert_with_parent(collider, h, &mut self.bodies))
+    }
+
+    fn apply_brush(&mut self, brush: &Brush) {
+        self.ground.apply_brush(brush, &mut self.bodies, &mut self.colliders).unwrap();
+    }
+
+    fn step(&mut self) {
+        self.ground.prepare(&self.bodies, &self.colliders, &self.params);
+        let (joints, multibody, ccd) = &mut self.joints;
+        self.pipeline.step(
+            &vector![0.0, -9.81, 0.0],
+            &self.params,
+            &mut self.islands,
+            &mut self.broad_phase,
+            &mut self.narrow_phase,
+            &mut self.bodies,
+            &mut self.colliders,
+            joints,
+            multibody,
+            ccd,
+            &(),
+            &(),
+        );
+    }
+}
+
 /// Manifolds, contacts and intersection tests through the dispatcher equal the terrain's own
 /// contacts, with the terrain as the first shape and as the second, the terrain collider moved.
 #[test]
@@ -143,30 +208,14 @@ fn contact_data_follows_feature_ids() {
 #[test]
 fn query_pipeline_rays_and_shape_casts() {
     let shared = SharedTerrain::new(terrain());
-    let (bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
-    let ground = RapierTerrain::insert(shared.clone(), &mut colliders);
-    let mut broad_phase = DefaultBroadPhase::new();
-    let mut narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
+    let mut sim = Sim::new(&shared, 0.5);
     // One empty step fills the broad phase's tree.
-    let (mut bodies_m, mut islands) = (bodies, IslandManager::new());
-    PhysicsPipeline::new().step(
-        &vector![0.0, -9.81, 0.0],
-        &IntegrationParameters::default(),
-        &mut islands,
-        &mut broad_phase,
-        &mut narrow_phase,
-        &mut bodies_m,
-        &mut colliders,
-        &mut ImpulseJointSet::new(),
-        &mut MultibodyJointSet::new(),
-        &mut CCDSolver::new(),
-        &(),
-        &(),
-    );
-    let q = broad_phase.as_query_pipeline(
-        narrow_phase.query_dispatcher(),
-        &bodies_m,
-        &colliders,
+    sim.step();
+    let ground = &sim.ground;
+    let q = sim.broad_phase.as_query_pipeline(
+        sim.narrow_phase.query_dispatcher(),
+        &sim.bodies,
+        &sim.colliders,
         QueryFilter::default(),
     );
     let mut hits = 0;
@@ -212,30 +261,22 @@ fn query_pipeline_rays_and_shape_casts() {
 /// Also returns how many are at rest (asleep or nearly still).
 fn simulate(bodies_n: usize, frames: usize) -> (Vec<[u32; 7]>, usize, usize) {
     let shared = SharedTerrain::new(terrain());
-    let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
-    let ground = RapierTerrain::insert(shared.clone(), &mut colliders);
+    let mut sim = Sim::new(&shared, 0.5);
     let kinds = shapes();
     let mut handles = Vec::new();
     for i in 0..bodies_n {
         let (x, z) = (8.0 + (i % 8) as f32 * 6.5, 8.0 + (i / 8 % 8) as f32 * 6.5);
         let y = ground_at(&shared.read(), x, z) + 3.0 + (i / 64) as f32 * 2.5;
-        let h = bodies.insert(RigidBodyBuilder::dynamic().translation(vector![x, y, z]).rotation(vector![
+        let body = RigidBodyBuilder::dynamic().translation(vector![x, y, z]).rotation(vector![
             0.3 * i as f32,
             0.0,
             0.1
-        ]));
-        colliders.insert_with_parent(ColliderBuilder::new(kinds[i % kinds.len()].clone()), h, &mut bodies);
-        handles.push(h);
+        ]);
+        handles.push(sim.add(body, ColliderBuilder::new(kinds[i % kinds.len()].clone())).0);
     }
-    let mut narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
-    let mut pipeline = PhysicsPipeline::new();
-    let (mut islands, mut broad_phase) = (IslandManager::new(), DefaultBroadPhase::new());
-    let (mut joints, mut multibody, mut ccd) =
-        (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
-    let params = IntegrationParameters::default();
     for frame in 0..frames {
         if frame > 0 && frame % 30 == 0 {
-            let target = *bodies[handles[(frame / 30 * 7) % handles.len()]].translation();
+            let target = *sim.bodies[handles[(frame / 30 * 7) % handles.len()]].translation();
             let crater = Brush {
                 shape: BrushShape::Sphere {
                     center: Point3::new(target.x, target.y - 1.0, target.z),
@@ -243,40 +284,26 @@ fn simulate(bodies_n: usize, frames: usize) -> (Vec<[u32; 7]>, usize, usize) {
                 },
                 op: BrushOp::Subtract,
             };
-            ground.apply_brush(&crater, &mut bodies, &mut colliders).unwrap();
+            sim.apply_brush(&crater);
             // A hill raised where no body is: rock grown around a body would swallow it.
             let spot =
                 (0..64).map(|k| (4.0 + (k * 37 % 56) as f32, 4.0 + (k * 23 % 56) as f32)).find(|&(x, z)| {
                     handles.iter().all(|&h| {
-                        let p = bodies[h].translation();
+                        let p = sim.bodies[h].translation();
                         (p.x - x).hypot(p.z - z) > 5.0
                     })
                 });
             if let Some((x, z)) = spot {
                 let center = Point3::new(x, ground_at(&shared.read(), x, z), z);
-                let hill = Brush {
+                sim.apply_brush(&Brush {
                     shape: BrushShape::Sphere { center, radius: 2.0 },
                     op: BrushOp::Add(materials::ROCK),
-                };
-                ground.apply_brush(&hill, &mut bodies, &mut colliders).unwrap();
+                });
             }
         }
-        ground.prepare(&bodies, &colliders, &params);
-        pipeline.step(
-            &vector![0.0, -9.81, 0.0],
-            &params,
-            &mut islands,
-            &mut broad_phase,
-            &mut narrow_phase,
-            &mut bodies,
-            &mut colliders,
-            &mut joints,
-            &mut multibody,
-            &mut ccd,
-            &(),
-            &(),
-        );
+        sim.step();
     }
+    let (bodies, colliders) = (&sim.bodies, &sim.colliders);
     let t = shared.read();
     let mut fallen = 0;
     let mut asleep = 0;
@@ -320,50 +347,22 @@ fn bodies_on_edited_terrain_never_fall_through_and_runs_agree() {
 #[test]
 fn a_crater_wakes_the_body_resting_over_it() {
     let shared = SharedTerrain::new(terrain());
-    let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
-    let ground = RapierTerrain::insert(shared.clone(), &mut colliders);
+    let mut sim = Sim::new(&shared, 0.5);
     let y = ground_at(&shared.read(), 30.0, 30.0);
-    let h = bodies.insert(RigidBodyBuilder::dynamic().translation(vector![30.0, y + 0.5, 30.0]));
-    colliders.insert_with_parent(ColliderBuilder::cuboid(0.5, 0.5, 0.5), h, &mut bodies);
-    let mut narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
-    let mut pipeline = PhysicsPipeline::new();
-    let (mut islands, mut broad_phase) = (IslandManager::new(), DefaultBroadPhase::new());
-    let (mut joints, mut multibody, mut ccd) =
-        (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
-    let params = IntegrationParameters::default();
-    let mut step = |bodies: &mut RigidBodySet, colliders: &mut ColliderSet, n: usize| {
-        for _ in 0..n {
-            ground.prepare(bodies, colliders, &params);
-            pipeline.step(
-                &vector![0.0, -9.81, 0.0],
-                &params,
-                &mut islands,
-                &mut broad_phase,
-                &mut narrow_phase,
-                bodies,
-                colliders,
-                &mut joints,
-                &mut multibody,
-                &mut ccd,
-                &(),
-                &(),
-            );
-        }
-    };
-    step(&mut bodies, &mut colliders, 240);
-    assert!(bodies[h].is_sleeping(), "the box settles and sleeps");
-    let rest = bodies[h].translation().y;
-    let crater = Brush {
+    let (h, _) = sim.add(
+        RigidBodyBuilder::dynamic().translation(vector![30.0, y + 0.5, 30.0]),
+        ColliderBuilder::cuboid(0.5, 0.5, 0.5),
+    );
+    (0..240).for_each(|_| sim.step());
+    assert!(sim.bodies[h].is_sleeping(), "the box settles and sleeps");
+    let rest = sim.bodies[h].translation().y;
+    sim.apply_brush(&Brush {
         shape: BrushShape::Sphere { center: Point3::new(30.0, y, 30.0), radius: 4.0 },
         op: BrushOp::Subtract,
-    };
-    ground.apply_brush(&crater, &mut bodies, &mut colliders).unwrap();
-    step(&mut bodies, &mut colliders, 120);
-    assert!(
-        bodies[h].translation().y < rest - 2.0,
-        "it fell into the crater: {} vs {rest}",
-        bodies[h].translation().y
-    );
+    });
+    (0..120).for_each(|_| sim.step());
+    let now = sim.bodies[h].translation().y;
+    assert!(now < rest - 2.0, "it fell into the crater: {now} vs {rest}");
 }
 
 /// A box slid across flat ground over many chunk seams: every contact normal is the floor's.
@@ -374,37 +373,16 @@ fn a_box_sliding_over_chunk_seams_sees_no_ghost_normal() {
     t.fill(&floor, Voxel::new(materials::ROCK, 255)).unwrap();
     let shared = SharedTerrain::new(t);
     let y = ground_at(&shared.read(), 10.0, 10.0);
-    let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
-    let ground = RapierTerrain::insert_with(shared.clone(), &mut colliders, |b| b.friction(0.0));
-    let h = bodies.insert(
+    let mut sim = Sim::new(&shared, 0.0);
+    let (h, co) = sim.add(
         RigidBodyBuilder::dynamic().translation(vector![4.0, y + 0.5, 12.0]).linvel(vector![12.0, 0.0, 0.0]),
+        ColliderBuilder::cuboid(0.5, 0.5, 0.5).friction(0.0),
     );
-    let co =
-        colliders.insert_with_parent(ColliderBuilder::cuboid(0.5, 0.5, 0.5).friction(0.0), h, &mut bodies);
-    let mut narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
-    let mut pipeline = PhysicsPipeline::new();
-    let (mut islands, mut broad_phase) = (IslandManager::new(), DefaultBroadPhase::new());
-    let (mut joints, mut multibody, mut ccd) =
-        (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
-    let params = IntegrationParameters::default();
     let mut normals = 0;
     for _ in 0..300 {
-        ground.prepare(&bodies, &colliders, &params);
-        pipeline.step(
-            &vector![0.0, -9.81, 0.0],
-            &params,
-            &mut islands,
-            &mut broad_phase,
-            &mut narrow_phase,
-            &mut bodies,
-            &mut colliders,
-            &mut joints,
-            &mut multibody,
-            &mut ccd,
-            &(),
-            &(),
-        );
-        if let Some(pair) = narrow_phase.contact_pair(ground.collider(), co) {
+        sim.step();
+        let (ground, bodies) = (&sim.ground, &sim.bodies);
+        if let Some(pair) = sim.narrow_phase.contact_pair(ground.collider(), co) {
             for m in &pair.manifolds {
                 if !m.points.is_empty() {
                     let n = if pair.collider1 == ground.collider() { m.data.normal } else { -m.data.normal };
@@ -417,6 +395,10 @@ fn a_box_sliding_over_chunk_seams_sees_no_ghost_normal() {
             break;
         }
     }
-    assert!(bodies[h].translation().x > 60.0, "the box slid across seams: x = {}", bodies[h].translation().x);
+    assert!(
+        sim.bodies[h].translation().x > 60.0,
+        "the box slid across seams: x = {}",
+        sim.bodies[h].translation().x
+    );
     assert!(normals > 50);
 }

@@ -421,6 +421,20 @@ impl Terrain {
         crate::collision_cache::build(&self.mesher, &self.store, key, &mut MeshWorkspace::new())
     }
 
+    /// Calls `f` with `key`'s collision data: the cache's, or built for this call when the cache
+    /// does not hold it (the `&self` queries). `None` for a chunk without a surface.
+    pub(crate) fn with_chunk<R>(
+        &self,
+        key: PhysicsChunkKey,
+        ws: &mut MeshWorkspace,
+        f: impl FnOnce(&crate::ChunkCollision) -> R,
+    ) -> Option<R> {
+        match self.cache.peek(key) {
+            Some(held) => held.map(f),
+            None => crate::collision_cache::build(&self.mesher, &self.store, key, ws).as_ref().map(f),
+        }
+    }
+
     /// Builds the missing cache entries of `keys`, in parallel (the serial result).
     pub(crate) fn build_chunks(&mut self, keys: &[PhysicsChunkKey]) {
         self.cache.prepare(&self.mesher, &self.store, keys);
@@ -589,30 +603,23 @@ impl Terrain {
         local_pose.translation.vector *= k;
         let before = out.len();
         for &key in keys {
-            let own;
-            let c = match self.cache.peek(key) {
-                Some(c) => c,
-                None => {
-                    own = crate::collision_cache::build(&self.mesher, &self.store, key, &mut ws.mesh);
-                    own.as_ref()
-                }
-            };
-            let Some(c) = c else { continue };
-            let view = c.tree.with(&c.mesh);
-            let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags()).one_sided();
-            ws.scratch.clear();
-            voxterra_narrowphase::contacts(
-                local_shape,
-                &local_pose,
-                set,
-                prediction * k,
-                &mut ws.contact,
-                &mut ws.scratch,
-            )?;
+            let QueryWorkspace { contact, scratch, mesh } = &mut *ws;
+            scratch.clear();
+            self.with_chunk(key, mesh, |c| {
+                let view = c.tree.with(&c.mesh);
+                let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags()).one_sided();
+                voxterra_narrowphase::contacts(
+                    local_shape,
+                    &local_pose,
+                    set,
+                    prediction * k,
+                    contact,
+                    scratch,
+                )
+            })
+            .transpose()?;
             out.extend(
-                ws.scratch
-                    .iter()
-                    .map(|m| TerrainManifold { chunk: key, manifold: m.scaled(self.voxel_size) }),
+                scratch.iter().map(|m| TerrainManifold { chunk: key, manifold: m.scaled(self.voxel_size) }),
             );
         }
         Ok(out.len() - before)
@@ -706,25 +713,20 @@ impl Terrain {
         let mut best: Option<(PhysicsChunkKey, ShapeCastHit)> = None;
         for &key in keys {
             let limit = best.map_or(max_toi, |b| b.1.toi);
-            let own;
-            let c = match self.cache.peek(key) {
-                Some(c) => c,
-                None => {
-                    own = crate::collision_cache::build(&self.mesher, &self.store, key, &mut ws.mesh);
-                    own.as_ref()
-                }
-            };
-            let Some(c) = c else { continue };
-            let view = c.tree.with(&c.mesh);
-            let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags());
-            if let Some(h) = voxterra_narrowphase::cast_shape(
-                local_shape,
-                &local_pose,
-                &local_vel,
-                limit,
-                set,
-                local_options,
-            )? && best.is_none_or(|b| h.toi < b.1.toi)
+            let hit = self.with_chunk(key, &mut ws.mesh, |c| {
+                let view = c.tree.with(&c.mesh);
+                let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags());
+                voxterra_narrowphase::cast_shape(
+                    local_shape,
+                    &local_pose,
+                    &local_vel,
+                    limit,
+                    set,
+                    local_options,
+                )
+            });
+            if let Some(h) = hit.transpose()?.flatten()
+                && best.is_none_or(|b| h.toi < b.1.toi)
             {
                 best = Some((key, h));
             }

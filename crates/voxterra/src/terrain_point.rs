@@ -58,6 +58,7 @@ impl Terrain {
             );
             d.norm() + (hi - lo).norm()
         });
+        let mut ws = voxterra_mesher::MeshWorkspace::new();
         let mut r = 2.0f32;
         loop {
             let r_now = r.min(limit).min(reach.max(0.0));
@@ -65,46 +66,39 @@ impl Terrain {
             let world_box = Aabb::new(Point3::from(b.mins.coords * vs), Point3::from(b.maxs.coords * vs));
             let mut best: Option<(f32, TerrainProjection)> = None;
             for key in self.solid_chunks(&world_box) {
-                let own;
-                let c = match self.cached_chunk(key) {
-                    Some(c) => c,
-                    None => {
-                        own = self.build_uncached(key);
-                        own.as_ref()
-                    }
-                };
-                let Some(c) = c else { continue };
-                c.tree.with(&c.mesh).triangles_in_aabb(&b, &mut |t| {
-                    let [a, bb, cc] = c.mesh.triangle(t as usize);
-                    let tri = Triangle::new(a, bb, cc);
-                    let (proj, at) = tri.project_local_point_and_get_location(&local, false);
-                    let q = proj.point;
-                    let d = (q - local).norm();
-                    if best.as_ref().is_none_or(|(bd, bp)| {
-                        d < *bd
-                            || (d == *bd
-                                && (key.y, key.z, key.x, t)
-                                    < (bp.chunk.y, bp.chunk.z, bp.chunk.x, bp.triangle))
-                    }) {
-                        let face = (bb - a).cross(&(cc - a));
-                        let normal = Unit::try_new(face, 0.0).unwrap_or(Vector3::y_axis());
-                        best = Some((
-                            d,
-                            TerrainProjection {
-                                point: Point3::from(q.coords * vs),
-                                distance: d * vs,
-                                normal,
-                                inside: if matches!(at, TrianglePointLocation::OnFace(..)) {
-                                    (local - q).dot(&normal) < 0.0
-                                } else {
-                                    // On an edge or corner the face's side says little.
-                                    self.occupancy_at(&local) > 0.5
+                self.with_chunk(key, &mut ws, |c| {
+                    c.tree.with(&c.mesh).triangles_in_aabb(&b, &mut |t| {
+                        let [a, bb, cc] = c.mesh.triangle(t as usize);
+                        let tri = Triangle::new(a, bb, cc);
+                        let (proj, at) = tri.project_local_point_and_get_location(&local, false);
+                        let q = proj.point;
+                        let d = (q - local).norm();
+                        if best.as_ref().is_none_or(|(bd, bp)| {
+                            d < *bd
+                                || (d == *bd
+                                    && (key.y, key.z, key.x, t)
+                                        < (bp.chunk.y, bp.chunk.z, bp.chunk.x, bp.triangle))
+                        }) {
+                            let face = (bb - a).cross(&(cc - a));
+                            let normal = Unit::try_new(face, 0.0).unwrap_or(Vector3::y_axis());
+                            best = Some((
+                                d,
+                                TerrainProjection {
+                                    point: Point3::from(q.coords * vs),
+                                    distance: d * vs,
+                                    normal,
+                                    inside: if matches!(at, TrianglePointLocation::OnFace(..)) {
+                                        (local - q).dot(&normal) < 0.0
+                                    } else {
+                                        // On an edge or corner the face's side says little.
+                                        self.occupancy_at(&local) > 0.5
+                                    },
+                                    chunk: key,
+                                    triangle: t,
                                 },
-                                chunk: key,
-                                triangle: t,
-                            },
-                        ));
-                    }
+                            ));
+                        }
+                    })
                 });
             }
             match best {
