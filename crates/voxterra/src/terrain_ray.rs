@@ -80,15 +80,7 @@ impl Terrain {
         }
         // The cache evicts what the ray still needs (a budget smaller than its chunks): build
         // them into a map of the ray's own instead.
-        let mut own = HashMap::new();
-        loop {
-            match self.walk(ray, max_t, Some(&own)) {
-                Ok(hit) => return Ok(hit),
-                Err(missing) => {
-                    own.insert(missing, self.build_uncached(missing));
-                }
-            }
-        }
+        self.cast_ray_shared(ray, max_t)
     }
 
     /// [`Terrain::cast_ray`] through a shared reference (engines that cast from `&self`, parallel
