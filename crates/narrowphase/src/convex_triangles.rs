@@ -111,39 +111,35 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
         ws.candidates.sort_unstable();
         for &t in &ws.candidates {
             let tri = set.source.triangle(t as usize);
-            if !tri.iter().all(|p| p.iter().all(|v| v.is_finite())) || triangle_normal(&tri).is_none() {
-                continue; // degenerate triangles touch nothing
+            if !tri.iter().all(|p| p.iter().all(|v| v.is_finite())) {
+                continue; // non-finite triangles touch nothing
             }
+            let Some(face) = triangle_normal(&tri) else { continue }; // nor do degenerate ones
             let id = FeatureId { triangle: t, feature: TriangleFeature::Face, part, sub: 0 };
             let flags = set.flags(t);
             let first = out.len();
             shape_triangle(part_shape, &part_pose, &tri, prediction, id, flags, out)?;
-            if set.one_sided
-                && let Some(front) = triangle_normal(&tri)
-            {
-                let mut keep = first;
-                for i in first..out.len() {
-                    if let Some(p) = front_side(out[i], part_shape, &part_pose, &tri, &front, prediction) {
-                        out[keep] = p;
-                        keep += 1;
-                    }
-                }
-                out.truncate(keep);
+            if !set.one_sided && flags == ALL_ACTIVE {
+                continue;
             }
-            if flags != ALL_ACTIVE
-                && let Some(face) = triangle_normal(&tri)
-            {
-                // Redo the points on inactive edges along the face normal, dropping the ones the
-                // neighbor's face covers; order kept.
-                let mut keep = first;
-                for i in first..out.len() {
-                    if let Some(p) = correct(out[i], part_shape, &part_pose, &tri, &face, flags, prediction) {
-                        out[keep] = p;
-                        keep += 1;
-                    }
+            // One pass over this triangle's points, order kept: one-sided sets redo a point
+            // pushing through the back along the front normal; points on inactive edges are redone
+            // along the face normal; either drops the points the neighbors' faces cover.
+            let mut keep = first;
+            for i in first..out.len() {
+                let mut p = Some(out[i]);
+                if set.one_sided {
+                    p = p.and_then(|p| front_side(p, part_shape, &part_pose, &tri, &face, prediction));
                 }
-                out.truncate(keep);
+                if flags != ALL_ACTIVE {
+                    p = p.and_then(|p| correct(p, part_shape, &part_pose, &tri, &face, flags, prediction));
+                }
+                if let Some(p) = p {
+                    out[keep] = p;
+                    keep += 1;
+                }
             }
+            out.truncate(keep);
         }
     }
     Ok(())

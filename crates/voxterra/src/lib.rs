@@ -57,7 +57,15 @@
 //! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
 //! render meshes edits changed, re-meshed in parallel; [`Terrain::edits_since`] and
 //! [`Terrain::apply_delta`] replicate edits to another terrain; [`Terrain::cast_rays`] casts
-//! batches in parallel.
+//! batches in parallel. The `_shared` queries ([`Terrain::contacts_shared`],
+//! [`Terrain::cast_ray_shared`], [`Terrain::cast_shape_shared`]) and [`Terrain::project_point`]
+//! work from `&self`, for parallel callers and physics engines (`voxterra-rapier` uses them).
+//!
+//! [`World`] holds bodies over a terrain: each [`World::step`] settles the moved bodies' boxes in
+//! the dynamic AABB tree (body–body pairs), tracks each body's terrain contacts per physics chunk
+//! (solid and water, from its old and new boxes), builds the collision data those contacts need,
+//! and reports what started and stopped as [`WorldEvent`]s; [`World::contacts`] gives the
+//! manifolds, [`World::cast_ray`] and [`World::cast_shape`] cover bodies and terrain together.
 //!
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};
