@@ -5,7 +5,6 @@ use rapier3d::prelude::{
     Collider, ColliderBuilder, ColliderHandle, ColliderSet, IntegrationParameters, RigidBodySet, SharedShape,
 };
 use std::sync::Arc;
-use std::time::Duration;
 use voxterra::core::Aabb;
 use voxterra::core::nalgebra::Point3;
 use voxterra::{Brush, EditReport, Terrain, TerrainError};
@@ -79,7 +78,7 @@ impl RapierTerrain {
                 boxes.push(local.loosened(margin + co.contact_skin()));
             }
         }
-        terrain.prepare_around(&boxes, usize::MAX, Duration::MAX).0
+        terrain.prepare_boxes(&boxes)
     }
 
     /// Applies a brush between steps, then wakes every body near the change (its contacts there

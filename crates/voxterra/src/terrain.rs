@@ -484,6 +484,15 @@ impl Terrain {
         self.cache.prepare(&self.mesher, &self.store, &keys)
     }
 
+    /// [`Terrain::prepare`] for many boxes at once (a frame's bodies): the chunks they need,
+    /// each once, built in one parallel batch. Returns how many were built.
+    pub fn prepare_boxes(&mut self, boxes: &[Aabb]) -> usize {
+        let mut keys: Vec<PhysicsChunkKey> = boxes.iter().flat_map(|b| self.solid_chunks(b)).collect();
+        keys.sort_by_key(|k| (k.y, k.z, k.x));
+        keys.dedup();
+        self.cache.prepare(&self.mesher, &self.store, &keys)
+    }
+
     /// Collision readiness within a budget, for a game's frame loop: builds the missing cache
     /// entries around `boxes` (world units), nearest first (by distance from the chunk's center to
     /// the nearest box), at most `max_chunks` of them and stopping once `max_time` has passed

@@ -392,6 +392,29 @@ mod contacts {
         }
     }
 
+    /// Many boxes prepared at once: each box is ready, each chunk built once, queries inside build
+    /// nothing.
+    #[test]
+    fn prepared_boxes_are_ready_and_build_each_chunk_once() {
+        let mut t = world();
+        let boxes: Vec<Aabb> = probes()
+            .iter()
+            .map(|(s, p)| {
+                let b = s.compute_aabb(p);
+                Aabb::new(b.mins, b.maxs).loosened(0.05)
+            })
+            .collect();
+        let built = t.prepare_boxes(&boxes);
+        assert!(boxes.iter().all(|b| t.is_ready(b)));
+        assert_eq!(built as u64, t.cache_stats().builds, "each chunk once");
+        assert_eq!(t.prepare_boxes(&boxes), 0);
+        let before = t.cache_stats();
+        for (s, p) in probes() {
+            ours(&mut t, &s, &p, 0.05);
+        }
+        assert_eq!(t.cache_stats().builds, before.builds);
+    }
+
     #[test]
     fn prepare_around_builds_nearest_first_within_its_budget() {
         let mut t = world();
