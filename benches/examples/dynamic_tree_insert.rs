@@ -9,6 +9,7 @@ use std::time::Instant;
 use voxterra_benches::dynamic_tree_suite::Scene;
 use voxterra_core::Aabb;
 use voxterra_dynamic_aabb_tree::{DynamicAabbTree, ProxyKind};
+use voxterra_narrowphase::convert::ToParry;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -43,7 +44,7 @@ fn main() {
             let t = Instant::now();
             let mut bvh = parry3d::partitioning::Bvh::new();
             for (i, b) in boxes.iter().enumerate() {
-                bvh.insert(parry3d::bounding_volume::Aabb::new(b.mins, b.maxs), i as u32);
+                bvh.insert(b.to_parry(), i as u32);
             }
             parry.push(t.elapsed().as_secs_f64() * 1e9 / n as f64);
             std::hint::black_box(&bvh);
@@ -51,10 +52,7 @@ fn main() {
             let t = Instant::now();
             let mut o = obvhs::bvh2::Bvh2::default();
             for (i, b) in boxes.iter().enumerate() {
-                let ob = obvhs::aabb::Aabb::new(
-                    glam::Vec3A::new(b.mins.x, b.mins.y, b.mins.z),
-                    glam::Vec3A::new(b.maxs.x, b.maxs.y, b.maxs.z),
-                );
+                let ob = obvhs::aabb::Aabb::new(b.mins.to_parry().into(), b.maxs.to_parry().into());
                 o.insert_primitive(ob, i as u32);
             }
             obvhs.push(t.elapsed().as_secs_f64() * 1e9 / n as f64);

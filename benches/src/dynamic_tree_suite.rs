@@ -1,4 +1,4 @@
-//! Suite `dynamic-aabb-tree`: the dynamic AABB tree against parry3d 0.25.3's `Bvh` driven as rapier
+//! Suite `dynamic-aabb-tree`: the dynamic AABB tree against parry3d 0.31's `Bvh` driven as rapier
 //! 0.30 drives it, and against obvhs 0.4's `Bvh2` (insert, move and AABB traversal per mover).
 //!
 //! Scenario: N boxes of size U[0.5, 1.5] in a cube of side (4N)^(1/3), speeds
@@ -31,6 +31,7 @@ use std::time::Instant;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Aabb, Broadphase, ProxyId, ProxyMove, Ray};
 use voxterra_dynamic_aabb_tree::{DynamicAabbTree, ProxyKind};
+use voxterra_narrowphase::convert::ToParry;
 
 const DT: f32 = 1.0 / 60.0;
 
@@ -103,14 +104,11 @@ impl Scene {
 }
 
 fn paabb(b: &Aabb) -> PAabb {
-    PAabb::new(b.mins, b.maxs)
+    b.to_parry()
 }
 
 fn oaabb(b: &Aabb) -> obvhs::aabb::Aabb {
-    obvhs::aabb::Aabb::new(
-        glam::Vec3A::new(b.mins.x, b.mins.y, b.mins.z),
-        glam::Vec3A::new(b.maxs.x, b.maxs.y, b.maxs.z),
-    )
+    obvhs::aabb::Aabb::new(glam::Vec3A::from(b.mins.to_parry()), glam::Vec3A::from(b.maxs.to_parry()))
 }
 
 /// voxterra's side of the scene.
@@ -451,8 +449,8 @@ impl QuerySet {
 /// `r` as obvhs's ray over `[0, max_t]`.
 pub fn oray(r: &Ray, max_t: f32) -> obvhs::ray::Ray {
     obvhs::ray::Ray::new(
-        glam::Vec3A::new(r.origin.x, r.origin.y, r.origin.z),
-        glam::Vec3A::new(r.dir.x, r.dir.y, r.dir.z),
+        glam::Vec3A::from(r.origin.to_parry()),
+        glam::Vec3A::from(r.dir.to_parry()),
         0.0,
         max_t,
     )
@@ -538,10 +536,12 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
         }
         s
     };
+    // parry's side gets its own copies of the points and rays (glam), made before timing.
+    let parry_points: Vec<parry3d::math::Vector> = points.iter().map(|p| p.to_parry()).collect();
     let parry_point = || {
         let mut s = 0u64;
-        for p in &points {
-            for leaf in parry.bvh.leaves(|node| node.aabb().contains_local_point(p)) {
+        for (p, pp) in points.iter().zip(&parry_points) {
+            for leaf in parry.bvh.leaves(|node| node.aabb().contains_local_point(*pp)) {
                 if contains(&tight.aabb(leaf as usize), p) {
                     s += u64::from(leaf) + 1;
                 }
@@ -552,7 +552,7 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
     let obvhs_point = || {
         let mut s = 0u64;
         for p in &points {
-            obvhs.bvh.point_traverse(glam::Vec3A::new(p.x, p.y, p.z), |bvh, node| {
+            obvhs.bvh.point_traverse(glam::Vec3A::from(p.to_parry()), |bvh, node| {
                 let prim = bvh.primitive_indices[bvh.nodes[node as usize].first_index as usize];
                 if contains(&tight.aabb(prim as usize), p) {
                     s += u64::from(prim) + 1;
@@ -606,11 +606,11 @@ fn queries(report: &mut Report, budget: Budget, n: usize) {
         }
         (hits, mm)
     };
+    let parry_rays: Vec<parry3d::query::Ray> = rays.iter().map(|r| r.to_parry()).collect();
     let parry_ray = || {
         let (mut hits, mut mm) = (0u64, 0u64);
-        for r in &rays {
-            let pr = parry3d::query::Ray::new(r.origin, r.dir);
-            let found = parry.bvh.cast_ray(&pr, max_t, |leaf, best| {
+        for (r, pr) in rays.iter().zip(&parry_rays) {
+            let found = parry.bvh.cast_ray(pr, max_t, |leaf, best| {
                 tight.aabb(leaf as usize).clip_ray(r, best).map(|(t, _)| t)
             });
             if let Some((_, t)) = found {

@@ -1,4 +1,4 @@
-//! Suite `kdtree`: the loose kD tree against parry3d 0.25.3's `TriMesh` (BVH) on the same triangles:
+//! Suite `kdtree`: the loose kD tree against parry3d 0.31's `TriMesh` (BVH) on the same triangles:
 //! a 200k-triangle terrain grid and physics-chunk-sized meshes (a few hundred triangles).
 
 use crate::harness::{Budget, Metric, Report, compare, compare_prechecked};
@@ -12,7 +12,7 @@ use voxterra_core::{
 use voxterra_kdtree::KdTree;
 use voxterra_worldgen::TerrainModel;
 
-const PEER: &str = if cfg!(feature = "parry-simd") { "parry simd" } else { "parry" };
+const PEER: &str = "parry";
 
 /// A compact chunk mesh: positions and u16 indices (what the mesher's physics meshes will be).
 pub struct ChunkMesh {
@@ -136,8 +136,7 @@ pub fn run(quick: bool) -> Report {
     let mut report = Report {
         suite: "kdtree".into(),
         setup: format!(
-            "terrain grid of {tris} triangles (default world heights) and 288-triangle chunk meshes (u16); peer: parry3d 0.25.3 TriMesh{}",
-            if cfg!(feature = "parry-simd") { " with simd-stable" } else { ", default features" }
+            "terrain grid of {tris} triangles (default world heights) and 288-triangle chunk meshes (u16); peer: parry3d 0.31 TriMesh"
         ),
         ..Report::default()
     };

@@ -11,7 +11,7 @@
 //! Suites: `store` (the voxel store against a dense 2-byte-per-voxel array), `codec` (RLE and
 //! RLE+LZ4 against LZ4 alone on raw voxels; whole save and load), `bit-broadphase` (mask queries
 //! against a brute-force scan; candidate reduction; memory; rebuild scaling), `kdtree` (against
-//! parry3d 0.25.3's `TriMesh`; `--features parry-simd` for its simd-stable build), `mesher`
+//! parry3d 0.31's `TriMesh`), `mesher`
 //! (against fast-surface-nets 0.2 on the same padded 32³ chunks; uniform chunks; physics mesh size),
 //! `dynamic-aabb-tree` (against parry3d's `Bvh` driven as rapier drives it and obvhs's `Bvh2`:
 //! bouncing boxes, update + pairs per frame; AABB, point and ray queries), `narrowphase` (contacts,

@@ -17,19 +17,20 @@
 
 use crate::harness::{Budget, CaseResult, Metric, Report, compare_prechecked};
 use crate::world::{Rng, bench_world};
-use parry3d::math::Isometry;
+use parry3d::math::{Pose, Vector};
 use parry3d::query::{
     ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher, PersistentQueryDispatcher,
 };
 use parry3d::shape::{ConvexPolyhedron, SharedShape, TriMesh, TriMeshFlags};
 use std::collections::HashMap;
-use voxterra_core::nalgebra::{Point3, UnitQuaternion, Vector3};
+use voxterra_core::nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 use voxterra_core::{
     Aabb, Culling, DenseVoxels, MaterialTable, PhysicsChunkKey, Ray, Region, TriangleIndex, TriangleMesh,
     TriangleSource, Voxel, VoxelPos, VoxelRead, VoxelWrite, materials,
 };
 use voxterra_kdtree::KdTree;
 use voxterra_mesher::{MeshWorkspace, Mesher, PhysicsMesh};
+use voxterra_narrowphase::convert::{FromParry, ToParry};
 use voxterra_narrowphase::mesh_mesh::{intersecting_pairs, intersecting_pairs_brute_force};
 use voxterra_narrowphase::{
     CastOptions, ContactWorkspace, Manifold, MeshCollider, MeshMeshOptions, TriangleSet, cast_shape, contacts,
@@ -53,7 +54,7 @@ pub struct Chunk {
 }
 
 fn trimesh(mesh: &PhysicsMesh, flags: TriMeshFlags) -> TriMesh {
-    let positions: Vec<Point3<f32>> = (0..mesh.vertex_count()).map(|i| mesh.position(i)).collect();
+    let positions: Vec<Vector> = (0..mesh.vertex_count()).map(|i| mesh.position(i).to_parry()).collect();
     let indices: Vec<[u32; 3]> = mesh.triangles().iter().map(|t| t.map(u32::from)).collect();
     TriMesh::with_flags(positions, indices, flags).expect("a non-empty chunk mesh")
 }
@@ -80,12 +81,12 @@ pub fn chunks_of(src: &(impl VoxelRead + ?Sized), region: &Region, flags: TriMes
 }
 
 fn rock() -> ConvexPolyhedron {
-    let pts: Vec<Point3<f32>> = (0..32)
+    let pts: Vec<Vector> = (0..32)
         .map(|i| {
             let (a, b) = (i as f32 * 2.399_963, (i as f32 + 0.5) / 32.0);
             let z = 1.0 - 2.0 * b;
             let r = (1.0 - z * z).sqrt();
-            Point3::new(r * a.cos() * 0.7, z * 0.45, r * a.sin() * 0.55)
+            Vector::new(r * a.cos() * 0.7, z * 0.45, r * a.sin() * 0.55)
         })
         .collect();
     ConvexPolyhedron::from_convex_hull(&pts).expect("a hull")
@@ -103,7 +104,7 @@ pub(crate) fn shapes() -> [(SharedShape, &'static str); 4] {
 
 struct Body {
     shape: usize,
-    pose: Isometry<f32>,
+    pose: Pose,
     chunks: Vec<usize>,
 }
 
@@ -140,13 +141,13 @@ fn bodies(chunks: &[Chunk], area: &Region, n: usize, rng: &mut Rng) -> Vec<Body>
         }
         let shape = out.len() % all.len();
         let yaw = (rng.below(628) as f32) / 100.0;
-        let rot = UnitQuaternion::from_euler_angles(0.0, yaw, 0.0);
+        let rot = UnitQuaternion::from_euler_angles(0.0, yaw, 0.0).to_parry();
         let local = all[shape].0.compute_local_aabb();
         let ground = ray.origin.y - best;
         // From 3 voxels above the ground under its center, cast the body down onto the terrain
         // and sink it 1 cm: resting, whatever the slope under its footprint.
-        let above = Isometry::from_parts(Vector3::new(x, ground - local.mins.y + 3.0, z).into(), rot);
-        let bb = all[shape].0.compute_aabb(&above);
+        let above = Pose::from_parts(Vector::new(x, ground - local.mins.y + 3.0, z), rot);
+        let bb = Aabb::from_parry(&all[shape].0.compute_aabb(&above));
         let swept = Aabb::new(bb.mins - Vector3::new(0.0, 8.0, 0.0), bb.maxs);
         let mut toi = f32::INFINITY;
         for c in overlapping(chunks, &swept) {
@@ -154,7 +155,7 @@ fn bodies(chunks: &[Chunk], area: &Region, n: usize, rng: &mut Rng) -> Vec<Body>
             let index = ch.tree.with(&ch.mesh);
             let set = TriangleSet::new(&ch.mesh, &index);
             if let Ok(Some(h)) =
-                cast_shape(&*all[shape].0.0, &above, &-Vector3::y(), 8.0, set, CastOptions::default())
+                cast_shape(&*all[shape].0.0, &above, -Vector::Y, 8.0, set, CastOptions::default())
             {
                 toi = toi.min(h.toi);
             }
@@ -163,9 +164,8 @@ fn bodies(chunks: &[Chunk], area: &Region, n: usize, rng: &mut Rng) -> Vec<Body>
             continue; // no ground below, or started inside an overhang
         }
         let mut pose = above;
-        pose.translation.vector.y -= toi + 0.01;
-        let b = all[shape].0.compute_aabb(&pose);
-        let chunks = overlapping(chunks, &Aabb::new(b.mins, b.maxs));
+        pose.translation.y -= toi + 0.01;
+        let chunks = overlapping(chunks, &Aabb::from_parry(&all[shape].0.compute_aabb(&pose)));
         out.push(Body { shape, pose, chunks });
     }
     out
@@ -266,7 +266,7 @@ fn debug_disagreements(chunks: &[Chunk], bodies: &[Body], od: &[f32], pd: &[f32]
     if std::env::var_os("NP_DEBUG").is_some() {
         for (i, b) in bodies.iter().enumerate() {
             if (od[i] - pd[i]).abs() > 5e-3 {
-                eprintln!("body {i} shape {} pose {:?}", b.shape, b.pose.translation.vector);
+                eprintln!("body {i} shape {} pose {:?}", b.shape, b.pose.translation);
                 for &c in &b.chunks {
                     let ch = &chunks[c];
                     let index = ch.tree.with(&ch.mesh);
@@ -336,9 +336,8 @@ fn contact_cases(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &R
     // workspaces from frame to frame, ours recomputes.
     let slide = |bodies: &mut [Body], chunks: &[Chunk], dt: f32| {
         for b in bodies.iter_mut() {
-            b.pose.translation.vector.x += 5.0 * dt;
-            let bb = shapes()[b.shape].0.compute_aabb(&b.pose);
-            b.chunks = overlapping(chunks, &Aabb::new(bb.mins, bb.maxs));
+            b.pose.translation.x += 5.0 * dt;
+            b.chunks = overlapping(chunks, &Aabb::from_parry(&shapes()[b.shape].0.compute_aabb(&b.pose)));
         }
     };
     let mut state = HashMap::new();
@@ -388,35 +387,10 @@ fn contact_cases(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &R
 }
 
 fn cast_case(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &Region, n: usize) {
-    let mut lifted = bodies(chunks, area, n, &mut Rng(13));
-    for b in &mut lifted {
-        b.pose.translation.vector.y += 2.5;
-        let bb = shapes()[b.shape].0.compute_aabb(&b.pose);
-        let down = Aabb::new(bb.mins - Vector3::new(0.0, 4.0, 0.0), bb.maxs);
-        b.chunks = overlapping(chunks, &down);
-    }
+    let lifted = lifted_bodies(chunks, area, n);
     let all = shapes();
-    let vel = Vector3::new(0.3, -1.0, 0.2);
-    let ours = |bodies: &[Body]| -> Vec<f32> {
-        bodies
-            .iter()
-            .map(|b| {
-                let mut best = f32::INFINITY;
-                for &c in &b.chunks {
-                    let ch = &chunks[c];
-                    let index = ch.tree.with(&ch.mesh);
-                    let set = TriangleSet::new(&ch.mesh, &index).with_edge_flags(ch.mesh.edge_flags());
-                    if let Some(h) =
-                        cast_shape(&*all[b.shape].0.0, &b.pose, &vel, 4.0, set, CastOptions::default())
-                            .expect("valid cast")
-                    {
-                        best = best.min(h.toi);
-                    }
-                }
-                best
-            })
-            .collect()
-    };
+    let vel = Vector::new(0.3, -1.0, 0.2);
+    let ours = |bodies: &[Body]| ours_casts(chunks, &all, bodies, vel);
     let theirs = |bodies: &[Body]| -> Vec<f32> {
         bodies
             .iter()
@@ -427,10 +401,10 @@ fn cast_case(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &Regio
                         parry3d::query::ShapeCastOptions { max_time_of_impact: 4.0, ..Default::default() };
                     if let Some(h) = parry3d::query::cast_shapes(
                         &b.pose,
-                        &vel,
+                        vel,
                         &*all[b.shape].0.0,
-                        &Isometry::identity(),
-                        &Vector3::zeros(),
+                        &Pose::IDENTITY,
+                        Vector::ZERO,
                         &chunks[c].peer,
                         opts,
                     )
@@ -488,7 +462,7 @@ fn slide(
     height: &dyn Fn(f32) -> f32,
     shape: &SharedShape,
     bottom: f32,
-    contacts_at: &mut dyn FnMut(&Isometry<f32>, &mut Normals),
+    contacts_at: &mut dyn FnMut(&Pose, &mut Normals),
 ) -> Ghosts {
     let mut g = Ghosts::default();
     let mut found = Vec::new();
@@ -497,7 +471,7 @@ fn slide(
         let slope = (height(x + 1e-3) - height(x - 1e-3)) / 2e-3;
         let up = Vector3::new(-slope, 1.0, 0.0).normalize();
         let center = Point3::new(x, height(x), 8.3) + up * (bottom - 0.005);
-        let pose = Isometry::new(center.coords, Vector3::z() * slope.atan());
+        let pose = Pose::new(center.coords.to_parry(), Vector::Z * slope.atan());
         found.clear();
         contacts_at(&pose, &mut found);
         let _ = shape;
@@ -532,7 +506,8 @@ fn ghost_metrics(report: &mut Report) {
                 m.positions.extend((0..c.mesh.vertex_count()).map(|i| c.mesh.position(i)));
                 m.triangles.extend(c.mesh.triangles().iter().map(|t| t.map(|v| base + u32::from(v))));
             }
-            TriMesh::with_flags(m.positions, m.triangles, TriMeshFlags::FIX_INTERNAL_EDGES).expect("a mesh")
+            let positions = m.positions.iter().map(|p| p.to_parry()).collect();
+            TriMesh::with_flags(positions, m.triangles, TriMeshFlags::FIX_INTERNAL_EDGES).expect("a mesh")
         };
         for (shape, bottom, sname) in
             [(SharedShape::cuboid(0.5, 1.0, 0.5), 1.0, "box"), (SharedShape::ball(0.5), 0.5, "ball")]
@@ -540,8 +515,7 @@ fn ghost_metrics(report: &mut Report) {
             let mut ws = ContactWorkspace::new();
             let mut out = Vec::new();
             let v = slide(&**height, &shape, bottom, &mut |pose, found| {
-                let b = shape.compute_aabb(pose);
-                for c in overlapping(&ours, &Aabb::new(b.mins, b.maxs)) {
+                for c in overlapping(&ours, &Aabb::from_parry(&shape.compute_aabb(pose))) {
                     let ch = &ours[c];
                     let index = ch.tree.with(&ch.mesh);
                     let set = TriangleSet::new(&ch.mesh, &index).with_edge_flags(ch.mesh.edge_flags());
@@ -563,12 +537,8 @@ fn ghost_metrics(report: &mut Report) {
                     for mesh in meshes {
                         let mut manifolds: Vec<ParryManifold> = Vec::new();
                         let mut ws = None;
-                        let b = shape.compute_aabb(pose);
-                        let mb = mesh.local_aabb();
-                        if !Aabb::new(b.mins, b.maxs)
-                            .loosened(PREDICTION)
-                            .intersects(&Aabb::new(mb.mins, mb.maxs))
-                        {
+                        let b = Aabb::from_parry(&shape.compute_aabb(pose));
+                        if !b.loosened(PREDICTION).intersects(&Aabb::from_parry(&mesh.local_aabb())) {
                             continue;
                         }
                         DefaultQueryDispatcher
@@ -588,7 +558,10 @@ fn ghost_metrics(report: &mut Report) {
                             // Normal from the terrain toward the shape, world space.
                             let n = -(pose.rotation * m.local_n1);
                             let t = mesh.triangle(m.subshape2);
-                            found.push((n, t.scaled_normal().normalize()));
+                            found.push((
+                                Vector3::from_parry(n),
+                                Vector3::from_parry(t.scaled_normal().normalize()),
+                            ));
                         }
                     }
                 })
@@ -656,12 +629,12 @@ fn mesh_mesh_cases(report: &mut Report, quick: bool) {
     let mesh_a = sphere(1.0, n);
     let mesh_b = sphere(0.8, n);
     let (a, b) = (MeshCollider::new(&mesh_a).expect("finite"), MeshCollider::new(&mesh_b).expect("finite"));
-    let pa = Isometry::identity();
+    let pa = Isometry3::identity();
     let budget = Budget { reps: 3 };
     let opts = MeshMeshOptions::default();
     for (what, pb) in [
-        ("in contact", Isometry::new(Vector3::new(1.7, 0.1, 0.05), Vector3::new(0.3, 0.2, 0.1))),
-        ("near miss", Isometry::new(Vector3::new(1.81, 0.0, 0.0), Vector3::new(0.3, 0.2, 0.1))),
+        ("in contact", Isometry3::new(Vector3::new(1.7, 0.1, 0.05), Vector3::new(0.3, 0.2, 0.1))),
+        ("near miss", Isometry3::new(Vector3::new(1.81, 0.0, 0.0), Vector3::new(0.3, 0.2, 0.1))),
     ] {
         let fast = intersecting_pairs(&a, &pa, &b, &pb, &opts).0;
         let brute = intersecting_pairs_brute_force(&a, &pa, &b, &pb);
@@ -677,13 +650,15 @@ fn mesh_mesh_cases(report: &mut Report, quick: bool) {
             || intersecting_pairs_brute_force(&a, &pa, &b, &pb).len(),
         ));
         // parry's TriMesh–TriMesh intersection test, where it supports the pair.
-        let (ta, tb) = (
-            TriMesh::new(mesh_a.positions.clone(), mesh_a.triangles.clone()).expect("a mesh"),
-            TriMesh::new(mesh_b.positions.clone(), mesh_b.triangles.clone()).expect("a mesh"),
-        );
-        match parry3d::query::intersection_test(&pa, &ta, &pb, &tb) {
+        let parry_mesh = |m: &TriangleMesh| {
+            TriMesh::new(m.positions.iter().map(|p| p.to_parry()).collect(), m.triangles.clone())
+                .expect("a mesh")
+        };
+        let (ta, tb) = (parry_mesh(&mesh_a), parry_mesh(&mesh_b));
+        let (ppa, ppb) = (pa.to_parry(), pb.to_parry());
+        match parry3d::query::intersection_test(&ppa, &ta, &ppb, &tb) {
             Ok(hit) => {
-                assert_eq!(hit, !brute.is_empty(), "parry's TriMesh test disagrees ({what})");
+                assert_eq!(hit.intersecting, !brute.is_empty(), "parry's TriMesh test disagrees ({what})");
                 report.cases.push(compare_prechecked(
                     Budget { reps: 7 },
                     &format!("mesh-mesh {what}, boolean"),
@@ -692,7 +667,11 @@ fn mesh_mesh_cases(report: &mut Report, quick: bool) {
                     "parry TriMesh-TriMesh",
                     "(beside)",
                     || voxterra_narrowphase::meshes_intersect(&a, &pa, &b, &pb),
-                    || parry3d::query::intersection_test(&pa, &ta, &pb, &tb).expect("supported"),
+                    || {
+                        parry3d::query::intersection_test(&ppa, &ta, &ppb, &tb)
+                            .expect("supported")
+                            .intersecting
+                    },
                 ));
             }
             Err(_) => report.metrics.push(Metric {
@@ -700,7 +679,7 @@ fn mesh_mesh_cases(report: &mut Report, quick: bool) {
                 voxterra: 1.0,
                 peer: 0.0,
                 peer_name: "parry".into(),
-                goal: "unsupported by parry 0.25.3's DefaultQueryDispatcher".into(),
+                goal: "unsupported by parry 0.31's DefaultQueryDispatcher".into(),
             }),
         }
         // 2 threads against 1 on the triangle pairs (every candidate pair on the pool).
@@ -741,6 +720,56 @@ pub fn profile_contacts(rounds: usize) -> usize {
     (0..rounds).map(|_| ours_frame(&chunks, &resting, &mut ws, &mut out).0).sum()
 }
 
+/// The suite's shape-cast case for voxterra alone, `rounds` times over 200 bodies; returns the
+/// hits. The other profiling target.
+pub fn profile_casts(rounds: usize) -> usize {
+    let world = bench_world(true);
+    let wr = world.params.region().expect("valid world");
+    let area =
+        Region::from_min_size(wr.min() + Vector3::new(64, 0, 64), [48, wr.size()[1], 48]).expect("inside");
+    let chunks = chunks_of(&world.store, &area, TriMeshFlags::FIX_INTERNAL_EDGES);
+    let lifted = lifted_bodies(&chunks, &area, 200);
+    let all = shapes();
+    let vel = Vector::new(0.3, -1.0, 0.2);
+    (0..rounds)
+        .map(|_| ours_casts(&chunks, &all, &lifted, vel).iter().filter(|t| t.is_finite()).count())
+        .sum()
+}
+
+/// Resting bodies raised 2.5 voxels, each with the chunks its cast down may reach.
+fn lifted_bodies(chunks: &[Chunk], area: &Region, n: usize) -> Vec<Body> {
+    let mut lifted = bodies(chunks, area, n, &mut Rng(13));
+    for b in &mut lifted {
+        b.pose.translation.y += 2.5;
+        let bb = Aabb::from_parry(&shapes()[b.shape].0.compute_aabb(&b.pose));
+        let down = Aabb::new(bb.mins - Vector3::new(0.0, 4.0, 0.0), bb.maxs);
+        b.chunks = overlapping(chunks, &down);
+    }
+    lifted
+}
+
+/// Each body's earliest time of impact over its chunks (infinity for none), casting by `vel`.
+fn ours_casts(chunks: &[Chunk], all: &[(SharedShape, &str)], bodies: &[Body], vel: Vector) -> Vec<f32> {
+    bodies
+        .iter()
+        .map(|b| {
+            let mut best = f32::INFINITY;
+            for &c in &b.chunks {
+                let ch = &chunks[c];
+                let index = ch.tree.with(&ch.mesh);
+                let set = TriangleSet::new(&ch.mesh, &index).with_edge_flags(ch.mesh.edge_flags());
+                if let Some(h) =
+                    cast_shape(&*all[b.shape].0.0, &b.pose, vel, 4.0, set, CastOptions::default())
+                        .expect("valid cast")
+                {
+                    best = best.min(h.toi);
+                }
+            }
+            best
+        })
+        .collect()
+}
+
 /// Runs the suite.
 pub fn run(quick: bool) -> Report {
     let budget = Budget::new(quick);
@@ -754,7 +783,7 @@ pub fn run(quick: bool) -> Report {
     let mut report = Report {
         suite: "narrowphase".into(),
         setup: format!(
-            "default world, a {side}x{}x{side} area: {} physics chunks with surface; peer: parry3d 0.25.3 contact_manifolds (DefaultQueryDispatcher) against one TriMesh per chunk with FIX_INTERNAL_EDGES; prediction {PREDICTION}",
+            "default world, a {side}x{}x{side} area: {} physics chunks with surface; peer: parry3d 0.31 contact_manifolds (DefaultQueryDispatcher) against one TriMesh per chunk with FIX_INTERNAL_EDGES; prediction {PREDICTION}",
             wr.size()[1],
             chunks.len()
         ),

@@ -1,8 +1,9 @@
 //! parry3d behind core's [`TriangleIndex`]: the peer of the kD tree, on the same triangles.
 
-use parry3d::query::{Ray as PRay, RayCast};
+use parry3d::query::RayCast;
 use parry3d::shape::{FeatureId, TriMesh};
 use voxterra_core::{Aabb, Culling, Ray, RayHit, TriangleIndex, TriangleSource};
+use voxterra_narrowphase::convert::ToParry;
 
 /// A parry `TriMesh` (with its BVH) built from a triangle source.
 pub struct ParryTriangles {
@@ -13,7 +14,7 @@ pub struct ParryTriangles {
 impl ParryTriangles {
     /// `TriMesh::new` on a copy of the source's vertices and (u32) indices; parry takes ownership.
     pub fn build(source: &impl TriangleSource) -> Self {
-        let vertices = source.positions().iter().collect();
+        let vertices = source.positions().iter().map(|p| p.to_parry()).collect();
         let idx = source.indices();
         let indices = (0..idx.len()).map(|i| idx.get(i)).collect();
         ParryTriangles {
@@ -27,13 +28,9 @@ impl ParryTriangles {
     }
 }
 
-fn aabb(b: &Aabb) -> parry3d::bounding_volume::Aabb {
-    parry3d::bounding_volume::Aabb::new(b.mins, b.maxs)
-}
-
 impl TriangleIndex for ParryTriangles {
     fn triangles_in_aabb(&self, b: &Aabb, visit: &mut dyn FnMut(u32)) {
-        let q = aabb(b);
+        let q = b.to_parry();
         for t in self.mesh.bvh().intersect_aabb(&q) {
             visit(t);
         }
@@ -41,7 +38,7 @@ impl TriangleIndex for ParryTriangles {
 
     /// Double-sided only (parry's default); culling is not forwarded.
     fn cast_ray(&self, ray: &Ray, max_t: f32, _culling: Culling) -> Option<RayHit> {
-        let r = PRay::new(ray.origin, ray.dir);
+        let r = ray.to_parry();
         self.mesh.cast_local_ray_and_get_normal(&r, max_t, true).map(|hit| {
             let n = self.mesh.indices().len() as u32;
             let triangle = match hit.feature {
@@ -53,6 +50,6 @@ impl TriangleIndex for ParryTriangles {
     }
 
     fn ray_hits_any(&self, ray: &Ray, max_t: f32, _culling: Culling) -> bool {
-        self.mesh.intersects_local_ray(&PRay::new(ray.origin, ray.dir), max_t)
+        self.mesh.intersects_local_ray(&ray.to_parry(), max_t)
     }
 }

@@ -24,7 +24,7 @@ use crate::harness::{Budget, Metric, Report, compare_prechecked};
 use crate::narrowphase_suite::{PREDICTION, check_contacts, shapes};
 use crate::world::{Rng, bench_world};
 use parry3d::bounding_volume::BoundingVolume;
-use parry3d::math::Isometry;
+use parry3d::math::{Pose, Vector};
 use parry3d::partitioning::{Bvh, BvhBuildStrategy};
 use parry3d::query::RayCast;
 use parry3d::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
@@ -34,6 +34,7 @@ use rayon::prelude::*;
 use std::cell::Cell;
 use voxterra::TerrainManifold;
 use voxterra::TerrainRayHit;
+use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::DenseVoxels;
 use voxterra::core::VoxelRead;
 use voxterra::core::nalgebra::UnitQuaternion;
@@ -110,7 +111,7 @@ fn peer_rebuild(store: &VoxelStore, mesher: &Mesher, ws: &mut MeshWorkspace, dir
         if mesh.triangles().is_empty() {
             continue;
         }
-        let positions: Vec<Point3<f32>> = (0..mesh.vertex_count()).map(|i| mesh.position(i)).collect();
+        let positions: Vec<Vector> = (0..mesh.vertex_count()).map(|i| mesh.position(i).to_parry()).collect();
         let indices: Vec<[u32; 3]> = mesh.triangles().iter().map(|t| t.map(u32::from)).collect();
         tris += indices.len();
         std::hint::black_box(
@@ -171,7 +172,7 @@ type ParryManifold = ContactManifold<(), ()>;
 /// A body: which of [`shapes`] and where.
 struct Body {
     shape: usize,
-    pose: Isometry<f32>,
+    pose: Pose,
 }
 
 /// Bodies resting on the terrain: each dropped along a ray to the ground, cast down onto it from
@@ -189,13 +190,13 @@ fn place_bodies(t: &mut Terrain, all: &[(SharedShape, &str)], area: &Region, n: 
             continue;
         };
         let shape = out.len() % all.len();
-        let rot = UnitQuaternion::from_euler_angles(0.0, rng.below(628) as f32 / 100.0, 0.0);
+        let rot = UnitQuaternion::from_euler_angles(0.0, rng.below(628) as f32 / 100.0, 0.0).to_parry();
         let local = all[shape].0.compute_local_aabb();
-        let above = Isometry::from_parts(Vector3::new(x, g.point.y - local.mins.y + 3.0, z).into(), rot);
-        let hit = t.cast_shape(&*all[shape].0.0, &above, &-Vector3::y(), 8.0).expect("a valid cast");
+        let above = Pose::from_parts(Vector::new(x, g.point.y - local.mins.y + 3.0, z), rot);
+        let hit = t.cast_shape(&*all[shape].0.0, &above, -Vector::Y, 8.0).expect("a valid cast");
         let Some((_, h)) = hit.filter(|(_, h)| h.toi >= 1e-3) else { continue };
         let mut pose = above;
-        pose.translation.vector.y -= h.toi + 0.01;
+        pose.translation.y -= h.toi + 0.01;
         out.push(Body { shape, pose });
     }
     out
@@ -269,7 +270,8 @@ fn peer_world(store: &VoxelStore, mesher: &Mesher, region: &Region) -> (Vec<TriM
             if mesh.triangles().is_empty() {
                 return None;
             }
-            let positions: Vec<Point3<f32>> = (0..mesh.vertex_count()).map(|i| mesh.position(i)).collect();
+            let positions: Vec<Vector> =
+                (0..mesh.vertex_count()).map(|i| mesh.position(i).to_parry()).collect();
             let indices: Vec<[u32; 3]> = mesh.triangles().iter().map(|t| t.map(u32::from)).collect();
             Some(TriMesh::with_flags(positions, indices, TriMeshFlags::FIX_INTERNAL_EDGES).expect("a mesh"))
         })
@@ -288,7 +290,7 @@ pub fn run(quick: bool) -> Report {
     let mut report = Report {
         suite: "terrain".into(),
         setup: format!(
-            "default world {:?}, seed {}; peer: re-mesh the touched chunks and rebuild a parry 0.25.3 TriMesh with FIX_INTERNAL_EDGES for each",
+            "default world {:?}, seed {}; peer: re-mesh the touched chunks and rebuild a parry 0.31 TriMesh with FIX_INTERNAL_EDGES for each",
             world.params.size, world.params.seed
         ),
         ..Default::default()
@@ -390,8 +392,8 @@ pub fn run(quick: bool) -> Report {
     for key in whole.cached_chunks() {
         if let Some(Some(c)) = whole.cached_chunk(key) {
             tris += c.mesh.triangle_count();
-            let positions: Vec<Point3<f32>> =
-                (0..c.mesh.vertex_count()).map(|i| c.mesh.position(i)).collect();
+            let positions: Vec<Vector> =
+                (0..c.mesh.vertex_count()).map(|i| c.mesh.position(i).to_parry()).collect();
             let indices: Vec<[u32; 3]> = c.mesh.triangles().iter().map(|t| t.map(u32::from)).collect();
             let mesh =
                 TriMesh::with_flags(positions, indices, TriMeshFlags::FIX_INTERNAL_EDGES).expect("a mesh");
@@ -418,13 +420,14 @@ pub fn run(quick: bool) -> Report {
     let bvh = Bvh::from_leaves(BvhBuildStrategy::default(), &aabbs);
     let rays = ray_mix(&world.dense, if quick { 30_000 } else { 1_000_000 });
     let max_t = 1000.0;
-    let peer_cast = |r: &Ray| {
-        let ray = parry3d::query::Ray::new(r.origin, r.dir);
-        bvh.cast_ray(&ray, max_t, |i, best| parts[i as usize].cast_local_ray(&ray, best, true)).map(|h| h.1)
+    // The peer's rays in its own type, made before timing.
+    let peer_rays: Vec<parry3d::query::Ray> = rays.iter().map(|r| r.to_parry()).collect();
+    let peer_cast = |ray: &parry3d::query::Ray| {
+        bvh.cast_ray(ray, max_t, |i, best| parts[i as usize].cast_local_ray(ray, best, true)).map(|h| h.1)
     };
     let mut hits = Vec::new();
     whole.cast_rays(&rays, max_t, &mut hits).expect("valid rays");
-    let peer_hits: Vec<Option<f32>> = rays.par_iter().map(peer_cast).collect();
+    let peer_hits: Vec<Option<f32>> = peer_rays.par_iter().map(peer_cast).collect();
     let differ = hits.iter().zip(&peer_hits).filter(|(o, p)| !same_hit(o, p)).count();
     // A ray through a shared edge or vertex may hit on one side and miss on the other.
     assert!(differ * 100_000 <= rays.len(), "{differ} of {} rays differ from parry", rays.len());
@@ -440,7 +443,7 @@ pub fn run(quick: bool) -> Report {
             whole.cast_rays(&rays, max_t, &mut hits).expect("valid rays");
             hits.iter().filter(|h| h.is_some()).count()
         },
-        || rays.par_iter().map(peer_cast).filter(|h| h.is_some()).count(),
+        || peer_rays.par_iter().map(peer_cast).filter(|h| h.is_some()).count(),
     ));
     // Contacts of 1,000 resting bodies, the world prepared on both sides.
     let all = shapes();
@@ -454,10 +457,10 @@ pub fn run(quick: bool) -> Report {
                 let shape = &*all[b.shape].0.0;
                 let bb = shape.compute_aabb(&b.pose).loosened(PREDICTION);
                 let theirs: Vec<_> = bvh.intersect_aabb(&bb).map(|j| part_keys[j as usize]).collect();
-                let ours = whole.solid_chunks(&Aabb::new(bb.mins, bb.maxs));
+                let ours = whole.solid_chunks(&Aabb::from_parry(&bb));
                 eprintln!(
                     "body {i} {} at {:?}: ours {} chunks {ours:?}, parry {} chunks {theirs:?}",
-                    all[b.shape].1, b.pose.translation.vector, od[i], pd[i]
+                    all[b.shape].1, b.pose.translation, od[i], pd[i]
                 );
             }
         }
@@ -484,10 +487,7 @@ pub fn run(quick: bool) -> Report {
     // First frame on a fresh world: readiness, then one contacts pass.
     let boxes: Vec<Aabb> = bodies
         .iter()
-        .map(|b| {
-            let bb = all[b.shape].0.compute_aabb(&b.pose);
-            Aabb::new(bb.mins, bb.maxs).loosened(PREDICTION)
-        })
+        .map(|b| Aabb::from_parry(&all[b.shape].0.compute_aabb(&b.pose)).loosened(PREDICTION))
         .collect();
     let first = Budget { reps: if quick { 1 } else { 3 } };
     report.cases.push(compare_prechecked(

@@ -30,9 +30,7 @@ fn cargo(args: &[&str], hint: &str) -> Result<(), String> {
     if status.success() { Ok(()) } else { Err(format!("`cargo {}` failed. {hint}", args.join(" "))) }
 }
 
-/// Every optional feature of the workspace but `voxterra-benches/parry-simd`: that one turns on
-/// parry's SIMD build, which rapier 0.31 (built in the same workspace graph) does not compile
-/// against, so it is checked on the benches alone.
+/// Every optional feature of the workspace.
 const FEATURES: &str = "voxterra-core/serde";
 
 fn ci() -> Result<(), String> {
@@ -40,20 +38,6 @@ fn ci() -> Result<(), String> {
     cargo(
         &["clippy", "--workspace", "--all-targets", "--features", FEATURES, "--", "-D", "warnings"],
         "Fix the clippy findings above (`cargo clippy --workspace --all-targets`).",
-    )?;
-    cargo(
-        &[
-            "clippy",
-            "-p",
-            "voxterra-benches",
-            "--all-targets",
-            "--features",
-            "parry-simd",
-            "--",
-            "-D",
-            "warnings",
-        ],
-        "Fix the clippy findings above (`cargo clippy -p voxterra-benches --all-targets --features parry-simd`).",
     )?;
     // --all-targets builds and runs benches in test mode too, so they cannot rot; doctests run apart.
     cargo(&["test", "--workspace", "--all-targets", "--features", FEATURES], "See the failing tests above.")?;

@@ -11,7 +11,10 @@
 //!   buffers are laid out X fastest, then Z, then Y.
 //! - [`StoreChunkKey`] (32³ storage chunks) and [`PhysicsChunkKey`] (8³ physics chunks): distinct
 //!   key types, so one cannot be passed where the other belongs.
-//! - [`Aabb`], [`Ray`], [`ray_triangle`]: f32 geometry on nalgebra 0.34 (parry3d 0.25's).
+//! - [`Aabb`], [`Ray`], [`ray_triangle`]: f32 geometry on nalgebra 0.35, re-exported as
+//!   [`nalgebra`]. Every type here is voxterra's own, so all of them are nalgebra; parry's and
+//!   rapier's glam types appear only where a crate takes a parry shape, converted by
+//!   `voxterra_narrowphase::convert`.
 //! - The traits: [`VoxelRead`] / [`VoxelWrite`] (a box into a dense buffer, rows along X, writes
 //!   that report their dirty region), [`TriangleSource`] (a mesh without copying, f32 or 16-bit
 //!   quantized positions), [`TriangleIndex`] (AABB and ray queries over triangles), [`Broadphase`]

@@ -12,7 +12,7 @@ use crate::node::{Grid, Node, SLAB_CHILD_LIMIT, TOP};
 use crate::tree::{KdTree, KdTreeError, LARGE_TREE, MAX_TRIANGLES};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, Positions, TriangleIndices, TriangleSource};
-use wide::{CmpLt, f32x4};
+use wide::f32x4;
 
 /// A box as minima `[x, y, z, spare]` and negated maxima `[-x, -y, -z, -1]`: with the maxima
 /// negated, growing a box is two 4-lane minimums (PERF: explicit lanes; as an `[f32; 8]` the
@@ -51,18 +51,18 @@ impl Bounds {
 
     #[inline]
     fn min(&self, axis: usize) -> f32 {
-        self.lo.as_array_ref()[axis]
+        self.lo.as_array()[axis]
     }
 
     #[inline]
     fn max(&self, axis: usize) -> f32 {
-        -self.nhi.as_array_ref()[axis]
+        -self.nhi.as_array()[axis]
     }
 
     /// Of a triangle's bounds: twice its midpoint on `axis`.
     #[inline]
     fn mid2(&self, axis: usize) -> f32 {
-        self.lo.as_array_ref()[axis] - self.nhi.as_array_ref()[axis]
+        self.lo.as_array()[axis] - self.nhi.as_array()[axis]
     }
 
     /// Of a triangle's bounds: twice its midpoint on each axis (lane 3: 1.0, unused).
@@ -74,7 +74,7 @@ impl Bounds {
     /// Of a triangle's bounds: its index, kept in the spare lane.
     #[inline]
     fn index(&self) -> u32 {
-        self.lo.as_array_ref()[3].to_bits() - INDEX_BIAS
+        self.lo.as_array()[3].to_bits() - INDEX_BIAS
     }
 
     /// Half the surface area: the surface-area heuristic's weight.
@@ -351,7 +351,7 @@ fn split(prims: &mut [Prim], bounds: &Bounds) -> (usize, usize, Bounds, Bounds) 
     let mut l = 0;
     for i in 0..n {
         let p = prims[i];
-        let is_left = p.mids2().cmp_lt(mean).move_mask() >> axis & 1 != 0;
+        let is_left = p.mids2().simd_lt(mean).to_bitmask() >> axis & 1 != 0;
         sides.grow_either(&p, is_left);
         // A swap through registers (`slice::swap` went through the stack).
         prims[i] = prims[l];
@@ -491,7 +491,7 @@ fn cheapest_axis(prims: &[Prim], step: usize, mean: f32x4, bounds: &Bounds) -> u
     let mut sampled = 0;
     for p in prims.iter().step_by(step) {
         // One compare for the three axes; bit `a` of the mask: left of the split on axis `a`.
-        let mask = p.mids2().cmp_lt(mean).move_mask() as usize;
+        let mask = p.mids2().simd_lt(mean).to_bitmask() as usize;
         for (a, (boxes, left)) in boxes.iter_mut().zip(&mut left).enumerate() {
             let is_left = mask >> a & 1;
             boxes.grow_either(p, is_left != 0);
@@ -516,7 +516,7 @@ fn cheapest_axis(prims: &[Prim], step: usize, mean: f32x4, bounds: &Bounds) -> u
 /// [`cheapest_axis`].
 fn estimated_axis(bounds: &Bounds, spread: f32x4, extent: f32x4) -> usize {
     let e = [0, 1, 2].map(|a| bounds.max(a) - bounds.min(a));
-    let (spread, extent) = (spread.as_array_ref(), extent.as_array_ref());
+    let (spread, extent) = (spread.as_array(), extent.as_array());
     let cost = |a: usize| {
         let mut s = e;
         let side = spread[a] * 0.5 + extent[a];

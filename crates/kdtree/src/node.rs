@@ -1,6 +1,6 @@
 //! The 8-byte node, and the grid its planes are quantized on.
 
-use wide::{CmpGt, CmpLt, f32x4, i32x4};
+use wide::{f32x4, i32x4};
 
 /// Low 2 bits of a node that is not a branch (branch axes are 0 = X, 1 = Y, 2 = Z).
 const OTHER: u64 = 3;
@@ -241,9 +241,9 @@ impl Grid {
         // or none is; likewise above `qhi`. Computed as `value`, so bit for bit the planes' values.
         let below = (qlo - one).round_float();
         let above = (qhi + one).round_float();
-        let ok_lo = below.cmp_lt(f32x4::ZERO) | (origin + below * step).cmp_lt(lo4);
-        let ok_hi = above.cmp_gt(top) | (origin + above * step).cmp_gt(hi4);
-        if (ok_lo & ok_hi).move_mask() & 7 == 7 {
+        let ok_lo = below.simd_lt(f32x4::ZERO) | (origin + below * step).simd_lt(lo4);
+        let ok_hi = above.simd_gt(top) | (origin + above * step).simd_gt(hi4);
+        if (ok_lo & ok_hi).to_bitmask() & 7 == 7 {
             let (l, h) = (qlo.to_array(), qhi.to_array());
             return ([l[0], l[1], l[2]], [h[0], h[1], h[2]]);
         }

@@ -8,7 +8,7 @@
 
 use crate::keys::Key;
 use bytemuck::cast;
-use wide::{CmpEq, CmpGe, CmpGt, CmpLe, f32x8 as F, i16x8 as J, i32x8 as I};
+use wide::{f32x8 as F, i16x8 as J, i32x8 as I};
 
 /// Corner `i` sits at offset `(i & 1, i >> 1 & 1, i >> 2 & 1)` (x, y, z) from the cell's low corner.
 /// The 12 edges as corner pairs, low corner first: 4 along X, 4 along Y, 4 along Z.
@@ -108,8 +108,8 @@ pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBat
     let (mut below_lowest, mut highest) = (J::splat(i16::MAX), J::ZERO);
     for i in 0..8 {
         let bit = J::splat(1 << i);
-        inside |= level[i].cmp_gt(J::splat(128)) & bit;
-        matter |= id[i].cmp_gt(J::ZERO) & bit;
+        inside |= level[i].simd_gt(J::splat(128)) & bit;
+        matter |= id[i].simd_gt(J::ZERO) & bit;
         highest = highest.max(id[i]);
         below_lowest = below_lowest.min((id[i] - J::ONE) & J::splat(i16::MAX));
     }
@@ -120,17 +120,17 @@ pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBat
     let (mut count_lo, mut count_hi, mut others) = (J::ZERO, J::ZERO, J::ZERO);
     let (mut mass_lo, mut mass_hi) = (J::ZERO, J::ZERO);
     for i in 0..8 {
-        let (is_lo, is_hi) = (id[i].cmp_eq(lowest), id[i].cmp_eq(highest));
+        let (is_lo, is_hi) = (id[i].simd_eq(lowest), id[i].simd_eq(highest));
         count_lo -= is_lo;
         count_hi -= is_hi;
         mass_lo += level[i] & is_lo;
         mass_hi += level[i] & is_hi;
-        others |= id[i].cmp_gt(J::ZERO) & !(is_lo | is_hi);
+        others |= id[i].simd_gt(J::ZERO) & !(is_lo | is_hi);
     }
-    let hi_wins = count_hi.cmp_gt(count_lo) | (count_hi.cmp_eq(count_lo) & mass_hi.cmp_gt(mass_lo));
+    let hi_wins = count_hi.simd_gt(count_lo) | (count_hi.simd_eq(count_lo) & mass_hi.simd_gt(mass_lo));
     let (inside, matter) = (inside.to_array(), matter.to_array());
-    let chosen = hi_wins.blend(highest, lowest).to_array();
-    let others = others.move_mask() as u8 & lane_mask(b.len);
+    let chosen = hi_wins.select(highest, lowest).to_array();
+    let others = others.to_bitmask() as u8 & lane_mask(b.len);
     let mut material = [0u8; LANES];
     let mut sharp_lanes = 0u8;
     for j in 0..b.len {
@@ -145,7 +145,7 @@ pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBat
     // The mass point: all 12 edges of every lane, masked to the crossing ones. Which edges cross,
     // how many, and the sums of their low corners' coordinates off their own axes (0 or 1 each)
     // are counted on 16-bit lanes; the counts are small integers, so they convert exactly.
-    let is_in = level.map(|l| l.cmp_gt(J::splat(128)));
+    let is_in = level.map(|l| l.simd_gt(J::splat(128)));
     macro_rules! crossing_masks {
         ($($k:literal)*) => {[$(is_in[EDGES[$k].0 as usize] ^ is_in[EDGES[$k].1 as usize],)*]};
     }
@@ -182,7 +182,7 @@ pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBat
     if sharp_lanes != 0 {
         let q = qef_lanes(&d, &t, &crossing, local);
         let m: F = cast(I::new(std::array::from_fn(|j| -((sharp_lanes >> j & 1) as i32))));
-        local = std::array::from_fn(|axis| m.blend(q[axis], local[axis]));
+        local = std::array::from_fn(|axis| m.select(q[axis], local[axis]));
     }
     let mut normal = [F::ZERO; 3];
     if want_normal {
@@ -190,13 +190,13 @@ pub(crate) fn place_batch(b: &Batch, sharp: u64, want_normal: bool) -> PlacedBat
         let len2 = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];
         let s = F::splat(-1.0) / len2.sqrt();
         normal = g.map(|c| c * s);
-        let mut flat = len2.cmp_le(F::splat(1e-20)).move_mask() as u8 & lane_mask(b.len);
+        let mut flat = len2.simd_le(F::splat(1e-20)).to_bitmask() as u8 & lane_mask(b.len);
         while flat != 0 {
             let j = flat.trailing_zeros() as usize;
             flat &= flat - 1;
             let n = normal_fallback(&corners(b, &d, inside[j] as u8, matter[j] as u8, j));
             for (axis, v) in n.into_iter().enumerate() {
-                normal[axis].as_array_mut()[j] = v;
+                normal[axis].as_mut_array()[j] = v;
             }
         }
     }
@@ -280,7 +280,7 @@ fn qef_lanes(d: &[F; 8], t: &[F; 12], crossing: &[F; 12], mass: [F; 3]) -> [F; 3
     let (c00, c01, c02) = (d * f - e * e, c * e - b * f, b * e - c * d);
     let (c11, c12, c22) = (a * f - c * c, b * c - a * e, a * d - b * b);
     let det = a * c00 + b * c01 + c * c02;
-    let solvable = det.abs().cmp_ge(F::splat(1e-12)) & det.is_finite();
+    let solvable = det.abs().simd_ge(F::splat(1e-12)) & det.is_finite();
     let inv = F::ONE / det;
     let delta = [
         (c00 * atb[0] + c01 * atb[1] + c02 * atb[2]) * inv,
@@ -289,14 +289,14 @@ fn qef_lanes(d: &[F; 8], t: &[F; 12], crossing: &[F; 12], mass: [F; 3]) -> [F; 3
     ];
     std::array::from_fn(|i| {
         let v = mass[i] + delta[i];
-        (solvable & v.is_finite()).blend(v.max(F::ZERO).min(F::ONE), mass[i])
+        (solvable & v.is_finite()).select(v.max(F::ZERO).min(F::ONE), mass[i])
     })
 }
 
 /// Lane `j`'s corners, for the paths that work one cell at a time.
 fn corners(b: &Batch, d: &[F; 8], inside: u8, matter: u8, j: usize) -> Corners {
     Corners {
-        density: std::array::from_fn(|i| d[i].as_array_ref()[j]),
+        density: std::array::from_fn(|i| d[i].as_array()[j]),
         material: std::array::from_fn(|i| (b.keys[i][j] >> 9) as u8),
         inside,
         matter,

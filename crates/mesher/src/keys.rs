@@ -8,7 +8,7 @@
 //! voxel needs a table lookup unless the matter set is more scattered than that.
 
 use voxterra_core::Voxel;
-use wide::{CmpGt, i16x8};
+use wide::i16x8;
 
 /// A voxel as a cell corner (see the module docs).
 pub(crate) type Key = u16;
@@ -75,13 +75,13 @@ impl KeyTable {
             let m = bits & i16x8::splat(63);
             let mut matter = i16x8::ZERO;
             for &(below, above) in &ranges {
-                matter |= m.cmp_gt(i16x8::splat(below)) & i16x8::splat(above).cmp_gt(m);
+                matter |= m.simd_gt(i16x8::splat(below)) & i16x8::splat(above).simd_gt(m);
             }
             let level = ((bits >> 8i32) & i16x8::splat(255)) + i16x8::splat(1);
             let key = ((m << 9i32) | level) & matter;
             keys[at..at + 8].copy_from_slice(&key.to_array().map(|k| k as Key));
-            let inside = level.cmp_gt(i16x8::splat(128)) & matter;
-            (inside.move_mask() as u64) << at
+            let inside = level.simd_gt(i16x8::splat(128)) & matter;
+            (inside.to_bitmask() as u64) << at
         };
         let mut inside = 0u64;
         for at in (0..n - 7).step_by(8) {
@@ -109,7 +109,7 @@ fn inside_bits(keys: &[Key]) -> u64 {
     let mut eights = keys.chunks_exact(8);
     for (c, k8) in eights.by_ref().enumerate() {
         let k = i16x8::new(std::array::from_fn(|i| k8[i] as i16));
-        bits |= ((k & i16x8::splat(511)).cmp_gt(i16x8::splat(128)).move_mask() as u64) << (8 * c);
+        bits |= ((k & i16x8::splat(511)).simd_gt(i16x8::splat(128)).to_bitmask() as u64) << (8 * c);
     }
     let done = keys.len() - eights.remainder().len();
     for (i, &k) in eights.remainder().iter().enumerate() {

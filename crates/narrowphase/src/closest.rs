@@ -1,30 +1,28 @@
 //! Closest points between points, segments and triangles, with the triangle feature they land on.
 
 use crate::contact::TriangleFeature;
-use parry3d::shape::Triangle;
+use crate::convert::{FromParry, ToParry};
+use parry3d::query::PointQueryWithLocation;
+use parry3d::shape::{Triangle, TrianglePointLocation};
 use voxterra_core::nalgebra::{Point3, Vector3};
 
 /// The point of triangle `tri` closest to `p`, and the feature it lies on.
 #[inline]
 pub(crate) fn point_triangle(p: &Point3<f32>, tri: &[Point3<f32>; 3]) -> (Point3<f32>, TriangleFeature) {
-    use parry3d::query::PointQueryWithLocation;
-    let t = Triangle::new(tri[0], tri[1], tri[2]);
-    let (proj, loc) = t.project_local_point_and_get_location(p, true);
-    let feature = match loc {
-        parry3d::shape::TrianglePointLocation::OnVertex(i) => TriangleFeature::Vertex(i as u8),
-        parry3d::shape::TrianglePointLocation::OnEdge(i, _) => TriangleFeature::Edge(i as u8),
-        _ => TriangleFeature::Face,
-    };
-    (proj.point, feature)
+    let t = Triangle::new(tri[0].to_parry(), tri[1].to_parry(), tri[2].to_parry());
+    let (proj, loc) = t.project_local_point_and_get_location(p.to_parry(), true);
+    (Point3::from_parry(proj.point), feature(loc))
 }
 
 /// The feature of `tri` a point already on it lies on (parry's numbering).
 pub(crate) fn feature_of(p: &Point3<f32>, tri: &[Point3<f32>; 3]) -> TriangleFeature {
-    use parry3d::query::PointQueryWithLocation;
-    let t = Triangle::new(tri[0], tri[1], tri[2]);
-    match t.project_local_point_and_get_location(p, true).1 {
-        parry3d::shape::TrianglePointLocation::OnVertex(i) => TriangleFeature::Vertex(i as u8),
-        parry3d::shape::TrianglePointLocation::OnEdge(i, _) => TriangleFeature::Edge(i as u8),
+    point_triangle(p, tri).1
+}
+
+fn feature(loc: TrianglePointLocation) -> TriangleFeature {
+    match loc {
+        TrianglePointLocation::OnVertex(i) => TriangleFeature::Vertex(i as u8),
+        TrianglePointLocation::OnEdge(i, _) => TriangleFeature::Edge(i as u8),
         _ => TriangleFeature::Face,
     }
 }

@@ -4,13 +4,14 @@
 
 use crate::closest::{feature_of, point_triangle, segment_triangle, triangle_normal};
 use crate::contact::{ContactPoint, FeatureId, Manifold, TriangleFeature};
+use crate::convert::{FromParry, ToParry};
 use crate::cuboid_triangle::cuboid_triangle;
 use crate::error::NarrowphaseError;
 use crate::internal_edges::{ALL_ACTIVE, correct};
 use crate::manifold::{ReduceScratch, reduce};
-use parry3d::math::Isometry;
-use parry3d::shape::{Shape, TypedShape};
-use voxterra_core::nalgebra::{Point3, Unit, Vector3};
+use parry3d::math::Pose;
+use parry3d::shape::{Shape, SupportMap, TypedShape};
+use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
 use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
 
 /// A triangle set as the narrowphase reads it: the triangles, and an index that finds those in a
@@ -92,7 +93,7 @@ const SEGMENT_TOUCH: f32 = 1e-4;
 /// cuboids, which give up to 8 (their face clipped against the triangle).
 pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
     shape: &dyn Shape,
-    pose: &Isometry<f32>,
+    pose: &Pose,
     set: TriangleSet<'_, S, I>,
     prediction: f32,
     ws: &mut ContactWorkspace,
@@ -101,10 +102,9 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
     check_query(pose, prediction)?;
     let mut parts = Vec::new();
     flatten(shape, pose, 0, &mut parts)?;
-    for (part, part_pose, part_shape) in parts {
-        check_shape(part_shape)?;
-        let b = part_shape.compute_aabb(&part_pose);
-        let query = Aabb::new(b.mins, b.maxs).loosened(prediction);
+    for part in parts {
+        check_shape(part.shape)?;
+        let query = Aabb::from_parry(&part.shape.compute_aabb(&part.pose)).loosened(prediction);
         ws.candidates.clear();
         set.index.triangles_in_aabb(&query, &mut |t| ws.candidates.push(t));
         // Index order differs between indices; triangle order makes results comparable.
@@ -115,10 +115,10 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
                 continue; // non-finite triangles touch nothing
             }
             let Some(face) = triangle_normal(&tri) else { continue }; // nor do degenerate ones
-            let id = FeatureId { triangle: t, feature: TriangleFeature::Face, part, sub: 0 };
+            let id = FeatureId { triangle: t, feature: TriangleFeature::Face, part: part.index, sub: 0 };
             let flags = set.flags(t);
             let first = out.len();
-            shape_triangle(part_shape, &part_pose, &tri, prediction, id, flags, out)?;
+            shape_triangle(&part, &tri, prediction, id, flags, out)?;
             if !set.one_sided && flags == ALL_ACTIVE {
                 continue;
             }
@@ -129,10 +129,10 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
             for i in first..out.len() {
                 let mut p = Some(out[i]);
                 if set.one_sided {
-                    p = p.and_then(|p| front_side(p, part_shape, &part_pose, &tri, &face, prediction));
+                    p = p.and_then(|p| front_side(p, &part, &tri, &face, prediction));
                 }
                 if flags != ALL_ACTIVE {
-                    p = p.and_then(|p| correct(p, part_shape, &part_pose, &tri, &face, flags, prediction));
+                    p = p.and_then(|p| correct(p, &part, &tri, &face, flags, prediction));
                 }
                 if let Some(p) = p {
                     out[keep] = p;
@@ -149,10 +149,11 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
 /// four points, one per normal direction (within 5°), appended to `out`.
 ///
 /// ```
-/// use voxterra_core::nalgebra::{Isometry3, Point3, Vector3};
+/// use voxterra_core::nalgebra::Point3;
 /// use voxterra_core::{BruteForceTriangles, TriangleMesh};
 /// use voxterra_narrowphase::{contacts, ContactWorkspace, TriangleSet};
-/// use parry3d::shape::Cuboid;
+/// use voxterra_narrowphase::parry3d::math::{Pose, Vector};
+/// use voxterra_narrowphase::parry3d::shape::Cuboid;
 ///
 /// // Two triangles of flat ground at y = 0, and a 1×1×1 box resting 1 cm into it.
 /// let ground = TriangleMesh {
@@ -163,8 +164,8 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
 ///     triangles: vec![[0, 2, 1], [0, 3, 2]],
 /// };
 /// let index = BruteForceTriangles(&ground);
-/// let cube = Cuboid::new(Vector3::new(0.5, 0.5, 0.5));
-/// let pose = Isometry3::translation(0.3, 0.49, 0.2);
+/// let cube = Cuboid::new(Vector::splat(0.5));
+/// let pose = Pose::translation(0.3, 0.49, 0.2);
 /// let mut manifolds = Vec::new();
 /// contacts(&cube, &pose, TriangleSet::new(&ground, &index), 0.05, &mut ContactWorkspace::new(), &mut manifolds)?;
 /// assert_eq!(manifolds.len(), 1);
@@ -174,7 +175,7 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
 /// ```
 pub fn contacts<S: TriangleSource, I: TriangleIndex>(
     shape: &dyn Shape,
-    pose: &Isometry<f32>,
+    pose: &Pose,
     set: TriangleSet<'_, S, I>,
     prediction: f32,
     ws: &mut ContactWorkspace,
@@ -190,9 +191,8 @@ pub fn contacts<S: TriangleSource, I: TriangleIndex>(
     r
 }
 
-pub(crate) fn check_query(pose: &Isometry<f32>, prediction: f32) -> Result<(), NarrowphaseError> {
-    let finite = pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite());
-    if !finite {
+pub(crate) fn check_query(pose: &Pose, prediction: f32) -> Result<(), NarrowphaseError> {
+    if !pose.is_finite() {
         return Err(NarrowphaseError::NonFinitePose);
     }
     if !(prediction.is_finite() && prediction >= 0.0) {
@@ -205,33 +205,61 @@ pub(crate) fn check_query(pose: &Isometry<f32>, prediction: f32) -> Result<(), N
 pub(crate) fn check_shape(shape: &dyn Shape) -> Result<(), NarrowphaseError> {
     let local = shape.compute_local_aabb();
     let extent = local.maxs - local.mins;
-    if !extent.iter().all(|e| e.is_finite()) || extent.iter().all(|&e| e <= 0.0) {
+    if !extent.is_finite() || extent.cmple(parry3d::math::Vector::ZERO).all() {
         return Err(NarrowphaseError::DegenerateShape);
     }
     Ok(())
 }
 
+/// One convex part of a query's shape: the shape itself, or one part of a compound.
+pub(crate) struct Part<'s> {
+    /// The compound part's index (0 for a plain shape).
+    pub(crate) index: u32,
+    /// Its world pose, for parry's routines.
+    pub(crate) pose: Pose,
+    /// The same pose for voxterra's own routines.
+    pub(crate) iso: Isometry3<f32>,
+    pub(crate) shape: &'s dyn Shape,
+}
+
+impl Part<'_> {
+    /// The part's support point (its farthest point) along `dir`, when it has a support map.
+    #[inline]
+    pub(crate) fn support(&self, dir: &Vector3<f32>) -> Option<Point3<f32>> {
+        self.shape.as_support_map().map(|s| support_point(s, &self.pose, dir))
+    }
+}
+
+/// `support`'s farthest point along `dir` at `pose`.
+#[inline]
+fn support_point(support: &dyn SupportMap, pose: &Pose, dir: &Vector3<f32>) -> Point3<f32> {
+    Point3::from_parry(support.support_point(pose, dir.to_parry()))
+}
+
 /// The convex parts of `shape` with their world poses and compound part indices.
 pub(crate) fn flatten<'s>(
     shape: &'s dyn Shape,
-    pose: &Isometry<f32>,
+    pose: &Pose,
     part: u32,
-    out: &mut Vec<(u32, Isometry<f32>, &'s dyn Shape)>,
+    out: &mut Vec<Part<'s>>,
 ) -> Result<(), NarrowphaseError> {
+    let mut push = |index: u32, pose: Pose, shape: &'s dyn Shape| {
+        out.push(Part { index, pose, iso: Isometry3::from_parry(&pose), shape });
+    };
     if let Some(c) = shape.as_compound() {
         for (i, (p, s)) in c.shapes().iter().enumerate() {
             let s: &dyn Shape = &**s;
             if s.as_compound().is_some() || !s.is_convex() {
                 return Err(NarrowphaseError::UnsupportedShape("a compound part that is not convex"));
             }
-            out.push((i as u32, pose * p, s));
+            push(i as u32, *pose * *p, s);
         }
         return Ok(());
     }
     if !shape.is_convex() {
         return Err(NarrowphaseError::UnsupportedShape(shape_name(shape)));
     }
-    out.push((part, *pose, shape));
+    push(part, *pose, shape);
     Ok(())
 }
 
@@ -248,35 +276,35 @@ fn shape_name(shape: &dyn Shape) -> &'static str {
 
 /// Contacts of one convex shape with one triangle, appended to `out`.
 pub(crate) fn shape_triangle(
-    shape: &dyn Shape,
-    pose: &Isometry<f32>,
+    part: &Part<'_>,
     tri: &[Point3<f32>; 3],
     prediction: f32,
     id: FeatureId,
     flags: u8,
     out: &mut Vec<ContactPoint>,
 ) -> Result<(), NarrowphaseError> {
-    match shape.as_typed_shape() {
+    let iso = &part.iso;
+    match part.shape.as_typed_shape() {
         TypedShape::Ball(b) => {
-            let c = Point3::from(pose.translation.vector);
+            let c = Point3::from(iso.translation.vector);
             out.extend(sphere_triangle(&c, b.radius, tri, prediction, id));
             Ok(())
         }
         TypedShape::Capsule(c) => {
-            let (a, b) = (pose * c.segment.a, pose * c.segment.b);
+            let (a, b) = (iso * Point3::from_parry(c.segment.a), iso * Point3::from_parry(c.segment.b));
             let (on_seg, on_tri, feature) = segment_triangle(&a, &b, tri);
             if (on_seg - on_tri).norm() > SEGMENT_TOUCH {
                 out.extend(sphere_triangle(&on_seg, c.radius, tri, prediction, FeatureId { feature, ..id }));
                 Ok(())
             } else {
-                generic(shape, pose, tri, prediction, id, out)
+                generic(part, tri, prediction, id, out)
             }
         }
         TypedShape::Cuboid(c) => {
-            cuboid_triangle(&c.half_extents, pose, tri, prediction, id, flags, out);
+            cuboid_triangle(&Vector3::from_parry(c.half_extents), iso, tri, prediction, id, flags, out);
             Ok(())
         }
-        _ => generic(shape, pose, tri, prediction, id, out),
+        _ => generic(part, tri, prediction, id, out),
     }
 }
 
@@ -311,8 +339,7 @@ fn sphere_triangle(
 /// parry's contact (GJK/EPA or its own specialized pair), with the triangle feature recovered
 /// from the contact point.
 fn generic(
-    shape: &dyn Shape,
-    pose: &Isometry<f32>,
+    part: &Part<'_>,
     tri: &[Point3<f32>; 3],
     prediction: f32,
     id: FeatureId,
@@ -321,25 +348,26 @@ fn generic(
     // The triangle's plane as a separating axis first: a shape wholly in front of it beyond the
     // prediction touches nothing. PERF: one support query instead of GJK for most candidates
     // (the box query returns the triangles around a body, not only those it touches).
-    if let (Some(n), Some(support)) = (triangle_normal(tri), shape.as_support_map()) {
-        let deepest = support.support_point(pose, &-n);
-        if (deepest - tri[0]).dot(&n) > prediction {
-            return Ok(());
-        }
+    if let Some(n) = triangle_normal(tri)
+        && let Some(deepest) = part.support(&-n)
+        && (deepest - tri[0]).dot(&n) > prediction
+    {
+        return Ok(());
     }
-    let t = parry3d::shape::Triangle::new(tri[0], tri[1], tri[2]);
-    let c = parry3d::query::contact(pose, shape, &Isometry::identity(), &t, prediction)
+    let t = parry3d::shape::Triangle::new(tri[0].to_parry(), tri[1].to_parry(), tri[2].to_parry());
+    let c = parry3d::query::contact(&part.pose, part.shape, &Pose::IDENTITY, &t, prediction)
         .map_err(|_| NarrowphaseError::UnsupportedShape("a shape parry cannot collide with a triangle"))?;
     if let Some(c) = c
         && c.dist.is_finite()
-        && c.normal2.iter().all(|v| v.is_finite())
+        && c.normal2.is_finite()
     {
+        let on_triangle = Point3::from_parry(c.point2);
         out.push(ContactPoint {
-            on_shape: c.point1,
-            on_triangle: c.point2,
-            normal: c.normal2,
+            on_shape: Point3::from_parry(c.point1),
+            on_triangle,
+            normal: Unit::from_parry(c.normal2),
             dist: c.dist,
-            id: FeatureId { feature: feature_of(&c.point2, tri), ..id },
+            id: FeatureId { feature: feature_of(&on_triangle, tri), ..id },
         });
     }
     Ok(())
@@ -350,8 +378,7 @@ fn generic(
 /// is off the triangle (the neighbors' faces take it) or beyond the prediction distance.
 fn front_side(
     p: ContactPoint,
-    shape: &dyn Shape,
-    pose: &Isometry<f32>,
+    part: &Part<'_>,
     tri: &[Point3<f32>; 3],
     front: &Vector3<f32>,
     prediction: f32,
@@ -359,11 +386,8 @@ fn front_side(
     if p.normal.dot(front) >= 0.0 {
         return Some(p);
     }
-    let (deepest, dist) = match shape.as_support_map() {
-        Some(support) => {
-            let d = support.support_point(pose, &-front);
-            (d, (d - tri[0]).dot(front))
-        }
+    let (deepest, dist) = match part.support(&-front) {
+        Some(d) => (d, (d - tri[0]).dot(front)),
         // Without a support map: the contact's own point on the shape.
         None => (p.on_shape, (p.on_shape - tri[0]).dot(front)),
     };

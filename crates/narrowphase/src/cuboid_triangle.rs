@@ -6,8 +6,7 @@
 use crate::closest::{feature_of, point_triangle, segment_segment, triangle_normal};
 use crate::contact::{ContactPoint, FeatureId, TriangleFeature};
 use crate::internal_edges::{ALL_ACTIVE, is_inactive};
-use parry3d::math::Isometry;
-use voxterra_core::nalgebra::{Point3, Unit, Vector3};
+use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
 
 /// An edge axis wins over the best face axis only when it separates (or penetrates less) by more
 /// than this, times the shapes' size: face contacts give stable manifolds.
@@ -17,7 +16,7 @@ const EDGE_BIAS: f32 = 1e-3;
 /// appended to `out`.
 pub(crate) fn cuboid_triangle(
     half: &Vector3<f32>,
-    pose: &Isometry<f32>,
+    pose: &Isometry3<f32>,
     tri: &[Point3<f32>; 3],
     prediction: f32,
     id: FeatureId,

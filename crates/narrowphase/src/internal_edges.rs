@@ -8,8 +8,7 @@
 
 use crate::closest::feature_of;
 use crate::contact::{ContactPoint, TriangleFeature};
-use parry3d::math::Isometry;
-use parry3d::shape::Shape;
+use crate::convex_triangles::Part;
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 
 /// All three edges active: what a triangle without flags is treated as.
@@ -43,8 +42,7 @@ fn in_triangle(p: &Point3<f32>, tri: &[Point3<f32>; 3], n: &Vector3<f32>) -> boo
 /// `None`: beyond the prediction distance along the face normal.
 pub(crate) fn correct(
     p: ContactPoint,
-    shape: &dyn Shape,
-    pose: &Isometry<f32>,
+    part: &Part<'_>,
     tri: &[Point3<f32>; 3],
     face: &Vector3<f32>,
     flags: u8,
@@ -58,8 +56,7 @@ pub(crate) fn correct(
         return Some(p); // already the face's normal
     }
     let n = normal.into_inner();
-    if let Some(support) = shape.as_support_map() {
-        let deepest = support.support_point(pose, &-n);
+    if let Some(deepest) = part.support(&-n) {
         let dist = (deepest - tri[0]).dot(&n);
         let on_tri = deepest - n * dist;
         if in_triangle(&on_tri, tri, face) {

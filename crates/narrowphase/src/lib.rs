@@ -30,11 +30,19 @@
 //! Bad input never panics: a non-finite pose, a degenerate shape or a negative prediction is a
 //! [`NarrowphaseError`]; degenerate or non-finite triangles touch nothing.
 //!
+//! ## Whose types
+//!
+//! The shapes, and the poses and velocities that place them, are parry 0.31's (glam: `Pose`,
+//! `Vector`), re-exported here as [`parry3d`]: a rapier or parry user passes what they hold.
+//! Everything voxterra owns is nalgebra 0.35 (re-exported by `voxterra_core::nalgebra`): triangle
+//! sets, contact points, manifolds and cast hits, mesh colliders with their poses and rigid
+//! bodies, boxes and rays. [`convert`] is the one place the two meet.
+//!
 //! ```
-//! use voxterra_core::nalgebra::{Isometry3, Point3};
+//! use voxterra_core::nalgebra::Point3;
 //! use voxterra_core::{BruteForceTriangles, TriangleMesh};
 //! use voxterra_narrowphase::{contacts, ContactWorkspace, TriangleSet};
-//! use parry3d::shape::Ball;
+//! use voxterra_narrowphase::parry3d::{math::Pose, shape::Ball};
 //!
 //! let ground = TriangleMesh {
 //!     positions: vec![Point3::new(-5.0, 0.0, -5.0), Point3::new(5.0, 0.0, -5.0), Point3::new(0.0, 0.0, 5.0)],
@@ -43,7 +51,7 @@
 //! let index = BruteForceTriangles(&ground);
 //! let mut manifolds = Vec::new();
 //! let ball = Ball::new(0.5);
-//! contacts(&ball, &Isometry3::translation(0.0, 0.45, 0.0), TriangleSet::new(&ground, &index), 0.0,
+//! contacts(&ball, &Pose::translation(0.0, 0.45, 0.0), TriangleSet::new(&ground, &index), 0.0,
 //!          &mut ContactWorkspace::new(), &mut manifolds)?;
 //! let p = manifolds[0].points()[0];
 //! assert!((p.dist + 0.05).abs() < 1e-6 && p.normal.y > 0.999);
@@ -54,6 +62,7 @@
 
 mod closest;
 mod contact;
+pub mod convert;
 mod convex_triangles;
 mod cuboid_triangle;
 mod error;

@@ -8,9 +8,8 @@
 use crate::error::NarrowphaseError;
 use crate::obb::BoundingSphere;
 use crate::tri_tri::triangles_intersect_f64;
-use parry3d::math::Isometry;
 use rayon::prelude::*;
-use voxterra_core::nalgebra::{Matrix3, Point3, Unit, Vector3};
+use voxterra_core::nalgebra::{Isometry3, Matrix3, Point3, Unit, Vector3};
 use voxterra_core::{Aabb, TriangleSource};
 
 /// Triangles a leaf holds at most.
@@ -172,7 +171,7 @@ impl MeshCollider {
     }
 }
 
-fn world(m: &MeshCollider, pose: &Isometry<f32>, t: u32) -> [Point3<f64>; 3] {
+fn world(m: &MeshCollider, pose: &Isometry3<f32>, t: u32) -> [Point3<f64>; 3] {
     m.triangle(t).map(|p| (pose * p).cast::<f64>())
 }
 
@@ -187,7 +186,7 @@ struct Relative {
 }
 
 impl Relative {
-    fn new(pose_a: &Isometry<f32>, pose_b: &Isometry<f32>) -> Self {
+    fn new(pose_a: &Isometry3<f32>, pose_b: &Isometry3<f32>) -> Self {
         let rel = pose_a.inv_mul(pose_b);
         let r = rel.rotation.to_rotation_matrix().into_inner();
         Relative { abs_r: r.map(|v| v.abs() + 1e-6), r, t: rel.translation.vector }
@@ -214,9 +213,9 @@ impl Descent<'_> {
     /// may stop the descent by returning false.
     fn run(
         a: &MeshCollider,
-        pose_a: &Isometry<f32>,
+        pose_a: &Isometry3<f32>,
         b: &MeshCollider,
-        pose_b: &Isometry<f32>,
+        pose_b: &Isometry3<f32>,
         on_leaves: &mut dyn FnMut(&[u32], &[u32]) -> bool,
     ) -> MeshMeshStats {
         let mut d = Descent { a, b, rel: Relative::new(pose_a, pose_b), stats: MeshMeshStats::default() };
@@ -267,7 +266,7 @@ impl Descent<'_> {
 }
 
 /// `b`'s triangle `t` in `a`'s frame, f64.
-fn in_a(m: &MeshCollider, rel: &Isometry<f32>, t: u32) -> [Point3<f64>; 3] {
+fn in_a(m: &MeshCollider, rel: &Isometry3<f32>, t: u32) -> [Point3<f64>; 3] {
     m.triangle(t).map(|p| (rel * p).cast::<f64>())
 }
 
@@ -280,9 +279,9 @@ fn local(m: &MeshCollider, t: u32) -> [Point3<f64>; 3] {
 /// each.
 pub fn intersecting_pairs(
     a: &MeshCollider,
-    pose_a: &Isometry<f32>,
+    pose_a: &Isometry3<f32>,
     b: &MeshCollider,
-    pose_b: &Isometry<f32>,
+    pose_b: &Isometry3<f32>,
     options: &MeshMeshOptions,
 ) -> (Vec<(u32, u32)>, MeshMeshStats) {
     let mut candidates = Vec::new();
@@ -324,9 +323,9 @@ pub fn intersecting_pairs(
 /// triangle pair.
 pub fn meshes_intersect(
     a: &MeshCollider,
-    pose_a: &Isometry<f32>,
+    pose_a: &Isometry3<f32>,
     b: &MeshCollider,
-    pose_b: &Isometry<f32>,
+    pose_b: &Isometry3<f32>,
 ) -> bool {
     let rel = pose_a.inv_mul(pose_b);
     let mut hit = false;
@@ -347,9 +346,9 @@ pub fn meshes_intersect(
 /// [`intersecting_pairs`].
 pub fn intersecting_pairs_brute_force(
     a: &MeshCollider,
-    pose_a: &Isometry<f32>,
+    pose_a: &Isometry3<f32>,
     b: &MeshCollider,
-    pose_b: &Isometry<f32>,
+    pose_b: &Isometry3<f32>,
 ) -> Vec<(u32, u32)> {
     let wb: Vec<[Point3<f64>; 3]> = (0..b.triangle_count() as u32).map(|t| world(b, pose_b, t)).collect();
     let mut out = Vec::new();
@@ -367,13 +366,14 @@ pub fn intersecting_pairs_brute_force(
 /// The multi-pass test; `None` when the meshes do not touch. Poses must be finite.
 pub fn collide(
     a: &MeshCollider,
-    pose_a: &Isometry<f32>,
+    pose_a: &Isometry3<f32>,
     b: &MeshCollider,
-    pose_b: &Isometry<f32>,
+    pose_b: &Isometry3<f32>,
     options: &MeshMeshOptions,
 ) -> Result<Option<HitData>, NarrowphaseError> {
-    crate::convex_triangles::check_query(pose_a, 0.0)?;
-    crate::convex_triangles::check_query(pose_b, 0.0)?;
+    if !is_finite(pose_a) || !is_finite(pose_b) {
+        return Err(NarrowphaseError::NonFinitePose);
+    }
     let (pairs, _) = intersecting_pairs(a, pose_a, b, pose_b, options);
     Ok(hit_from_pairs(a, pose_a, b, pose_b, &pairs))
 }
@@ -382,15 +382,15 @@ pub fn collide(
 /// triangles that intersect the other mesh, in world space.
 pub fn hit_from_pairs(
     a: &MeshCollider,
-    pose_a: &Isometry<f32>,
+    pose_a: &Isometry3<f32>,
     b: &MeshCollider,
-    pose_b: &Isometry<f32>,
+    pose_b: &Isometry3<f32>,
     pairs: &[(u32, u32)],
 ) -> Option<HitData> {
     if pairs.is_empty() {
         return None;
     }
-    let side = |m: &MeshCollider, pose: &Isometry<f32>, mut ts: Vec<u32>| {
+    let side = |m: &MeshCollider, pose: &Isometry3<f32>, mut ts: Vec<u32>| {
         ts.sort_unstable();
         ts.dedup();
         let (mut point, mut normal) = (Vector3::<f64>::zeros(), Vector3::<f64>::zeros());
@@ -468,6 +468,10 @@ pub fn apply_impulse(a: &mut RigidBody, b: &mut RigidBody, hit: &HitData, restit
     b.linvel -= impulse * b.inv_mass();
     b.angvel -= b.inv_inertia * rb.cross(&impulse);
     j
+}
+
+fn is_finite(pose: &Isometry3<f32>) -> bool {
+    pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite())
 }
 
 fn nalgebra_mid(a: &Point3<f32>, b: &Point3<f32>) -> Point3<f32> {

@@ -1,8 +1,7 @@
 //! Oriented bounding boxes and their separating axis test.
 
-use parry3d::math::Isometry;
 use voxterra_core::Aabb;
-use voxterra_core::nalgebra::{Matrix3, Point3, Vector3};
+use voxterra_core::nalgebra::{Isometry3, Matrix3, Point3, Vector3};
 
 /// An oriented box: a center, three unit axes (the columns of `axes`, right-handed) and the half
 /// extent along each.
@@ -19,7 +18,7 @@ pub struct Obb {
 impl Obb {
     /// The box `local` (in a body's space) placed by `pose`: the article's construction, a model
     /// transform applied to an axis-aligned box.
-    pub fn from_aabb(local: &Aabb, pose: &Isometry<f32>) -> Self {
+    pub fn from_aabb(local: &Aabb, pose: &Isometry3<f32>) -> Self {
         let center = pose * voxterra_core::nalgebra::center(&local.mins, &local.maxs);
         Obb { center, axes: pose.rotation.to_rotation_matrix().into_inner(), half: local.extents() * 0.5 }
     }

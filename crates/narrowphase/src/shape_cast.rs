@@ -4,10 +4,11 @@
 
 use crate::closest::{feature_of, triangle_normal};
 use crate::contact::FeatureId;
+use crate::convert::{FromParry, ToParry};
 use crate::convex_triangles::{TriangleSet, check_query, check_shape, flatten};
 use crate::error::NarrowphaseError;
 use crate::internal_edges::{face_side, is_inactive};
-use parry3d::math::Isometry;
+use parry3d::math::{Pose, Vector};
 use parry3d::query::ShapeCastOptions;
 use parry3d::shape::{Shape, Triangle};
 use voxterra_core::nalgebra::{Point3, Translation3, Unit, Vector3};
@@ -49,16 +50,17 @@ impl Default for CastOptions {
 /// index, so any index gives the same answer.
 pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
     shape: &dyn Shape,
-    pose: &Isometry<f32>,
-    velocity: &Vector3<f32>,
+    pose: &Pose,
+    velocity: Vector,
     max_toi: f32,
     set: TriangleSet<'_, S, I>,
     options: CastOptions,
 ) -> Result<Option<ShapeCastHit>, NarrowphaseError> {
     check_query(pose, options.target_distance)?;
-    if !velocity.iter().all(|v| v.is_finite()) {
-        return Err(NarrowphaseError::InvalidParameter { what: "velocity", value: velocity.norm() });
+    if !velocity.is_finite() {
+        return Err(NarrowphaseError::InvalidParameter { what: "velocity", value: velocity.length() });
     }
+    let vel = Vector3::from_parry(velocity);
     if !(max_toi.is_finite() && max_toi >= 0.0) {
         return Err(NarrowphaseError::InvalidParameter { what: "max_toi", value: max_toi });
     }
@@ -66,22 +68,21 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
     flatten(shape, pose, 0, &mut parts)?;
     let mut best: Option<ShapeCastHit> = None;
     let mut candidates: Vec<(f32, u32)> = Vec::new();
-    for (part, part_pose, part_shape) in parts {
-        check_shape(part_shape)?;
-        let start = part_shape.compute_aabb(&part_pose);
-        let end = part_shape.compute_aabb(&(Translation3::from(velocity * max_toi) * part_pose));
-        let swept = Aabb::new(start.mins, start.maxs)
-            .merged(&Aabb::new(end.mins, end.maxs))
-            .loosened(options.target_distance);
+    for part in parts {
+        check_shape(part.shape)?;
+        let start = Aabb::from_parry(&part.shape.compute_aabb(&part.pose));
+        let end =
+            Aabb::from_parry(&part.shape.compute_aabb(&part.pose.append_translation(velocity * max_toi)));
+        let swept = start.merged(&end).loosened(options.target_distance);
         candidates.clear();
-        let start = Aabb::new(start.mins, start.maxs).loosened(options.target_distance);
+        let start = start.loosened(options.target_distance);
         set.index.triangles_in_aabb(&swept, &mut |t| {
             // A lower bound on the triangle's time of impact: when the moving box first meets
             // the triangle's box. PERF: casts visit candidates by it and stop once it passes the
             // best hit, instead of casting against every triangle of the swept box.
             let tri = set.source.triangle(t as usize);
             if let Some(b) = Aabb::from_points(&tri) {
-                candidates.push((box_entry(&start, velocity, &b), t));
+                candidates.push((box_entry(&start, &vel, &b), t));
             }
         });
         candidates.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -100,13 +101,13 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
                 stop_at_penetration: options.stop_at_penetration,
                 compute_impact_geometry_on_penetration: true,
             };
-            let triangle = Triangle::new(tri[0], tri[1], tri[2]);
+            let triangle = Triangle::new(tri[0].to_parry(), tri[1].to_parry(), tri[2].to_parry());
             let hit = parry3d::query::cast_shapes(
-                &part_pose,
+                &part.pose,
                 velocity,
-                part_shape,
-                &Isometry::identity(),
-                &Vector3::zeros(),
+                part.shape,
+                &Pose::IDENTITY,
+                Vector::ZERO,
                 &triangle,
                 opts,
             )
@@ -122,20 +123,22 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
             {
                 continue; // ties keep the lower triangle
             }
-            let at = Translation3::from(velocity * h.time_of_impact) * part_pose;
-            let feature = feature_of(&h.witness2, &tri);
+            let at = Translation3::from(vel * h.time_of_impact) * part.iso;
+            let on_triangle = Point3::from_parry(h.witness2);
+            let feature = feature_of(&on_triangle, &tri);
+            let normal2 = Unit::from_parry(h.normal2);
             // An inactive edge or vertex continues into its neighbor's face: the normal a
             // sliding character should see is the face's.
             let normal = match triangle_normal(&tri) {
-                Some(face) if is_inactive(feature, set.flags(t)) => face_side(&face, &h.normal2),
-                _ => h.normal2,
+                Some(face) if is_inactive(feature, set.flags(t)) => face_side(&face, &normal2),
+                _ => normal2,
             };
             best = Some(ShapeCastHit {
                 toi: h.time_of_impact,
-                on_shape: at * h.witness1,
-                on_triangle: h.witness2,
+                on_shape: at * Point3::from_parry(h.witness1),
+                on_triangle,
                 normal,
-                id: FeatureId { triangle: t, feature, part, sub: 0 },
+                id: FeatureId { triangle: t, feature, part: part.index, sub: 0 },
             });
         }
     }

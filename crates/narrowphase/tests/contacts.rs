@@ -2,14 +2,15 @@
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-use parry3d::math::Isometry;
+use parry3d::math::{Pose, Vector};
 use parry3d::shape::{
     Ball, Capsule, Compound, Cone, ConvexPolyhedron, Cuboid, Cylinder, RoundCuboid, Shape, SharedShape,
     Triangle,
 };
 use proptest::prelude::*;
-use voxterra_core::nalgebra::{Point3, UnitQuaternion, Vector3};
+use voxterra_core::nalgebra::{Isometry3, Point3, Unit, UnitQuaternion, Vector3};
 use voxterra_core::{BruteForceTriangles, TriangleMesh};
+use voxterra_narrowphase::convert::{FromParry, ToParry};
 use voxterra_narrowphase::manifold::{ReduceScratch, reduce};
 use voxterra_narrowphase::{
     ContactPoint, ContactWorkspace, FeatureId, NarrowphaseError, TriangleFeature, TriangleSet,
@@ -20,12 +21,7 @@ fn one_triangle(t: [Point3<f32>; 3]) -> TriangleMesh {
     TriangleMesh { positions: t.to_vec(), triangles: vec![[0, 1, 2]] }
 }
 
-fn points_of(
-    shape: &dyn Shape,
-    pose: &Isometry<f32>,
-    mesh: &TriangleMesh,
-    prediction: f32,
-) -> Vec<ContactPoint> {
+fn points_of(shape: &dyn Shape, pose: &Pose, mesh: &TriangleMesh, prediction: f32) -> Vec<ContactPoint> {
     let index = BruteForceTriangles(mesh);
     let mut out = vec![];
     contact_points(
@@ -45,23 +41,29 @@ fn arb_triangle() -> impl Strategy<Value = [Point3<f32>; 3]> {
         .prop_filter("not degenerate", |t| (t[1] - t[0]).cross(&(t[2] - t[0])).norm() > 0.3)
 }
 
-fn arb_pose() -> impl Strategy<Value = Isometry<f32>> {
-    (proptest::array::uniform3(-2.5f32..2.5), proptest::array::uniform3(-3.2f32..3.2)).prop_map(|(t, r)| {
-        Isometry::from_parts(Vector3::from(t).into(), UnitQuaternion::from_euler_angles(r[0], r[1], r[2]))
-    })
+/// parry's triangle of `tri`.
+fn parry_triangle(tri: &[Point3<f32>; 3]) -> Triangle {
+    Triangle::new(tri[0].to_parry(), tri[1].to_parry(), tri[2].to_parry())
+}
+
+/// A pose from a translation and Euler angles (roll, pitch, yaw).
+fn pose_of(t: [f32; 3], r: [f32; 3]) -> Pose {
+    Isometry3::from_parts(Vector3::from(t).into(), UnitQuaternion::from_euler_angles(r[0], r[1], r[2]))
+        .to_parry()
+}
+
+fn arb_pose() -> impl Strategy<Value = Pose> {
+    (proptest::array::uniform3(-2.5f32..2.5), proptest::array::uniform3(-3.2f32..3.2))
+        .prop_map(|(t, r)| pose_of(t, r))
 }
 
 /// One point per triangle for these shapes, equal to parry's `contact` within 1e-4.
-fn agrees_with_parry(
-    shape: &dyn Shape,
-    pose: &Isometry<f32>,
-    tri: [Point3<f32>; 3],
-) -> Result<(), TestCaseError> {
+fn agrees_with_parry(shape: &dyn Shape, pose: &Pose, tri: [Point3<f32>; 3]) -> Result<(), TestCaseError> {
     let prediction = 0.1;
     let mesh = one_triangle(tri);
     let ours = points_of(shape, pose, &mesh, prediction);
-    let t = Triangle::new(tri[0], tri[1], tri[2]);
-    let theirs = parry3d::query::contact(pose, shape, &Isometry::identity(), &t, prediction).unwrap();
+    let t = parry_triangle(&tri);
+    let theirs = parry3d::query::contact(pose, shape, &Pose::IDENTITY, &t, prediction).unwrap();
     match (ours.first(), theirs) {
         (None, None) => {}
         (Some(o), Some(p)) => {
@@ -70,10 +72,10 @@ fn agrees_with_parry(
             // Witness points on the triangle agree; normals only where parry's answer is exact
             // (separated: GJK closest points). Penetrating, parry runs EPA, whose normal can be a
             // degree off the exact closest-feature direction ours computes (depths still agree).
-            prop_assert!((o.on_triangle - p.point2).norm() < 1e-3, "{:?} vs {:?}", o, p);
+            prop_assert!((o.on_triangle - Point3::from_parry(p.point2)).norm() < 1e-3, "{:?} vs {:?}", o, p);
             if p.dist > 1e-3 {
                 prop_assert!(
-                    (o.normal.into_inner() - p.normal2.into_inner()).norm() < 1e-3,
+                    (o.normal.into_inner() - Vector3::from_parry(p.normal2)).norm() < 1e-3,
                     "{:?} vs {:?}",
                     o,
                     p
@@ -105,9 +107,9 @@ proptest! {
         let cap = Capsule::new_y(half, r);
         let mesh = one_triangle(tri);
         let ours = points_of(&cap, &pose, &mesh, 0.1);
-        let t = Triangle::new(tri[0], tri[1], tri[2]);
+        let t = parry_triangle(&tri);
         let core = parry3d::shape::Segment::new(cap.segment.a, cap.segment.b);
-        let d = parry3d::query::distance(&pose, &core, &Isometry::identity(), &t).unwrap();
+        let d = parry3d::query::distance(&pose, &core, &Pose::IDENTITY, &t).unwrap().distance;
         if d > 1e-3 {
             let want = d - r;
             match ours.first() {
@@ -125,7 +127,7 @@ proptest! {
         let shapes: [SharedShape; 4] = [
             SharedShape::new(Cylinder::new(0.6, 0.5)),
             SharedShape::new(Cone::new(0.6, 0.5)),
-            SharedShape::new(RoundCuboid { inner_shape: Cuboid::new(Vector3::new(0.4, 0.3, 0.5)), border_radius: 0.1 }),
+            SharedShape::new(RoundCuboid { inner_shape: Cuboid::new(Vector::new(0.4, 0.3, 0.5)), border_radius: 0.1 }),
             SharedShape::new(rock()),
         ];
         agrees_with_parry(&*shapes[which].0, &pose, tri)?;
@@ -137,11 +139,11 @@ proptest! {
     /// away from touching.
     #[test]
     fn cuboids_match_parry_depth(tri in arb_triangle(), pose in arb_pose(), h in proptest::array::uniform3(0.2f32..1.0)) {
-        let cube = Cuboid::new(Vector3::from(h));
+        let cube = Cuboid::new(Vector::from_array(h));
         let mesh = one_triangle(tri);
         let ours = points_of(&cube, &pose, &mesh, 0.0);
-        let t = Triangle::new(tri[0], tri[1], tri[2]);
-        let theirs = parry3d::query::contact(&pose, &cube, &Isometry::identity(), &t, 0.0).unwrap();
+        let t = parry_triangle(&tri);
+        let theirs = parry3d::query::contact(&pose, &cube, &Pose::IDENTITY, &t, 0.0).unwrap();
         let deepest = ours.iter().map(|p| p.dist).fold(f32::INFINITY, f32::min);
         match theirs {
             Some(p) if p.dist < -1e-3 => {
@@ -166,7 +168,7 @@ proptest! {
         let points: Vec<ContactPoint> = pts.iter().enumerate().map(|(i, &(p, d, n))| ContactPoint {
             on_shape: Point3::from(p) + normals[n] * d,
             on_triangle: Point3::from(p),
-            normal: voxterra_core::nalgebra::Unit::new_normalize(normals[n]),
+            normal: Unit::new_normalize(normals[n]),
             dist: d,
             id: FeatureId { triangle: i as u32, feature: TriangleFeature::Face, part: 0, sub: 0 },
         }).collect();
@@ -187,12 +189,12 @@ proptest! {
 
 fn rock() -> ConvexPolyhedron {
     // 32 points on a squashed sphere, deterministic.
-    let pts: Vec<Point3<f32>> = (0..32)
+    let pts: Vec<Vector> = (0..32)
         .map(|i| {
             let (a, b) = (i as f32 * 2.399_963, (i as f32 + 0.5) / 32.0);
             let z = 1.0 - 2.0 * b;
             let r = (1.0 - z * z).sqrt();
-            Point3::new(r * a.cos() * 0.6, z * 0.4, r * a.sin() * 0.5)
+            Vector::new(r * a.cos() * 0.6, z * 0.4, r * a.sin() * 0.5)
         })
         .collect();
     ConvexPolyhedron::from_convex_hull(&pts).unwrap()
@@ -214,12 +216,9 @@ fn flat_ground(half: f32) -> TriangleMesh {
 fn a_resting_box_gets_its_four_corners() {
     let ground = flat_ground(5.0);
     let index = BruteForceTriangles(&ground);
-    let cube = Cuboid::new(Vector3::new(0.5, 1.0, 0.5));
+    let cube = Cuboid::new(Vector::new(0.5, 1.0, 0.5));
     for yaw in [0.0f32, 0.3, 1.0] {
-        let pose = Isometry::from_parts(
-            Vector3::new(0.3, 0.99, -0.2).into(),
-            UnitQuaternion::from_euler_angles(0.0, yaw, 0.0),
-        );
+        let pose = pose_of([0.3, 0.99, -0.2], [0.0, yaw, 0.0]);
         let mut out = vec![];
         contacts(
             &cube,
@@ -236,7 +235,7 @@ fn a_resting_box_gets_its_four_corners() {
         assert!(m.normal.y > 0.9999);
         let mut corners: Vec<Point3<f32>> = [(-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)]
             .iter()
-            .map(|&(x, z)| pose * Point3::new(x, -1.0, z))
+            .map(|&(x, z)| Point3::from_parry(pose * Vector::new(x, -1.0, z)))
             .collect();
         for p in m.points() {
             assert!((p.dist + 0.01).abs() < 1e-5, "{p:?}");
@@ -251,11 +250,11 @@ fn compounds_report_each_part() {
     let ground = flat_ground(5.0);
     let index = BruteForceTriangles(&ground);
     let parts = vec![
-        (Isometry::translation(-1.0, 0.0, 0.0), SharedShape::ball(0.5)),
-        (Isometry::translation(1.0, 0.0, 0.0), SharedShape::ball(0.5)),
+        (Pose::translation(-1.0, 0.0, 0.0), SharedShape::ball(0.5)),
+        (Pose::translation(1.0, 0.0, 0.0), SharedShape::ball(0.5)),
     ];
     let dumbbell = Compound::new(parts);
-    let pose = Isometry::translation(0.0, 0.45, 0.0);
+    let pose = Pose::translation(0.0, 0.45, 0.0);
     let mut out = vec![];
     contact_points(
         &dumbbell,
@@ -279,11 +278,11 @@ fn bad_input_is_refused_or_touches_nothing() {
     let mut ws = ContactWorkspace::new();
     let mut out = vec![];
     let ball = Ball::new(0.5);
-    let nan = Isometry::translation(f32::NAN, 0.0, 0.0);
+    let nan = Pose::translation(f32::NAN, 0.0, 0.0);
     assert_eq!(contacts(&ball, &nan, set, 0.0, &mut ws, &mut out), Err(NarrowphaseError::NonFinitePose));
-    let inf = Isometry::translation(0.0, f32::INFINITY, 0.0);
+    let inf = Pose::translation(0.0, f32::INFINITY, 0.0);
     assert_eq!(contacts(&ball, &inf, set, 0.0, &mut ws, &mut out), Err(NarrowphaseError::NonFinitePose));
-    let here = Isometry::translation(0.0, 0.4, 0.0);
+    let here = Pose::translation(0.0, 0.4, 0.0);
     assert!(matches!(
         contacts(&ball, &here, set, -1.0, &mut ws, &mut out),
         Err(NarrowphaseError::InvalidParameter { .. })
@@ -297,11 +296,11 @@ fn bad_input_is_refused_or_touches_nothing() {
         Err(NarrowphaseError::DegenerateShape)
     );
     assert_eq!(
-        contacts(&Cuboid::new(Vector3::zeros()), &here, set, 0.0, &mut ws, &mut out),
+        contacts(&Cuboid::new(Vector::ZERO), &here, set, 0.0, &mut ws, &mut out),
         Err(NarrowphaseError::DegenerateShape)
     );
-    let mesh_shape =
-        parry3d::shape::TriMesh::new(ground.positions.clone(), ground.triangles.clone()).unwrap();
+    let positions = ground.positions.iter().map(|p| p.to_parry()).collect();
+    let mesh_shape = parry3d::shape::TriMesh::new(positions, ground.triangles.clone()).unwrap();
     assert!(matches!(
         contacts(&mesh_shape, &here, set, 0.0, &mut ws, &mut out),
         Err(NarrowphaseError::UnsupportedShape(_))
@@ -318,10 +317,10 @@ fn bad_input_is_refused_or_touches_nothing() {
         triangles: vec![[0, 1, 2], [0, 1, 3]],
     };
     let bad_index = BruteForceTriangles(&bad);
-    for shape in [&ball as &dyn Shape, &Cuboid::new(Vector3::new(1.0, 1.0, 1.0))] {
+    for shape in [&ball as &dyn Shape, &Cuboid::new(Vector::ONE)] {
         contacts(
             shape,
-            &Isometry::translation(0.5, 0.2, 0.0),
+            &Pose::translation(0.5, 0.2, 0.0),
             TriangleSet::new(&bad, &bad_index),
             0.1,
             &mut ws,
@@ -358,7 +357,7 @@ fn any_index_gives_the_same_contacts() {
     for (k, s) in shapes.iter().enumerate() {
         for step in 0..10 {
             let pose =
-                Isometry::translation(2.0 + step as f32 * 0.7, 0.3 + k as f32 * 0.2, 3.0 + step as f32 * 0.3);
+                Pose::translation(2.0 + step as f32 * 0.7, 0.3 + k as f32 * 0.2, 3.0 + step as f32 * 0.3);
             let (mut a, mut b) = (vec![], vec![]);
             contacts(
                 &*s.0,
@@ -400,8 +399,10 @@ fn one_sided_triangles_never_push_through_their_back() {
     for (k, s) in shapes.iter().enumerate() {
         for i in 0..40 {
             let depth = 0.05 + i as f32 * 0.01; // center 5..45 mm under the floor
-            let rot = UnitQuaternion::from_euler_angles(0.3 * i as f32, 0.7 * k as f32, 0.1 * i as f32);
-            let pose = Isometry::from_parts(Vector3::new(0.1 * i as f32 - 2.0, -depth, 0.3).into(), rot);
+            let pose = pose_of(
+                [0.1 * i as f32 - 2.0, -depth, 0.3],
+                [0.3 * i as f32, 0.7 * k as f32, 0.1 * i as f32],
+            );
             if s.compute_aabb(&pose).maxs.y < 0.02 {
                 continue; // wholly under the floor: no triangle is near it
             }
@@ -429,12 +430,12 @@ fn one_sided_triangles_never_push_through_their_back() {
     assert!(pushed_down_two_sided > 0, "two-sided, a sunk shape is pushed down");
 }
 
-/// Random convex rocks deep in a triangle: every pair GJK says intersects gets a contact.
+/// Random convex rocks deep in a triangle: every pair GJK says overlaps gets a contact.
 #[test]
 fn deep_polyhedra_always_get_a_contact() {
     let tri = [Point3::new(-3.0, 0.0, -3.0), Point3::new(0.0, 0.0, 3.0), Point3::new(3.0, 0.0, -3.0)];
     let mesh = one_triangle(tri);
-    let t = Triangle::new(tri[0], tri[1], tri[2]);
+    let t = parry_triangle(&tri);
     let mut seed = 7u64;
     let mut rnd = move || {
         seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
@@ -442,18 +443,18 @@ fn deep_polyhedra_always_get_a_contact() {
     };
     let mut intersecting = 0;
     for i in 0..3000 {
-        let pts: Vec<Point3<f32>> = (0..12)
+        let pts: Vec<Vector> = (0..12)
             .map(|_| {
-                let d = Vector3::new(rnd() * 2.0 - 1.0, rnd() * 1.4 - 0.7, rnd() * 2.0 - 1.0);
-                Point3::from(d.normalize() * 0.55 * (0.7 + 0.3 * rnd()))
+                let d = Vector::new(rnd() * 2.0 - 1.0, rnd() * 1.4 - 0.7, rnd() * 2.0 - 1.0);
+                d.normalize() * 0.55 * (0.7 + 0.3 * rnd())
             })
             .collect();
         let shape = ConvexPolyhedron::from_convex_hull(&pts).unwrap();
-        let pose = Isometry::from_parts(
-            Vector3::new(rnd() - 0.5, (rnd() - 0.5) * 0.8, rnd() - 0.5).into(),
-            UnitQuaternion::from_euler_angles(rnd() * 6.3, rnd() * 6.3, rnd() * 6.3),
-        );
-        if !parry3d::query::intersection_test(&pose, &shape, &Isometry::identity(), &t).unwrap() {
+        let t3 = [rnd() - 0.5, (rnd() - 0.5) * 0.8, rnd() - 0.5];
+        let pose = pose_of(t3, [rnd() * 6.3, rnd() * 6.3, rnd() * 6.3]);
+        // GJK's distance, not parry's intersection test: that one also reports shapes up to about
+        // 1e-4 apart as intersecting.
+        if parry3d::query::distance(&pose, &shape, &Pose::IDENTITY, &t).unwrap().distance > 0.0 {
             continue;
         }
         intersecting += 1;

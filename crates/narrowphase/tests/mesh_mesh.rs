@@ -3,11 +3,11 @@
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-use parry3d::math::Isometry;
 use parry3d::shape::Cuboid;
 use proptest::prelude::*;
-use voxterra_core::nalgebra::{Matrix3, Point3, UnitQuaternion, Vector3};
+use voxterra_core::nalgebra::{Isometry3 as Isometry, Matrix3, Point3, UnitQuaternion, Vector3};
 use voxterra_core::{Aabb, TriangleMesh};
+use voxterra_narrowphase::convert::ToParry;
 use voxterra_narrowphase::mesh_mesh::{intersecting_pairs, intersecting_pairs_brute_force};
 use voxterra_narrowphase::{
     MeshCollider, MeshMeshOptions, Obb, RigidBody, apply_impulse, collide, meshes_intersect,
@@ -126,12 +126,13 @@ proptest! {
         };
         let pa = Isometry::from_parts(Vector3::zeros().into(), rot(ra));
         let pb = Isometry::from_parts(Vector3::from(t).into(), rot(rb));
-        let (ca, cb) = (Cuboid::new(Vector3::from(ha)), Cuboid::new(Vector3::from(hb)));
-        let d = parry3d::query::distance(&pa, &ca, &pb, &cb).unwrap();
+        let (ca, cb) = (Cuboid::new(Vector3::from(ha).to_parry()), Cuboid::new(Vector3::from(hb).to_parry()));
+        let (ppa, ppb) = (pa.to_parry(), pb.to_parry());
+        let d = parry3d::query::distance(&ppa, &ca, &ppb, &cb).unwrap().distance;
         prop_assume!(d == 0.0 || d > 1e-3);
         let box_of = |h: [f32; 3]| Aabb::new(Point3::from(-Vector3::from(h)), Point3::from(Vector3::from(h)));
         let ours = Obb::from_aabb(&box_of(ha), &pa).intersects(&Obb::from_aabb(&box_of(hb), &pb));
-        let theirs = parry3d::query::intersection_test(&pa, &ca, &pb, &cb).unwrap();
+        let theirs = parry3d::query::intersection_test(&ppa, &ca, &ppb, &cb).unwrap().intersecting;
         prop_assert_eq!(ours, theirs);
     }
 }

@@ -4,15 +4,15 @@
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-use parry3d::math::Isometry;
 use parry3d::shape::SharedShape;
-use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::nalgebra::{Isometry3, Point3, Vector3};
 use voxterra_core::{
     DenseVoxels, MaterialTable, PhysicsChunkKey, Region, TriangleSource, Voxel, VoxelPos, VoxelWrite,
     materials,
 };
 use voxterra_kdtree::KdTree;
 use voxterra_mesher::{MeshWorkspace, Mesher, PhysicsMesh};
+use voxterra_narrowphase::convert::ToParry;
 use voxterra_narrowphase::{ContactWorkspace, TriangleSet, contacts};
 
 struct Chunk {
@@ -79,7 +79,7 @@ fn slide(
         let up = Vector3::new(-slope, 1.0, 0.0).normalize();
         // Rest the shape on the slope (turned to it), its lowest point 5 mm into the surface.
         let center = Point3::new(x, surface, 8.3) + up * (bottom - 0.005);
-        let pose = Isometry::new(center.coords, Vector3::z() * slope.atan());
+        let pose = Isometry3::new(center.coords, Vector3::z() * slope.atan()).to_parry();
         let mut touching = false;
         for c in chunks {
             let index = c.tree.with(&c.mesh);

@@ -2,12 +2,13 @@
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-use parry3d::math::Isometry;
+use parry3d::math::{Pose, Vector};
 use parry3d::query::ShapeCastOptions;
 use parry3d::shape::{SharedShape, TriMesh};
 use proptest::prelude::*;
-use voxterra_core::nalgebra::{Point3, UnitQuaternion, Vector3};
+use voxterra_core::nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 use voxterra_core::{BruteForceTriangles, TriangleMesh};
+use voxterra_narrowphase::convert::ToParry;
 use voxterra_narrowphase::{CastOptions, NarrowphaseError, TriangleSet, cast_shape};
 
 fn terrain() -> TriangleMesh {
@@ -37,13 +38,13 @@ proptest! {
                                     which in 0usize..4, r in proptest::array::uniform3(-3.2f32..3.2)) {
         let mesh = terrain();
         let index = BruteForceTriangles(&mesh);
-        let trimesh = TriMesh::new(mesh.positions.clone(), mesh.triangles.clone()).unwrap();
+        let trimesh = TriMesh::new(mesh.positions.iter().map(|p| p.to_parry()).collect(), mesh.triangles.clone()).unwrap();
         let shapes = [SharedShape::ball(0.4), SharedShape::cuboid(0.3, 0.6, 0.3), SharedShape::capsule_y(0.4, 0.3), SharedShape::cylinder(0.3, 0.4)];
         let shape = &*shapes[which].0;
-        let pose = Isometry::from_parts(Vector3::new(x, 2.5, z).into(), UnitQuaternion::from_euler_angles(r[0], r[1], r[2]));
-        let vel = Vector3::new(dir[0], -1.0 - dir[1].abs(), dir[2]);
-        let ours = cast_shape(shape, &pose, &vel, 4.0, TriangleSet::new(&mesh, &index), CastOptions::default()).unwrap();
-        let theirs = parry3d::query::cast_shapes(&pose, &vel, shape, &Isometry::identity(), &Vector3::zeros(), &trimesh,
+        let pose = Isometry3::from_parts(Vector3::new(x, 2.5, z).into(), UnitQuaternion::from_euler_angles(r[0], r[1], r[2])).to_parry();
+        let vel = Vector::new(dir[0], -1.0 - dir[1].abs(), dir[2]);
+        let ours = cast_shape(shape, &pose, vel, 4.0, TriangleSet::new(&mesh, &index), CastOptions::default()).unwrap();
+        let theirs = parry3d::query::cast_shapes(&pose, vel, shape, &Pose::IDENTITY, Vector::ZERO, &trimesh,
             ShapeCastOptions { max_time_of_impact: 4.0, ..Default::default() }).unwrap();
         match (ours, theirs) {
             (Some(o), Some(t)) => {
@@ -62,29 +63,29 @@ fn bad_casts_are_refused() {
     let index = BruteForceTriangles(&mesh);
     let set = TriangleSet::new(&mesh, &index);
     let ball = parry3d::shape::Ball::new(0.5);
-    let pose = Isometry::translation(2.0, 3.0, 2.0);
-    let down = Vector3::new(0.0, -1.0, 0.0);
+    let pose = Pose::translation(2.0, 3.0, 2.0);
+    let down = Vector::new(0.0, -1.0, 0.0);
     assert!(matches!(
-        cast_shape(&ball, &pose, &Vector3::new(f32::NAN, 0.0, 0.0), 1.0, set, CastOptions::default()),
+        cast_shape(&ball, &pose, Vector::new(f32::NAN, 0.0, 0.0), 1.0, set, CastOptions::default()),
         Err(NarrowphaseError::InvalidParameter { .. })
     ));
     assert!(matches!(
-        cast_shape(&ball, &pose, &down, -1.0, set, CastOptions::default()),
+        cast_shape(&ball, &pose, down, -1.0, set, CastOptions::default()),
         Err(NarrowphaseError::InvalidParameter { .. })
     ));
     assert!(matches!(
-        cast_shape(&ball, &pose, &down, f32::INFINITY, set, CastOptions::default()),
+        cast_shape(&ball, &pose, down, f32::INFINITY, set, CastOptions::default()),
         Err(NarrowphaseError::InvalidParameter { .. })
     ));
-    let nan = Isometry::translation(0.0, f32::NAN, 0.0);
+    let nan = Pose::translation(0.0, f32::NAN, 0.0);
     assert_eq!(
-        cast_shape(&ball, &nan, &down, 1.0, set, CastOptions::default()),
+        cast_shape(&ball, &nan, down, 1.0, set, CastOptions::default()),
         Err(NarrowphaseError::NonFinitePose)
     );
     // Moving away, or not at all from far above: no hit.
-    assert_eq!(cast_shape(&ball, &pose, &-down, 10.0, set, CastOptions::default()), Ok(None));
-    assert_eq!(cast_shape(&ball, &pose, &Vector3::zeros(), 10.0, set, CastOptions::default()), Ok(None));
+    assert_eq!(cast_shape(&ball, &pose, -down, 10.0, set, CastOptions::default()), Ok(None));
+    assert_eq!(cast_shape(&ball, &pose, Vector::ZERO, 10.0, set, CastOptions::default()), Ok(None));
     // Falling: hits before it would pass y = 0.
-    let hit = cast_shape(&ball, &pose, &down, 10.0, set, CastOptions::default()).unwrap().unwrap();
+    let hit = cast_shape(&ball, &pose, down, 10.0, set, CastOptions::default()).unwrap().unwrap();
     assert!(hit.toi > 1.0 && hit.toi < 3.5 && hit.normal.y > 0.0, "{hit:?}");
 }

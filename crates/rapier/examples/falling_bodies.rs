@@ -20,7 +20,8 @@ fn main() -> Result<(), voxterra::TerrainError> {
     let mut handles = Vec::new();
     for i in 0..64 {
         let (x, z) = (40.0 + (i % 8) as f32 * 2.0, 40.0 + (i / 8) as f32 * 2.0);
-        let body = bodies.insert(RigidBodyBuilder::dynamic().translation(vector![x, surface(x, z) + 4.0, z]));
+        let body =
+            bodies.insert(RigidBodyBuilder::dynamic().translation(Vector::new(x, surface(x, z) + 4.0, z)));
         let shape =
             if i % 2 == 0 { ColliderBuilder::ball(0.5) } else { ColliderBuilder::cuboid(0.4, 0.4, 0.4) };
         colliders.insert_with_parent(shape, body, &mut bodies);
@@ -30,6 +31,7 @@ fn main() -> Result<(), voxterra::TerrainError> {
     let mut narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
     let mut pipeline = PhysicsPipeline::new();
     let (mut islands, mut broad_phase) = (IslandManager::new(), DefaultBroadPhase::new());
+    let mut soft_bodies = SoftBodySet::new();
     let (mut joints, mut multibody, mut ccd) =
         (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
     let params = IntegrationParameters::default();
@@ -50,7 +52,7 @@ fn main() -> Result<(), voxterra::TerrainError> {
         }
         let built = ground.prepare(&bodies, &colliders, &params);
         pipeline.step(
-            &vector![0.0, -9.81, 0.0],
+            Vector::new(0.0, -9.81, 0.0),
             &params,
             &mut islands,
             &mut broad_phase,
@@ -59,6 +61,7 @@ fn main() -> Result<(), voxterra::TerrainError> {
             &mut colliders,
             &mut joints,
             &mut multibody,
+            &mut soft_bodies,
             &mut ccd,
             &(),
             &(),

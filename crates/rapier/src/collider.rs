@@ -5,8 +5,9 @@ use rapier3d::prelude::{
     Collider, ColliderBuilder, ColliderHandle, ColliderSet, IntegrationParameters, RigidBodySet, SharedShape,
 };
 use std::sync::Arc;
+use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::Aabb;
-use voxterra::core::nalgebra::Point3;
+use voxterra::parry3d::math::Vector;
 use voxterra::{Brush, EditReport, Terrain, TerrainError};
 
 /// The terrain's collider in a rapier `ColliderSet`, and the shared terrain it reads.
@@ -70,19 +71,18 @@ impl RapierTerrain {
             }
             let mut b = co.compute_aabb();
             let step = body.linvel() * params.dt;
-            b.mins += step.inf(&Default::default());
-            b.maxs += step.sup(&Default::default());
-            // Into the terrain's frame: the box of the rotated box's corners.
-            let corners = b.vertices().map(|p| frame.inverse_transform_point(&p));
-            if let Some(local) = Aabb::from_points(corners.iter()) {
-                boxes.push(local.loosened(margin + co.contact_skin()));
-            }
+            b.mins += step.min(Vector::ZERO);
+            b.maxs += step.max(Vector::ZERO);
+            // Into the terrain's frame: the box holding the rotated box.
+            let local = Aabb::from_parry(&b.transform_by(&frame.inverse()));
+            boxes.push(local.loosened(margin + co.contact_skin()));
         }
         terrain.prepare_boxes(&boxes)
     }
 
-    /// Applies a brush between steps, then wakes every body near the change (its contacts there
-    /// are recomputed at the next step) and updates the collider's box if the terrain grew.
+    /// Applies a brush between steps, then wakes every body near the change and has rapier
+    /// recompute its contacts at the next step (rapier 0.36 otherwise reuses the contacts of a pair
+    /// that has barely moved), and updates the collider's box if the terrain grew.
     pub fn apply_brush(
         &self,
         brush: &Brush,
@@ -112,16 +112,19 @@ impl RapierTerrain {
         // every contact the change can alter. The box goes to the world frame through its corners.
         let lo = dirty.min().map(|v| (v as f32 - 3.0) * vs);
         let hi = dirty.max().map(|v| (v as f32 + 3.0) * vs);
-        let local = rapier3d::parry::bounding_volume::Aabb::new(lo, hi);
-        let corners = local.vertices().map(|p| frame * p);
-        let Some(world) = Aabb::from_points(corners.iter()) else { return Ok(report) };
-        let near: Vec<_> = colliders
+        let world = Aabb::from_parry(&Aabb::new(lo, hi).to_parry().transform_by(&frame));
+        let near: Vec<ColliderHandle> = colliders
             .iter()
             .filter(|(h, co)| *h != self.collider && overlaps(co, &world))
-            .filter_map(|(_, co)| co.parent())
+            .map(|(h, _)| h)
             .collect();
         for h in near {
-            if let Some(b) = bodies.get_mut(h) {
+            let Some(co) = colliders.get_mut(h) else { continue };
+            // rapier keeps (recycles) the contacts of a pair that barely moved, and a sleeping
+            // body's: re-setting the shape marks the collider changed, so its contacts with the
+            // new terrain are computed at the next step.
+            co.set_shape(co.shared_shape().clone());
+            if let Some(b) = co.parent().and_then(|p| bodies.get_mut(p)) {
                 b.wake_up(true);
             }
         }
@@ -134,6 +137,5 @@ impl RapierTerrain {
 }
 
 fn overlaps(co: &Collider, b: &Aabb) -> bool {
-    let a = co.compute_aabb();
-    Aabb::new(Point3::from(a.mins.coords), Point3::from(a.maxs.coords)).intersects(b)
+    Aabb::from_parry(&co.compute_aabb()).intersects(b)
 }

@@ -2,14 +2,16 @@
 //! other pair goes on to parry's default dispatcher.
 
 use crate::shape::TerrainShape;
-use rapier3d::parry::math::{Isometry, Point, Real, Vector};
+use rapier3d::parry::math::{Pose, Real, Vector};
 use rapier3d::parry::query::{
     ClosestPoints, Contact, ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher,
     NonlinearRigidMotion, PersistentQueryDispatcher, QueryDispatcher, QueryDispatcherChain, ShapeCastHit,
-    ShapeCastOptions, ShapeCastStatus, TrackedContact, Unsupported,
+    ShapeCastOptions, ShapeCastStatus, ShapeDistance, ShapeIntersection, TrackedContact, TypedWorkspaceData,
+    Unsupported, WorkspaceData,
 };
 use rapier3d::parry::shape::{PackedFeatureId, Shape};
 use std::cell::RefCell;
+use voxterra::convert::ToParry;
 use voxterra::narrowphase::{CastOptions, FeatureId, TriangleFeature};
 use voxterra::{QueryWorkspace, TerrainManifold};
 
@@ -41,12 +43,12 @@ struct Pair<'a> {
     terrain: &'a TerrainShape,
     other: &'a dyn Shape,
     /// The other shape's pose in the terrain's frame.
-    pose: Isometry<Real>,
+    pose: Pose,
     /// True when the terrain is the second shape.
     flipped: bool,
 }
 
-fn pair<'a>(pos12: &Isometry<Real>, g1: &'a dyn Shape, g2: &'a dyn Shape) -> Result<Pair<'a>, Unsupported> {
+fn pair<'a>(pos12: &Pose, g1: &'a dyn Shape, g2: &'a dyn Shape) -> Result<Pair<'a>, Unsupported> {
     match (g1.as_shape::<TerrainShape>(), g2.as_shape::<TerrainShape>()) {
         (Some(terrain), None) => Ok(Pair { terrain, other: g2, pose: *pos12, flipped: false }),
         (None, Some(terrain)) => Ok(Pair { terrain, other: g1, pose: pos12.inverse(), flipped: true }),
@@ -97,21 +99,21 @@ impl Pair<'_> {
 impl QueryDispatcher for TerrainDispatcher {
     fn intersection_test(
         &self,
-        pos12: &Isometry<Real>,
+        pos12: &Pose,
         g1: &dyn Shape,
         g2: &dyn Shape,
-    ) -> Result<bool, Unsupported> {
+    ) -> Result<ShapeIntersection, Unsupported> {
         let p = pair(pos12, g1, g2)?;
-        Ok(p.manifolds(0.0)?.iter().any(|m| m.manifold.min_dist() <= 0.0))
+        Ok(ShapeIntersection::new(p.manifolds(0.0)?.iter().any(|m| m.manifold.min_dist() <= 0.0)))
     }
 
-    fn distance(&self, _: &Isometry<Real>, _: &dyn Shape, _: &dyn Shape) -> Result<Real, Unsupported> {
+    fn distance(&self, _: &Pose, _: &dyn Shape, _: &dyn Shape) -> Result<ShapeDistance, Unsupported> {
         Err(Unsupported)
     }
 
     fn contact(
         &self,
-        pos12: &Isometry<Real>,
+        pos12: &Pose,
         g1: &dyn Shape,
         g2: &dyn Shape,
         prediction: Real,
@@ -122,19 +124,20 @@ impl QueryDispatcher for TerrainDispatcher {
             a.dist.total_cmp(&b.dist).then((a.id.triangle, a.id.sub).cmp(&(b.id.triangle, b.id.sub)))
         });
         Ok(deepest.map(|c| {
-            let on_other = p.pose.inverse_transform_point(&c.on_shape);
-            let n_other = p.pose.inverse_transform_unit_vector(&-c.normal);
+            let on_other = p.pose.inverse_transform_point(c.on_shape.to_parry());
+            let n_other = p.pose.inverse_transform_vector(-c.normal.to_parry());
+            let (on_terrain, n_terrain) = (c.on_triangle.to_parry(), c.normal.to_parry());
             if p.flipped {
-                Contact::new(on_other, c.on_triangle, n_other, c.normal, c.dist)
+                Contact::new(on_other, on_terrain, n_other, n_terrain, c.dist)
             } else {
-                Contact::new(c.on_triangle, on_other, c.normal, n_other, c.dist)
+                Contact::new(on_terrain, on_other, n_terrain, n_other, c.dist)
             }
         }))
     }
 
     fn closest_points(
         &self,
-        _: &Isometry<Real>,
+        _: &Pose,
         _: &dyn Shape,
         _: &dyn Shape,
         _: Real,
@@ -144,8 +147,8 @@ impl QueryDispatcher for TerrainDispatcher {
 
     fn cast_shapes(
         &self,
-        pos12: &Isometry<Real>,
-        local_vel12: &Vector<Real>,
+        pos12: &Pose,
+        local_vel12: Vector,
         g1: &dyn Shape,
         g2: &dyn Shape,
         options: ShapeCastOptions,
@@ -154,8 +157,8 @@ impl QueryDispatcher for TerrainDispatcher {
         // The other shape's velocity relative to the terrain, in the terrain's frame.
         // Flipped, the terrain moves by `local_vel12` in the other shape's frame: the other shape
         // moves by its opposite, turned into the terrain's frame.
-        let vel = if p.flipped { p.pose.rotation * -local_vel12 } else { *local_vel12 };
-        cast(&p, &vel, options.max_time_of_impact, options, 0.0)
+        let vel = if p.flipped { p.pose.rotation * -local_vel12 } else { local_vel12 };
+        cast(&p, vel, options.max_time_of_impact, options, 0.0)
     }
 
     fn cast_shapes_nonlinear(
@@ -181,13 +184,12 @@ impl QueryDispatcher for TerrainDispatcher {
         let frame = m_terrain.position_at_time(start_time);
         let p0 = frame.inv_mul(&m_other.position_at_time(start_time));
         let p1 = frame.inv_mul(&m_other.position_at_time(end_time));
-        let vel =
-            if span > 0.0 { (p1.translation.vector - p0.translation.vector) / span } else { Vector::zeros() };
+        let vel = if span > 0.0 { (p1.translation - p0.translation) / span } else { Vector::ZERO };
         let pos12 = if is_terrain(g1) { p0 } else { p0.inverse() };
         let p = pair(&pos12, g1, g2)?;
         let options =
             ShapeCastOptions { stop_at_penetration, ..ShapeCastOptions::with_max_time_of_impact(span) };
-        cast(&p, &vel, span, options, start_time)
+        cast(&p, vel, span, options, start_time)
     }
 }
 
@@ -195,7 +197,7 @@ impl QueryDispatcher for TerrainDispatcher {
 /// in parry's convention (witnesses and normals in each shape's local frame, at impact).
 fn cast(
     p: &Pair<'_>,
-    vel: &Vector<Real>,
+    vel: Vector,
     max_toi: Real,
     options: ShapeCastOptions,
     time_offset: Real,
@@ -209,22 +211,48 @@ fn cast(
         terrain.cast_shape_shared(p.other, &p.pose, vel, max_toi, cast_options, ws).map_err(|_| Unsupported)
     })?;
     Ok(hit.map(|(_, h)| {
-        let mut at = p.pose;
-        at.translation.vector += vel * h.toi;
-        let on_other = at.inverse_transform_point(&h.on_shape);
-        let n_other = at.inverse_transform_unit_vector(&-h.normal);
+        let at = p.pose.append_translation(vel * h.toi);
+        let on_other = at.inverse_transform_point(h.on_shape.to_parry());
+        let n_other = at.inverse_transform_vector(-h.normal.to_parry());
+        let (on_terrain, n_terrain) = (h.on_triangle.to_parry(), h.normal.to_parry());
         let status = if h.toi == 0.0 {
             ShapeCastStatus::PenetratingOrWithinTargetDist
         } else {
             ShapeCastStatus::Converged
         };
         let (witness1, witness2, normal1, normal2) = if p.flipped {
-            (on_other, h.on_triangle, n_other, h.normal)
+            (on_other, on_terrain, n_other, n_terrain)
         } else {
-            (h.on_triangle, on_other, h.normal, n_other)
+            (on_terrain, on_other, n_terrain, n_other)
         };
-        ShapeCastHit { time_of_impact: h.toi + time_offset, witness1, witness2, normal1, normal2, status }
+        ShapeCastHit {
+            time_of_impact: h.toi + time_offset,
+            witness1,
+            witness2,
+            normal1,
+            normal2,
+            status,
+            subshape1: 0,
+            subshape2: 0,
+        }
     }))
+}
+
+/// The pair workspace the dispatcher leaves in rapier's contact pair. It holds nothing: its
+/// presence tells rapier the pair is composite — manifolds come and go with the chunks and
+/// normals touched, so their order is not stable between updates (rapier then rebuilds its solver
+/// contact graph for the pair instead of patching it, as for its own triangle meshes).
+#[derive(Clone, Copy, Default, Debug)]
+struct TerrainPairWorkspace;
+
+impl WorkspaceData for TerrainPairWorkspace {
+    fn as_typed_workspace_data(&self) -> TypedWorkspaceData<'_> {
+        TypedWorkspaceData::Custom
+    }
+
+    fn clone_dyn(&self) -> Box<dyn WorkspaceData> {
+        Box::new(*self)
+    }
 }
 
 impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for TerrainDispatcher {
@@ -233,43 +261,55 @@ impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for 
     /// warm start carries the impulses of contacts that persist.
     fn contact_manifolds(
         &self,
-        pos12: &Isometry<Real>,
+        pos12: &Pose,
         g1: &dyn Shape,
         g2: &dyn Shape,
         prediction: Real,
         manifolds: &mut Vec<ContactManifold<M, C>>,
-        _workspace: &mut Option<ContactManifoldsWorkspace>,
+        workspace: &mut Option<ContactManifoldsWorkspace>,
     ) -> Result<(), Unsupported> {
         let p = pair(pos12, g1, g2)?;
         let found = p.manifolds(prediction)?;
-        let old = std::mem::take(manifolds);
+        if workspace.is_none() {
+            *workspace = Some(TerrainPairWorkspace.into());
+        }
+        let mut old = std::mem::take(manifolds);
+        // Which old manifolds have handed their data on: each moves to at most one new manifold
+        // (rapier's own bookkeeping lives in it and must not be duplicated).
+        let mut moved = vec![false; old.len()];
         for m in &found {
             let sub = chunk_id(m);
             let (s1, s2) = if p.flipped { (0, sub) } else { (sub, 0) };
-            let data = old
-                .iter()
-                .find(|o| o.subshape1 == s1 && o.subshape2 == s2)
-                .map_or_else(M::default, |o| o.data.clone());
+            let same = |o: &ContactManifold<M, C>| o.subshape1 == s1 && o.subshape2 == s2;
+            let data = match (0..old.len()).find(|&i| !moved[i] && same(&old[i])) {
+                Some(i) => {
+                    moved[i] = true;
+                    std::mem::take(&mut old[i].data)
+                }
+                None => M::default(),
+            };
             let mut cm = ContactManifold::<M, C>::with_data(s1, s2, data);
-            let n = m.manifold.normal;
-            let n_other = p.pose.inverse_transform_vector(&-n.into_inner());
+            let n = m.manifold.normal.to_parry();
+            let n_other = p.pose.inverse_transform_vector(-n);
             if p.flipped {
                 cm.local_n1 = n_other;
-                cm.local_n2 = n.into_inner();
+                cm.local_n2 = n;
             } else {
-                cm.local_n1 = n.into_inner();
+                cm.local_n1 = n;
                 cm.local_n2 = n_other;
             }
             for c in m.manifold.points() {
-                let on_other: Point<Real> = p.pose.inverse_transform_point(&c.on_shape);
+                let on_other = p.pose.inverse_transform_point(c.on_shape.to_parry());
+                let on_terrain = c.on_triangle.to_parry();
                 let (tf, sf) = (terrain_fid(&c.id), shape_fid(&c.id));
                 cm.points.push(if p.flipped {
-                    TrackedContact::new(on_other, c.on_triangle, sf, tf, c.dist)
+                    TrackedContact::new(on_other, on_terrain, sf, tf, c.dist)
                 } else {
-                    TrackedContact::new(c.on_triangle, on_other, tf, sf, c.dist)
+                    TrackedContact::new(on_terrain, on_other, tf, sf, c.dist)
                 });
             }
-            for o in old.iter().filter(|o| o.subshape1 == s1 && o.subshape2 == s2) {
+            // Points may change normal group between steps: match against the whole chunk.
+            for o in old.iter().filter(|o| same(o)) {
                 cm.match_contacts(&o.points);
             }
             manifolds.push(cm);
@@ -279,7 +319,7 @@ impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for 
 
     fn contact_manifold_convex_convex(
         &self,
-        _: &Isometry<Real>,
+        _: &Pose,
         _: &dyn Shape,
         _: &dyn Shape,
         _: Option<&dyn rapier3d::parry::query::details::NormalConstraints>,

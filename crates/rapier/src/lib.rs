@@ -1,6 +1,6 @@
 //! # voxterra-rapier
 //!
-//! voxterra's terrain as a [rapier](https://rapier.rs) 0.31 collider. Use it when rapier
+//! voxterra's terrain as a [rapier](https://rapier.rs) 0.36 collider. Use it when rapier
 //! integrates your bodies and the ground is a voxterra [`Terrain`](voxterra::Terrain) that the
 //! game edits while they rest on it: no triangle-mesh collider to rebuild after an edit, no bumps
 //! on internal edges at chunk seams, and collision data built lazily per 8³ chunk.
@@ -10,19 +10,27 @@
 //! - [`TerrainDispatcher`] / [`dispatcher`]: a query dispatcher chained in front of parry's
 //!   default one, so every contact, intersection test and shape cast between the terrain and any
 //!   collider comes from voxterra's narrowphase. Install it with
-//!   `NarrowPhase::with_query_dispatcher(dispatcher())` and pass it to rapier's query pipeline.
+//!   `NarrowPhase::with_query_dispatcher(dispatcher())`; rapier's query pipeline takes it from
+//!   the narrow phase.
 //! - [`RapierTerrain`]: the collider's handle with the two calls a frame loop needs:
 //!   [`RapierTerrain::prepare`] before each step (builds the collision data around every awake
 //!   body in parallel, so the step only reads) and [`RapierTerrain::apply_brush`] between steps
 //!   (edits, then wakes the bodies whose ground changed).
 //!
+//! ## Whose types
+//!
+//! Everything rapier hands you or takes from you is rapier 0.36's own (glam: `Vector`, `Pose`,
+//! colliders and bodies). The terrain's own calls ([`voxterra::Terrain`]'s edits, rays and
+//! queries) take voxterra's types: brushes, boxes and rays in nalgebra 0.35, the version rapier
+//! uses inside, so a build has one nalgebra. [`voxterra::convert`] turns one into the other.
+//!
 //! ## bevy_rapier
 //!
-//! bevy_rapier3d 0.32 and 0.33 use rapier 0.31, but their `Collider` wrapper matches
-//! `TypedShape::Custom(_) => todo!()` in its `Debug` impl and in `set_scale`: printing a
-//! terrain collider with `{:?}` (inspector plugins do) or giving its entity a scaled
-//! `Transform` panics. Keep the terrain entity's scale at 1 (the terrain scales through its voxel
-//! size) and keep it out of debug printing and inspectors.
+//! bevy_rapier3d 0.37 (on rapier 0.36) takes the terrain as any `Collider` wrapping a
+//! `SharedShape`. Its debug renderer and its mesh conversion draw nothing for a custom shape, and
+//! a scaled `Transform` on the terrain's entity leaves the terrain unscaled (bevy_rapier logs
+//! "Failed to create the scaled convex hull geometry"): keep that entity's scale at 1 and scale
+//! the terrain through its voxel size.
 //!
 //! ```
 //! use rapier3d::prelude::*;
@@ -30,25 +38,25 @@
 //! use voxterra_rapier::{RapierTerrain, SharedTerrain, dispatcher};
 //!
 //! let terrain = voxterra::Terrain::generate(&WorldParams::new(3, [64, 48, 64]), 1.0, |_, _| {})?;
-//! let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
-//! let ground = RapierTerrain::insert(SharedTerrain::new(terrain), &mut colliders);
-//! let ball = bodies.insert(RigidBodyBuilder::dynamic().translation(vector![32.0, 40.0, 32.0]));
-//! colliders.insert_with_parent(ColliderBuilder::ball(0.5), ball, &mut bodies);
-//!
-//! let mut narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
-//! let (mut pipeline, mut islands, mut broad_phase) = (PhysicsPipeline::new(), IslandManager::new(), DefaultBroadPhase::new());
-//! let (mut joints, mut multibody, mut ccd) = (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
-//! let params = IntegrationParameters::default();
+//! let mut world = PhysicsWorld::default();
+//! world.narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
+//! let ground = RapierTerrain::insert(SharedTerrain::new(terrain), &mut world.colliders);
+//! let (ball, _) = world.insert(
+//!     RigidBodyBuilder::dynamic().translation(Vector::new(32.0, 40.0, 32.0)),
+//!     ColliderBuilder::ball(0.5),
+//! );
 //! for _ in 0..240 {
-//!     ground.prepare(&bodies, &colliders, &params);
-//!     pipeline.step(&vector![0.0, -9.81, 0.0], &params, &mut islands, &mut broad_phase, &mut narrow_phase,
-//!         &mut bodies, &mut colliders, &mut joints, &mut multibody, &mut ccd, &(), &());
+//!     ground.prepare(&world.bodies, &world.colliders, &world.integration_parameters);
+//!     world.step();
 //! }
-//! // The ball has landed (and rolls down the slope): it rests on the ground under it.
-//! let p = bodies[ball].translation();
-//! let down = voxterra::core::Ray::new([p.x, 60.0, p.z].into(), -voxterra::core::nalgebra::Vector3::y());
-//! let floor = ground.terrain().read().cast_ray_shared(&down, 100.0)?.expect("ground under the ball");
-//! assert!((p.y - 0.5 - floor.point.y).abs() < 0.05, "{} vs {}", p.y, floor.point.y);
+//! // The ball has landed (and rolls down the slope): it rests on the ground under it, which
+//! // rapier's own ray cast finds on the terrain collider.
+//! let p = world.bodies[ball].translation();
+//! let down = Ray::new(Vector::new(p.x, 60.0, p.z), -Vector::Y);
+//! let filter = QueryFilter::default().exclude_rigid_body(ball);
+//! let (hit, t) = world.cast_ray(&down, 100.0, true, filter).expect("ground under the ball");
+//! assert_eq!(hit, ground.collider());
+//! assert!((p.y - 0.5 - (60.0 - t)).abs() < 0.05, "{} vs {}", p.y, 60.0 - t);
 //! # Ok::<(), voxterra::TerrainError>(())
 //! ```
 

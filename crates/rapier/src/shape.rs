@@ -2,11 +2,12 @@
 
 use rapier3d::parry::bounding_volume::{Aabb as ParryAabb, BoundingSphere};
 use rapier3d::parry::mass_properties::MassProperties;
-use rapier3d::parry::math::{Point, Real, Vector};
+use rapier3d::parry::math::{Real, Vector};
 use rapier3d::parry::query::{PointProjection, PointQuery, Ray as ParryRay, RayCast, RayIntersection};
 use rapier3d::parry::shape::{FeatureId, Shape, ShapeType, TypedShape};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use voxterra::Terrain;
+use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::Ray;
 use voxterra::core::nalgebra::Point3;
 
@@ -71,10 +72,11 @@ impl TerrainShape {
 fn terrain_aabb(t: &Terrain) -> ParryAabb {
     let vs = t.voxel_size();
     match t.extent() {
-        Some(e) => {
-            ParryAabb::new(e.min().map(|v| (v as f32 - 1.0) * vs), e.max().map(|v| (v as f32 + 1.0) * vs))
-        }
-        None => ParryAabb::new(Point::origin(), Point::origin()),
+        Some(e) => ParryAabb::new(
+            e.min().map(|v| (v as f32 - 1.0) * vs).to_parry(),
+            e.max().map(|v| (v as f32 + 1.0) * vs).to_parry(),
+        ),
+        None => ParryAabb::new(Vector::ZERO, Vector::ZERO),
     }
 }
 
@@ -85,7 +87,7 @@ impl Shape for TerrainShape {
 
     fn compute_local_bounding_sphere(&self) -> BoundingSphere {
         let b = self.compute_local_aabb();
-        BoundingSphere::new(b.center(), b.half_extents().norm())
+        BoundingSphere::new(b.center(), b.half_extents().length())
     }
 
     fn clone_dyn(&self) -> Box<dyn Shape> {
@@ -93,12 +95,12 @@ impl Shape for TerrainShape {
     }
 
     /// The terrain scales through its voxel size, not through parry: `None`.
-    fn scale_dyn(&self, _scale: &Vector<Real>, _num_subdivisions: u32) -> Option<Box<dyn Shape>> {
+    fn scale_dyn(&self, _scale: Vector, _num_subdivisions: u32) -> Option<Box<dyn Shape>> {
         None
     }
 
     fn mass_properties(&self, _density: Real) -> MassProperties {
-        MassProperties::new(Point::origin(), 0.0, Vector::zeros())
+        MassProperties::new(Vector::ZERO, 0.0, Vector::ZERO)
     }
 
     fn shape_type(&self) -> ShapeType {
@@ -132,8 +134,8 @@ impl RayCast for TerrainShape {
         _solid: bool,
     ) -> Option<RayIntersection> {
         let t = self.terrain.read();
-        let hit = t.cast_ray_shared(&Ray::new(ray.origin, ray.dir), max_time_of_impact).ok()??;
-        Some(RayIntersection::new(hit.t, *hit.normal, FeatureId::Face(hit.triangle)))
+        let hit = t.cast_ray_shared(&Ray::from_parry(ray), max_time_of_impact).ok()??;
+        Some(RayIntersection::new(hit.t, hit.normal.to_parry(), FeatureId::Face(hit.triangle)))
     }
 }
 
@@ -141,16 +143,16 @@ impl PointQuery for TerrainShape {
     /// The nearest surface point; `is_inside` when `pt` is under the surface. With `solid`, a point
     /// under the surface projects onto itself. An empty terrain projects every point onto itself,
     /// outside.
-    fn project_local_point(&self, pt: &Point<Real>, solid: bool) -> PointProjection {
+    fn project_local_point(&self, pt: Vector, solid: bool) -> PointProjection {
         let (p, _) = self.project_local_point_and_get_feature(pt);
-        if solid && p.is_inside { PointProjection::new(true, *pt) } else { p }
+        if solid && p.is_inside { PointProjection::new(true, pt) } else { p }
     }
 
-    fn project_local_point_and_get_feature(&self, pt: &Point<Real>) -> (PointProjection, FeatureId) {
+    fn project_local_point_and_get_feature(&self, pt: Vector) -> (PointProjection, FeatureId) {
         let t = self.terrain.read();
-        match t.project_point(&Point3::from(pt.coords), f32::INFINITY) {
-            Ok(Some(p)) => (PointProjection::new(p.inside, p.point), FeatureId::Face(p.triangle)),
-            _ => (PointProjection::new(false, *pt), FeatureId::Unknown),
+        match t.project_point(&Point3::from_parry(pt), f32::INFINITY) {
+            Ok(Some(p)) => (PointProjection::new(p.inside, p.point.to_parry()), FeatureId::Face(p.triangle)),
+            _ => (PointProjection::new(false, pt), FeatureId::Unknown),
         }
     }
 }

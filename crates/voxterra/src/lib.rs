@@ -40,8 +40,8 @@
 //! let down = voxterra::core::Ray::new(Point3::new(32.0, 60.0, 32.0), -voxterra::core::nalgebra::Vector3::y());
 //! let hit = terrain.cast_ray(&down, 100.0)?.expect("the crater's floor");
 //! assert!(hit.normal.y > 0.5);
-//! let ball = voxterra::narrowphase::parry3d::shape::Ball::new(1.0);
-//! let pose = voxterra::narrowphase::parry3d::math::Isometry::translation(32.0, hit.point.y + 0.99, 32.0);
+//! let ball = voxterra::parry3d::shape::Ball::new(1.0);
+//! let pose = voxterra::parry3d::math::Pose::translation(32.0, hit.point.y + 0.99, 32.0);
 //! let mut manifolds = Vec::new();
 //! terrain.contacts(&ball, &pose, 0.02, &mut manifolds)?;
 //! assert!(manifolds.iter().any(|m| m.manifold.min_dist() < 0.0));
@@ -66,6 +66,16 @@
 //! (solid and water, from its old and new boxes), builds the collision data those contacts need,
 //! and reports what started and stopped as [`WorldEvent`]s; [`World::contacts`] gives the
 //! manifolds, [`World::cast_ray`] and [`World::cast_shape`] cover bodies and terrain together.
+//!
+//! ## Whose types
+//!
+//! Shapes, and the poses and velocities that place them, are parry 0.31's — the types a rapier
+//! 0.36 or parry user already holds (glam: [`parry3d::math::Pose`], [`parry3d::math::Vector`]),
+//! re-exported here as [`parry3d`]. Everything voxterra owns is nalgebra 0.35 (the version
+//! rapier uses inside, re-exported as `voxterra::core::nalgebra`): voxel positions, regions,
+//! boxes, rays, brushes, and what queries return (contact points and manifolds, ray and cast
+//! hits, projections). [`convert`] turns one into the other, bit for bit
+//! (`Point3::from_parry(v)`, `hit.point.to_parry()`).
 //!
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};
@@ -125,6 +135,7 @@ pub use voxterra_dynamic_aabb_tree as dynamic_aabb_tree;
 pub use voxterra_kdtree as kdtree;
 pub use voxterra_mesher as mesher;
 pub use voxterra_narrowphase as narrowphase;
+pub use voxterra_narrowphase::{convert, parry3d};
 pub use voxterra_voxel_store as store;
 pub use voxterra_worldgen as worldgen;
 

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::{BitBroadphase, BroadphaseError};
 use voxterra_codec::{Compression, Snapshot, SnapshotError, WorldFileError};
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::nalgebra::Vector3;
 use voxterra_core::{Aabb, PhysicsChunkKey, StoreChunkKey};
 use voxterra_core::{CoreError, Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
 use voxterra_mesher::{MeshError, RenderMesh};
 use voxterra_mesher::{MeshWorkspace, Mesher};
-use voxterra_narrowphase::parry3d::math::Isometry;
+use voxterra_narrowphase::convert::FromParry;
+use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 use voxterra_narrowphase::parry3d::shape::Shape;
 use voxterra_narrowphase::{
     CastOptions, ContactWorkspace, Manifold, NarrowphaseError, ShapeCastHit, TriangleSet,
@@ -554,14 +554,14 @@ impl Terrain {
     pub fn contacts(
         &mut self,
         shape: &dyn Shape,
-        pose: &Isometry<f32>,
+        pose: &Pose,
         prediction: f32,
         out: &mut Vec<TerrainManifold>,
     ) -> Result<usize, TerrainError> {
         check_pose(pose)?;
         check_prediction(prediction)?;
-        let b = shape.compute_aabb(pose);
-        let keys = self.solid_chunks(&Aabb::new(b.mins, b.maxs).loosened(prediction));
+        let b = Aabb::from_parry(&shape.compute_aabb(pose));
+        let keys = self.solid_chunks(&b.loosened(prediction));
         for &key in &keys {
             self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws);
         }
@@ -578,15 +578,15 @@ impl Terrain {
     pub fn contacts_shared(
         &self,
         shape: &dyn Shape,
-        pose: &Isometry<f32>,
+        pose: &Pose,
         prediction: f32,
         ws: &mut QueryWorkspace,
         out: &mut Vec<TerrainManifold>,
     ) -> Result<usize, TerrainError> {
         check_pose(pose)?;
         check_prediction(prediction)?;
-        let b = shape.compute_aabb(pose);
-        let keys = self.solid_chunks(&Aabb::new(b.mins, b.maxs).loosened(prediction));
+        let b = Aabb::from_parry(&shape.compute_aabb(pose));
+        let keys = self.solid_chunks(&b.loosened(prediction));
         self.contacts_in(shape, pose, prediction, &keys, ws, out)
     }
 
@@ -595,7 +595,7 @@ impl Terrain {
     pub(crate) fn contacts_in(
         &self,
         shape: &dyn Shape,
-        pose: &Isometry<f32>,
+        pose: &Pose,
         prediction: f32,
         keys: &[PhysicsChunkKey],
         ws: &mut QueryWorkspace,
@@ -608,8 +608,7 @@ impl Terrain {
         let k = 1.0 / self.voxel_size;
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
-        let mut local_pose = *pose;
-        local_pose.translation.vector *= k;
+        let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
         let before = out.len();
         for &key in keys {
             let QueryWorkspace { contact, scratch, mesh } = &mut *ws;
@@ -635,7 +634,7 @@ impl Terrain {
     }
 
     /// True when `shape` at `pose` (world units) touches or penetrates the terrain.
-    pub fn intersects(&mut self, shape: &dyn Shape, pose: &Isometry<f32>) -> Result<bool, TerrainError> {
+    pub fn intersects(&mut self, shape: &dyn Shape, pose: &Pose) -> Result<bool, TerrainError> {
         let mut out = Vec::new();
         self.contacts(shape, pose, 0.0, &mut out)?;
         Ok(out.iter().any(|m| m.manifold.min_dist() <= 0.0))
@@ -647,8 +646,8 @@ impl Terrain {
     pub fn cast_shape(
         &mut self,
         shape: &dyn Shape,
-        pose: &Isometry<f32>,
-        velocity: &Vector3<f32>,
+        pose: &Pose,
+        velocity: Vector,
         max_toi: f32,
     ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
         let keys = self.cast_keys(shape, pose, velocity, max_toi, 0.0)?;
@@ -667,8 +666,8 @@ impl Terrain {
     pub fn cast_shape_shared(
         &self,
         shape: &dyn Shape,
-        pose: &Isometry<f32>,
-        velocity: &Vector3<f32>,
+        pose: &Pose,
+        velocity: Vector,
         max_toi: f32,
         options: CastOptions,
         ws: &mut QueryWorkspace,
@@ -681,23 +680,21 @@ impl Terrain {
     fn cast_keys(
         &self,
         shape: &dyn Shape,
-        pose: &Isometry<f32>,
-        velocity: &Vector3<f32>,
+        pose: &Pose,
+        velocity: Vector,
         max_toi: f32,
         margin: f32,
     ) -> Result<Vec<PhysicsChunkKey>, TerrainError> {
-        if !(velocity.iter().all(|v| v.is_finite()) && max_toi.is_finite() && max_toi >= 0.0) {
+        if !(velocity.is_finite() && max_toi.is_finite() && max_toi >= 0.0) {
             return Err(
                 NarrowphaseError::InvalidParameter { what: "velocity or max_toi", value: max_toi }.into()
             );
         }
         check_pose(pose)?;
         check_prediction(margin)?;
-        let start = shape.compute_aabb(pose);
-        let mut end_pose = *pose;
-        end_pose.translation.vector += velocity * max_toi;
-        let end = shape.compute_aabb(&end_pose);
-        let swept = Aabb::new(start.mins, start.maxs).merged(&Aabb::new(end.mins, end.maxs));
+        let start = Aabb::from_parry(&shape.compute_aabb(pose));
+        let end = Aabb::from_parry(&shape.compute_aabb(&pose.append_translation(velocity * max_toi)));
+        let swept = start.merged(&end);
         Ok(self.solid_chunks(&swept.loosened(margin)))
     }
 
@@ -705,8 +702,8 @@ impl Terrain {
     fn cast_shape_in(
         &self,
         shape: &dyn Shape,
-        pose: &Isometry<f32>,
-        velocity: &Vector3<f32>,
+        pose: &Pose,
+        velocity: Vector,
         max_toi: f32,
         options: CastOptions,
         keys: &[PhysicsChunkKey],
@@ -715,8 +712,7 @@ impl Terrain {
         let k = 1.0 / self.voxel_size;
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
-        let mut local_pose = *pose;
-        local_pose.translation.vector *= k;
+        let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
         let local_vel = velocity * k;
         let local_options = CastOptions { target_distance: options.target_distance * k, ..options };
         let mut best: Option<(PhysicsChunkKey, ShapeCastHit)> = None;
@@ -728,7 +724,7 @@ impl Terrain {
                 voxterra_narrowphase::cast_shape(
                     local_shape,
                     &local_pose,
-                    &local_vel,
+                    local_vel,
                     limit,
                     set,
                     local_options,
@@ -870,9 +866,8 @@ impl Terrain {
 }
 
 /// A NaN or infinite pose is an error.
-fn check_pose(pose: &Isometry<f32>) -> Result<(), TerrainError> {
-    let finite = pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite());
-    if finite { Ok(()) } else { Err(NarrowphaseError::NonFinitePose.into()) }
+fn check_pose(pose: &Pose) -> Result<(), TerrainError> {
+    if pose.is_finite() { Ok(()) } else { Err(NarrowphaseError::NonFinitePose.into()) }
 }
 
 /// A prediction distance must be finite and non-negative.
@@ -890,7 +885,7 @@ fn scaled_to_voxels(shape: &dyn Shape, k: f32) -> Result<Option<Box<dyn Shape>>,
         return Ok(None);
     }
     let s = shape
-        .scale_dyn(&Vector3::repeat(k), 16)
+        .scale_dyn(Vector::splat(k), 16)
         .ok_or(NarrowphaseError::UnsupportedShape("a shape parry cannot scale"))?;
     Ok(Some(s))
 }

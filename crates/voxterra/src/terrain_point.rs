@@ -5,6 +5,7 @@ use crate::terrain::{Terrain, TerrainError};
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
 use voxterra_narrowphase::NarrowphaseError;
+use voxterra_narrowphase::convert::{FromParry, ToParry};
 use voxterra_narrowphase::parry3d::query::PointQueryWithLocation;
 use voxterra_narrowphase::parry3d::shape::{Triangle, TrianglePointLocation};
 
@@ -69,9 +70,9 @@ impl Terrain {
                 self.with_chunk(key, &mut ws, |c| {
                     c.tree.with(&c.mesh).triangles_in_aabb(&b, &mut |t| {
                         let [a, bb, cc] = c.mesh.triangle(t as usize);
-                        let tri = Triangle::new(a, bb, cc);
-                        let (proj, at) = tri.project_local_point_and_get_location(&local, false);
-                        let q = proj.point;
+                        let tri = Triangle::new(a.to_parry(), bb.to_parry(), cc.to_parry());
+                        let (proj, at) = tri.project_local_point_and_get_location(local.to_parry(), false);
+                        let q = Point3::from_parry(proj.point);
                         let d = (q - local).norm();
                         if best.as_ref().is_none_or(|(bd, bp)| {
                             d < *bd

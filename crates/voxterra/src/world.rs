@@ -18,7 +18,8 @@ use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{Aabb, Broadphase, Material, PhysicsChunkKey, ProxyError, ProxyId, ProxyMove, Ray};
 use voxterra_dynamic_aabb_tree::DynamicAabbTree;
 use voxterra_narrowphase::NarrowphaseError;
-use voxterra_narrowphase::parry3d::math::Isometry;
+use voxterra_narrowphase::convert::{FromParry, ToParry};
+use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 use voxterra_narrowphase::parry3d::query::{
     self, ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher, ShapeCastOptions,
 };
@@ -45,10 +46,10 @@ pub struct BodyDesc {
     /// The body's shape (world units).
     pub shape: SharedShape,
     /// Its pose (world units).
-    pub pose: Isometry<f32>,
+    pub pose: Pose,
     /// Its velocity (world units per second), if it moves: the step's box covers the motion over
     /// `dt`, so contacts and readiness look one step ahead.
-    pub velocity: Option<Vector3<f32>>,
+    pub velocity: Option<Vector>,
     /// The game's data.
     pub user_data: u64,
 }
@@ -83,11 +84,11 @@ impl Body {
         &self.desc.shape
     }
     /// Its pose.
-    pub fn pose(&self) -> &Isometry<f32> {
+    pub fn pose(&self) -> &Pose {
         &self.desc.pose
     }
     /// Its velocity.
-    pub fn velocity(&self) -> Option<Vector3<f32>> {
+    pub fn velocity(&self) -> Option<Vector> {
         self.desc.velocity
     }
     /// The game's data.
@@ -301,8 +302,7 @@ struct Slot {
 /// The collision world: bodies over a terrain. See the module docs.
 ///
 /// ```
-/// use voxterra::core::nalgebra::Vector3;
-/// use voxterra::narrowphase::parry3d::math::Isometry;
+/// use voxterra::narrowphase::parry3d::math::Pose;
 /// use voxterra::narrowphase::parry3d::shape::SharedShape;
 /// use voxterra::worldgen::WorldParams;
 /// use voxterra::{BodyDesc, Terrain, World, WorldEvent};
@@ -311,7 +311,7 @@ struct Slot {
 /// let mut world = World::new(terrain);
 /// let ball = world.insert(BodyDesc {
 ///     shape: SharedShape::ball(0.5),
-///     pose: Isometry::translation(32.0, 60.0, 32.0),
+///     pose: Pose::translation(32.0, 60.0, 32.0),
 ///     velocity: None,
 ///     user_data: 7,
 /// })?;
@@ -320,7 +320,7 @@ struct Slot {
 /// let mut touched = false;
 /// for _ in 0..60 {
 ///     let mut pose = *world.body(ball)?.pose();
-///     pose.translation.vector.y -= 1.0;
+///     pose.translation.y -= 1.0;
 ///     world.set_pose(ball, pose)?;
 ///     world.step(1.0 / 60.0)?;
 ///     touched |= world.drain_events().any(|e| matches!(e, WorldEvent::TerrainStarted { .. }));
@@ -355,9 +355,8 @@ impl std::fmt::Debug for World {
 }
 
 /// A valid pose and velocity: every component finite.
-fn check_motion(pose: &Isometry<f32>, velocity: Option<Vector3<f32>>) -> Result<(), WorldError> {
-    let finite = pose.translation.vector.iter().chain(pose.rotation.coords.iter()).all(|v| v.is_finite())
-        && velocity.is_none_or(|v| v.iter().all(|c| c.is_finite()));
+fn check_motion(pose: &Pose, velocity: Option<Vector>) -> Result<(), WorldError> {
+    let finite = pose.is_finite() && velocity.is_none_or(|v| v.is_finite());
     if finite { Ok(()) } else { Err(TerrainError::Narrowphase(NarrowphaseError::NonFinitePose).into()) }
 }
 
@@ -466,7 +465,7 @@ impl World {
             None => u32::try_from(self.slots.len())
                 .map_err(|_| ProxyError::CapacityExceeded { limit: u32::MAX as u64 })?,
         };
-        let proxy = self.tree.create_proxy(Aabb::new(aabb.mins, aabb.maxs), index as u64)?;
+        let proxy = self.tree.create_proxy(Aabb::from_parry(&aabb), index as u64)?;
         let body = Body { desc, proxy, aabb: None, terrain: BodyContacts::new() };
         if self.free.pop().is_some() {
             self.slots[index as usize].body = Some(body);
@@ -500,7 +499,7 @@ impl World {
     }
 
     /// Moves a body; the step after sees the move.
-    pub fn set_pose(&mut self, h: BodyHandle, pose: Isometry<f32>) -> Result<(), WorldError> {
+    pub fn set_pose(&mut self, h: BodyHandle, pose: Pose) -> Result<(), WorldError> {
         check_motion(&pose, None)?;
         self.body_mut(h)?.desc.pose = pose;
         self.moved.insert(h.index);
@@ -508,8 +507,8 @@ impl World {
     }
 
     /// Sets a body's velocity (world units per second).
-    pub fn set_velocity(&mut self, h: BodyHandle, velocity: Option<Vector3<f32>>) -> Result<(), WorldError> {
-        check_motion(&Isometry::identity(), velocity)?;
+    pub fn set_velocity(&mut self, h: BodyHandle, velocity: Option<Vector>) -> Result<(), WorldError> {
+        check_motion(&Pose::IDENTITY, velocity)?;
         self.body_mut(h)?.desc.velocity = velocity;
         self.moved.insert(h.index);
         Ok(())
@@ -556,13 +555,9 @@ impl World {
     /// velocity, grown by the prediction distance.
     fn step_box(&self, body: &Body, dt: f32) -> Aabb {
         let d = &body.desc;
-        let a = d.shape.compute_aabb(&d.pose);
-        let mut b = Aabb::new(a.mins, a.maxs);
+        let mut b = Aabb::from_parry(&d.shape.compute_aabb(&d.pose));
         if let Some(v) = d.velocity {
-            let mut end = d.pose;
-            end.translation.vector += v * dt;
-            let e = d.shape.compute_aabb(&end);
-            b = b.merged(&Aabb::new(e.mins, e.maxs));
+            b = b.merged(&Aabb::from_parry(&d.shape.compute_aabb(&d.pose.append_translation(v * dt))));
         }
         b.loosened(self.config.prediction)
     }
@@ -584,7 +579,7 @@ impl World {
         for &i in &moved {
             let Some(body) = self.slots[i as usize].body.as_ref() else { continue };
             let b = self.step_box(body, dt);
-            let displacement = body.desc.velocity.map_or(Vector3::zeros(), |v| v * dt);
+            let displacement = body.desc.velocity.map_or(Vector3::zeros(), |v| Vector3::from_parry(v * dt));
             moves.push(ProxyMove { id: body.proxy, aabb: b, displacement });
             boxes.push((i, b));
         }
@@ -811,7 +806,7 @@ impl World {
 
     /// The nearest body a ray hits with `t` in `[0, limit]`; ties to the lowest handle.
     fn cast_ray_bodies(&self, ray: &Ray, limit: f32) -> Option<WorldRayHit> {
-        let pray = query::Ray::new(ray.origin, ray.dir);
+        let pray = ray.to_parry();
         let mut best: Option<WorldRayHit> = None;
         self.tree.cast_ray(ray, limit, &mut |id, _, lim| {
             let Some(i) = self.tree.user_data(id) else { return lim };
@@ -823,10 +818,11 @@ impl World {
                         hit.time_of_impact < b.t || (hit.time_of_impact == b.t && h < body_of(&b))
                     }) =>
                 {
-                    let normal = Unit::try_new(hit.normal, 1e-12).unwrap_or(-Unit::new_normalize(ray.dir));
+                    let normal = Unit::try_new(Vector3::from_parry(hit.normal), 1e-12)
+                        .unwrap_or(-Unit::new_normalize(ray.dir));
                     best = Some(WorldRayHit {
                         t: hit.time_of_impact,
-                        point: pray.point_at(hit.time_of_impact),
+                        point: ray.point_at(hit.time_of_impact),
                         normal,
                         target: HitTarget::Body(h),
                     });
@@ -844,8 +840,8 @@ impl World {
     pub fn cast_shape(
         &mut self,
         shape: &dyn Shape,
-        pose: &Isometry<f32>,
-        velocity: &Vector3<f32>,
+        pose: &Pose,
+        velocity: Vector,
         max_toi: f32,
         exclude: Option<BodyHandle>,
     ) -> Result<Option<WorldShapeHit>, WorldError> {
@@ -857,13 +853,9 @@ impl World {
             normal: h.normal,
             target: HitTarget::Terrain { chunk, triangle: h.id.triangle, material: Material::AIR },
         });
-        let start = shape.compute_aabb(pose);
-        let mut end_pose = *pose;
-        end_pose.translation.vector += velocity * max_toi;
-        let swept = Aabb::new(start.mins, start.maxs).merged(&{
-            let e = shape.compute_aabb(&end_pose);
-            Aabb::new(e.mins, e.maxs)
-        });
+        let start = Aabb::from_parry(&shape.compute_aabb(pose));
+        let swept = start
+            .merged(&Aabb::from_parry(&shape.compute_aabb(&pose.append_translation(velocity * max_toi))));
         let mut candidates = Vec::new();
         self.tree.query_aabb(&swept, &mut |id| {
             candidates.extend(self.tree.user_data(id).map(|u| u as u32));
@@ -878,27 +870,19 @@ impl World {
             let Some(body) = self.slots[i as usize].body.as_ref() else { continue };
             let limit = best.map_or(max_toi, |b| b.toi);
             let options = ShapeCastOptions { max_time_of_impact: limit, ..ShapeCastOptions::default() };
-            let hit = query::cast_shapes(
-                pose,
-                velocity,
-                shape,
-                body.pose(),
-                &Vector3::zeros(),
-                body.shape(),
-                options,
-            )
-            .map_err(|_| WorldError::Unsupported)?;
+            let hit =
+                query::cast_shapes(pose, velocity, shape, body.pose(), Vector::ZERO, body.shape(), options)
+                    .map_err(|_| WorldError::Unsupported)?;
             if let Some(hit) = hit
                 && best.is_none_or(|b| hit.time_of_impact < b.toi)
             {
-                let at = pose.translation.vector + velocity * hit.time_of_impact;
-                let cast_pose = Isometry::from_parts(at.into(), pose.rotation);
+                let cast_pose = pose.append_translation(velocity * hit.time_of_impact);
                 let at_body = body.pose();
                 best = Some(WorldShapeHit {
                     toi: hit.time_of_impact,
-                    on_shape: cast_pose * hit.witness1,
-                    on_target: at_body * hit.witness2,
-                    normal: at_body * hit.normal2,
+                    on_shape: Point3::from_parry(cast_pose * hit.witness1),
+                    on_target: Point3::from_parry(at_body * hit.witness2),
+                    normal: Unit::from_parry(at_body.rotation * hit.normal2),
                     target: HitTarget::Body(h),
                 });
             }
@@ -931,15 +915,19 @@ fn body_manifold(
     let mut points = Vec::new();
     let mut normal = None;
     for m in &manifolds {
-        let pa = m.subshape_pos1.map_or(*a.pose(), |p| a.pose() * p);
-        let pb = m.subshape_pos2.map_or(*b.pose(), |p| b.pose() * p);
+        let pa = m.subshape_pos1().map_or(*a.pose(), |p| *a.pose() * *p);
+        let pb = m.subshape_pos2().map_or(*b.pose(), |p| *b.pose() * *p);
         for c in &m.points {
             if c.dist <= prediction {
-                normal.get_or_insert(pa * m.local_n1);
-                points.push((pa * c.local_p1, pb * c.local_p2, c.dist));
+                normal.get_or_insert(pa.rotation * m.local_n1);
+                points.push((
+                    Point3::from_parry(pa * c.local_p1),
+                    Point3::from_parry(pb * c.local_p2),
+                    c.dist,
+                ));
             }
         }
     }
-    let Some(n) = normal.and_then(|n| Unit::try_new(n, 1e-12)) else { return Ok(None) };
+    let Some(n) = normal.and_then(|n| Unit::try_new(Vector3::from_parry(n), 1e-12)) else { return Ok(None) };
     Ok(Some(BodyManifold { a: ha, b: hb, normal: n, points }))
 }

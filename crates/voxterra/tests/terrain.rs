@@ -229,21 +229,21 @@ fn edits_are_the_same_on_one_thread_and_two() {
 
 mod contacts {
     use super::*;
+    use voxterra::convert::FromParry;
     use voxterra::mesher::{MeshWorkspace, Mesher, PhysicsMesh};
-    use voxterra::narrowphase::parry3d::math::Isometry;
-    use voxterra::narrowphase::parry3d::shape::SharedShape;
     use voxterra::narrowphase::{ContactWorkspace, Manifold, TriangleSet};
+    use voxterra::parry3d::math::{Pose, Vector};
+    use voxterra::parry3d::shape::SharedShape;
     use voxterra::{TerrainManifold, core::Aabb};
 
     /// The reference: every chunk the masks name, meshed and indexed from scratch.
     fn reference(
         t: &Terrain,
         shape: &SharedShape,
-        pose: &Isometry<f32>,
+        pose: &Pose,
         prediction: f32,
     ) -> Vec<(PhysicsChunkKey, Manifold)> {
-        let b = shape.compute_aabb(pose);
-        let keys = t.solid_chunks(&Aabb::new(b.mins, b.maxs).loosened(prediction));
+        let keys = t.solid_chunks(&Aabb::from_parry(&shape.compute_aabb(pose)).loosened(prediction));
         let mut out = Vec::new();
         for key in keys {
             let Some((mesh, tree)) = fresh_chunk(t, key) else { continue };
@@ -267,7 +267,7 @@ mod contacts {
     fn ours(
         t: &mut Terrain,
         shape: &SharedShape,
-        pose: &Isometry<f32>,
+        pose: &Pose,
         prediction: f32,
     ) -> Vec<(PhysicsChunkKey, Manifold)> {
         let mut out: Vec<TerrainManifold> = Vec::new();
@@ -275,7 +275,7 @@ mod contacts {
         out.into_iter().map(|m| (m.chunk, m.manifold)).collect()
     }
 
-    fn probes() -> Vec<(SharedShape, Isometry<f32>)> {
+    fn probes() -> Vec<(SharedShape, Pose)> {
         let mut v = Vec::new();
         for i in 0..24 {
             let (x, z) = (6.0 + (i * 7 % 50) as f32, 6.0 + (i * 13 % 50) as f32);
@@ -285,7 +285,7 @@ mod contacts {
                 _ => SharedShape::capsule_y(1.0, 0.7),
             };
             for y in [8.0f32, 16.0, 24.0, 32.0] {
-                v.push((shape.clone(), Isometry::translation(x, y, z)));
+                v.push((shape.clone(), Pose::translation(x, y, z)));
             }
         }
         v
@@ -397,13 +397,8 @@ mod contacts {
     #[test]
     fn prepared_boxes_are_ready_and_build_each_chunk_once() {
         let mut t = world();
-        let boxes: Vec<Aabb> = probes()
-            .iter()
-            .map(|(s, p)| {
-                let b = s.compute_aabb(p);
-                Aabb::new(b.mins, b.maxs).loosened(0.05)
-            })
-            .collect();
+        let boxes: Vec<Aabb> =
+            probes().iter().map(|(s, p)| Aabb::from_parry(&s.compute_aabb(p)).loosened(0.05)).collect();
         let built = t.prepare_boxes(&boxes);
         assert!(boxes.iter().all(|b| t.is_ready(b)));
         assert_eq!(built as u64, t.cache_stats().builds, "each chunk once");
@@ -441,9 +436,9 @@ mod contacts {
         for (s, p) in probes().into_iter().take(24) {
             let a = ours(&mut one, &s, &p, 0.05);
             // The same shape, twice as small, at half the coordinates, on half-size voxels.
-            let small = s.scale_dyn(&voxterra::core::nalgebra::Vector3::repeat(0.5), 16).unwrap();
+            let small = s.scale_dyn(Vector::splat(0.5), 16).unwrap();
             let mut q = p;
-            q.translation.vector *= 0.5;
+            q.translation *= 0.5;
             let mut out = Vec::new();
             half.contacts(&*small, &q, 0.025, &mut out).unwrap();
             assert_eq!(out.len(), a.len());
@@ -453,8 +448,8 @@ mod contacts {
         }
         let mut out = Vec::new();
         let ball = SharedShape::ball(1.0);
-        assert!(one.contacts(&*ball.0, &Isometry::translation(f32::NAN, 0.0, 0.0), 0.0, &mut out).is_err());
-        assert!(one.contacts(&*ball.0, &Isometry::translation(1.0, 1.0, 1.0), -1.0, &mut out).is_err());
+        assert!(one.contacts(&*ball.0, &Pose::translation(f32::NAN, 0.0, 0.0), 0.0, &mut out).is_err());
+        assert!(one.contacts(&*ball.0, &Pose::translation(1.0, 1.0, 1.0), -1.0, &mut out).is_err());
     }
 
     #[test]
@@ -471,7 +466,7 @@ mod contacts {
         let ground = t.cast_ray(&ray, 100.0).unwrap().expect("the ground").point.y;
         assert!(ground > 8.05 && ground < 9.0, "{ground}");
         let ball = SharedShape::ball(0.5);
-        let pose = Isometry::translation(6.3, ground + 0.49, 5.7);
+        let pose = Pose::translation(6.3, ground + 0.49, 5.7);
         let mut out = Vec::new();
         t.contacts(&*ball.0, &pose, 0.0, &mut out).unwrap();
         let deepest = out.iter().map(|m| m.manifold.min_dist()).fold(f32::INFINITY, f32::min);
@@ -600,8 +595,9 @@ mod rays {
     /// which side of the surface the point is on.
     #[test]
     fn point_projection_equals_the_brute_force() {
-        use voxterra::narrowphase::parry3d::query::PointQuery;
-        use voxterra::narrowphase::parry3d::shape::Triangle;
+        use voxterra::convert::{FromParry, ToParry};
+        use voxterra::parry3d::query::PointQuery;
+        use voxterra::parry3d::shape::Triangle;
         let t = world();
         let chunks = all_chunks(&t);
         let (mut inside, mut outside) = (0, 0);
@@ -614,7 +610,10 @@ mod rays {
             for (_, mesh) in &chunks {
                 for k in 0..mesh.triangles().len() {
                     let [a, b, c] = voxterra::core::TriangleSource::triangle(mesh, k);
-                    best = best.min((Triangle::new(a, b, c).project_local_point(&p, false).point - p).norm());
+                    let tri = Triangle::new(a.to_parry(), b.to_parry(), c.to_parry());
+                    best = best.min(
+                        (Point3::from_parry(tri.project_local_point(p.to_parry(), false).point) - p).norm(),
+                    );
                 }
             }
             match got {
@@ -684,19 +683,12 @@ mod rays {
 mod casts {
     use super::*;
     use voxterra::core::Aabb;
-    use voxterra::core::nalgebra::Vector3;
-    use voxterra::narrowphase::parry3d::math::Isometry;
-    use voxterra::narrowphase::parry3d::shape::SharedShape;
     use voxterra::narrowphase::{CastOptions, TriangleSet};
+    use voxterra::parry3d::math::{Pose, Vector};
+    use voxterra::parry3d::shape::SharedShape;
 
     /// The reference: the earliest cast over every chunk of the area, built from scratch.
-    fn brute(
-        t: &Terrain,
-        shape: &SharedShape,
-        pose: &Isometry<f32>,
-        vel: &Vector3<f32>,
-        max: f32,
-    ) -> Option<f32> {
+    fn brute(t: &Terrain, shape: &SharedShape, pose: &Pose, vel: Vector, max: f32) -> Option<f32> {
         let mut best: Option<f32> = None;
         for key in PhysicsChunkKey::range(&area()).unwrap().iter() {
             let Some((mesh, tree)) = fresh_chunk(t, key) else { continue };
@@ -720,18 +712,18 @@ mod casts {
         let mut hits = 0;
         for i in 0..18 {
             let s = &shapes[i % 3];
-            let pose = Isometry::translation(8.0 + (i * 7 % 48) as f32, 44.0, 8.0 + (i * 11 % 48) as f32);
-            let vel = Vector3::new(0.2 * (i % 3) as f32 - 0.2, -1.0, 0.1);
-            let ours = t.cast_shape(&*s.0, &pose, &vel, 60.0).unwrap().map(|(_, h)| h.toi);
-            let want = brute(&t, s, &pose, &vel, 60.0);
+            let pose = Pose::translation(8.0 + (i * 7 % 48) as f32, 44.0, 8.0 + (i * 11 % 48) as f32);
+            let vel = Vector::new(0.2 * (i % 3) as f32 - 0.2, -1.0, 0.1);
+            let ours = t.cast_shape(&*s.0, &pose, vel, 60.0).unwrap().map(|(_, h)| h.toi);
+            let want = brute(&t, s, &pose, vel, 60.0);
             assert_eq!(ours, want, "cast {i}");
             if let Some(toi) = ours {
                 hits += 1;
                 // Just before the impact: no intersection; a little after: intersecting.
                 let mut at = pose;
-                at.translation.vector += vel * (toi - 0.05);
+                at.translation += vel * (toi - 0.05);
                 assert!(!t.intersects(&*s.0, &at).unwrap(), "cast {i} before impact");
-                at.translation.vector += vel * 0.3;
+                at.translation += vel * 0.3;
                 assert!(t.intersects(&*s.0, &at).unwrap(), "cast {i} after impact");
             }
         }
@@ -742,9 +734,9 @@ mod casts {
             (false, false)
         );
         assert!(t.overlap(&Aabb::new(Point3::new(10.0, 1.0, 10.0), Point3::new(12.0, 3.0, 12.0))).0);
-        let nan = Isometry::translation(f32::NAN, 0.0, 0.0);
-        assert!(t.cast_shape(&*shapes[0].0, &nan, &Vector3::y(), 1.0).is_err());
-        assert!(t.cast_shape(&*shapes[0].0, &Isometry::identity(), &Vector3::y(), -1.0).is_err());
+        let nan = Pose::translation(f32::NAN, 0.0, 0.0);
+        assert!(t.cast_shape(&*shapes[0].0, &nan, Vector::Y, 1.0).is_err());
+        assert!(t.cast_shape(&*shapes[0].0, &Pose::IDENTITY, Vector::Y, -1.0).is_err());
     }
 }
 

@@ -7,11 +7,12 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeSet;
-use voxterra::core::nalgebra::{Point3, UnitQuaternion, Vector3};
+use voxterra::convert::{FromParry, ToParry};
+use voxterra::core::nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 use voxterra::core::{Aabb, Ray};
-use voxterra::narrowphase::parry3d::math::Isometry;
-use voxterra::narrowphase::parry3d::query;
-use voxterra::narrowphase::parry3d::shape::SharedShape;
+use voxterra::parry3d::math::{Pose, Vector};
+use voxterra::parry3d::query;
+use voxterra::parry3d::shape::SharedShape;
 use voxterra::terrain_broadphase::{ContactKind, reference};
 use voxterra::worldgen::WorldParams;
 use voxterra::{
@@ -29,19 +30,19 @@ fn shape(kind: u8, size: f32) -> SharedShape {
         1 => SharedShape::cuboid(size, size * 0.6, size * 0.8),
         2 => SharedShape::capsule_y(size * 0.7, size * 0.5),
         _ => SharedShape::convex_hull(&[
-            Point3::new(-size, 0.0, 0.0),
-            Point3::new(size, 0.1, 0.2),
-            Point3::new(0.0, size, 0.0),
-            Point3::new(0.1, -size * 0.7, 0.3),
-            Point3::new(0.0, 0.2, size),
-            Point3::new(0.3, 0.0, -size),
+            Vector::new(-size, 0.0, 0.0),
+            Vector::new(size, 0.1, 0.2),
+            Vector::new(0.0, size, 0.0),
+            Vector::new(0.1, -size * 0.7, 0.3),
+            Vector::new(0.0, 0.2, size),
+            Vector::new(0.3, 0.0, -size),
         ])
         .unwrap(),
     }
 }
 
-fn pose(p: [f32; 3], angle: f32) -> Isometry<f32> {
-    Isometry::from_parts(p.into(), UnitQuaternion::from_euler_angles(angle, angle * 0.5, 0.0))
+fn pose(p: [f32; 3], angle: f32) -> Pose {
+    Isometry3::from_parts(p.into(), UnitQuaternion::from_euler_angles(angle, angle * 0.5, 0.0)).to_parry()
 }
 
 type BodySpec = (u8, f32, [f32; 3], f32);
@@ -155,7 +156,7 @@ proptest! {
                 let b = world.body(h).unwrap();
                 prev.entry(h).or_insert(b.aabb().unwrap());
                 let mut p = *b.pose();
-                p.translation.vector += Vector3::from(*d);
+                p.translation += Vector::from_array(*d);
                 world.set_pose(h, p).unwrap();
             }
             if step == 1 {
@@ -244,7 +245,7 @@ fn contacts_equal_terrain_and_parry_on_any_thread_count() {
         let c = query::contact(a.pose(), a.shape(), b.pose(), b.shape(), prediction).unwrap().unwrap();
         let deepest = m.points.iter().map(|p| p.2).fold(f32::INFINITY, f32::min);
         assert!((deepest - c.dist).abs() < 1e-3, "pair depth {deepest} vs parry {}", c.dist);
-        assert!(m.normal.dot(&c.normal1) > 0.99);
+        assert!(m.normal.dot(&Vector3::from_parry(c.normal1)) > 0.99);
     }
     // Every pair within the prediction distance has a manifold.
     let with: BTreeSet<_> = one.bodies.iter().map(|m| (m.a, m.b)).collect();
@@ -285,7 +286,7 @@ fn ray_casts_equal_brute_force() {
         let single = world.cast_ray(ray, 80.0).unwrap();
         assert_eq!(&single, got);
         let terrain = world.terrain_mut().cast_ray(ray, 80.0).unwrap();
-        let pray = query::Ray::new(ray.origin, ray.dir);
+        let pray = ray.to_parry();
         let mut best: Option<(f32, BodyHandle)> = None;
         for &h in &handles {
             let b = world.body(h).unwrap();
@@ -366,12 +367,12 @@ fn shape_casts_meet_the_nearest_target() {
     let crate_box = insert(&mut world, (1, 1.0, [20.0, ground + 5.0, 20.0], 0.0), 0);
     world.step(0.0).unwrap();
     let ball = SharedShape::ball(0.5);
-    let start = Isometry::translation(20.0, ground + 15.0, 20.0);
-    let hit = world.cast_shape(&*ball, &start, &-Vector3::y(), 40.0, None).unwrap().unwrap();
+    let start = Pose::translation(20.0, ground + 15.0, 20.0);
+    let hit = world.cast_shape(&*ball, &start, -Vector::Y, 40.0, None).unwrap().unwrap();
     assert_eq!(hit.target, HitTarget::Body(crate_box));
     let top = ground + 5.0 + 0.6;
     assert!((hit.toi - (ground + 15.0 - 0.5 - top)).abs() < 1e-3, "toi {}", hit.toi);
-    let past = world.cast_shape(&*ball, &start, &-Vector3::y(), 40.0, Some(crate_box)).unwrap().unwrap();
+    let past = world.cast_shape(&*ball, &start, -Vector::Y, 40.0, Some(crate_box)).unwrap().unwrap();
     assert!(matches!(past.target, HitTarget::Terrain { .. }));
     assert!((past.toi - (ground + 15.0 - 0.5 - ground)).abs() < 0.1, "toi {}", past.toi);
 }
@@ -382,20 +383,20 @@ fn bad_input_is_refused() {
     let mut world = World::new(terrain());
     let h = insert(&mut world, (0, 1.0, [10.0, 30.0, 10.0], 0.0), 0);
     world.step(0.0).unwrap();
-    let nan = Isometry::translation(f32::NAN, 0.0, 0.0);
+    let nan = Pose::translation(f32::NAN, 0.0, 0.0);
     assert!(world.set_pose(h, nan).is_err());
-    assert!(world.set_velocity(h, Some(Vector3::new(0.0, f32::INFINITY, 0.0))).is_err());
+    assert!(world.set_velocity(h, Some(Vector::new(0.0, f32::INFINITY, 0.0))).is_err());
     assert!(
         world
             .insert(BodyDesc { shape: SharedShape::ball(1.0), pose: nan, velocity: None, user_data: 0 })
             .is_err()
     );
     assert!(matches!(world.step(f32::NAN), Err(WorldError::InvalidStep(_))));
-    assert_eq!(world.body(h).unwrap().pose().translation.vector, Vector3::new(10.0, 30.0, 10.0));
+    assert_eq!(world.body(h).unwrap().pose().translation, Vector::new(10.0, 30.0, 10.0));
     assert_eq!(world.len(), 1);
     world.remove(h).unwrap();
     assert!(matches!(world.remove(h), Err(WorldError::UnknownBody(_))));
-    assert!(matches!(world.set_pose(h, Isometry::identity()), Err(WorldError::UnknownBody(_))));
+    assert!(matches!(world.set_pose(h, Pose::IDENTITY), Err(WorldError::UnknownBody(_))));
     // A new body reuses the slot under a new handle.
     let h2 = insert(&mut world, (0, 1.0, [10.0, 30.0, 10.0], 0.0), 1);
     assert_eq!(h2.index(), h.index());

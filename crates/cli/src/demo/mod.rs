@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use timed::Timed;
+use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::mesher::Mesher;
 use voxterra::worldgen::WorldParams;
@@ -177,9 +178,9 @@ fn chunk_collider(mesh: &voxterra::mesher::RenderMesh) -> anyhow::Result<Option<
     if mesh.indices.is_empty() {
         return Ok(None);
     }
-    let shape =
-        TriMesh::with_flags(mesh.positions.clone(), mesh.indices.clone(), TriMeshFlags::FIX_INTERNAL_EDGES)
-            .context("building a TriMesh")?;
+    let positions = mesh.positions.iter().map(|p| p.to_parry()).collect();
+    let shape = TriMesh::with_flags(positions, mesh.indices.clone(), TriMeshFlags::FIX_INTERNAL_EDGES)
+        .context("building a TriMesh")?;
     let bytes = shape.total_memory_size();
     Ok(Some((ColliderBuilder::new(SharedShape::new(shape)).build(), bytes)))
 }
@@ -195,7 +196,7 @@ fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza)> {
 /// What a run leaves for the picture: the terrain and the bodies' shapes and poses.
 struct Final {
     terrain: Terrain,
-    bodies: Vec<(SharedShape, Isometry<Real>)>,
+    bodies: Vec<(SharedShape, Pose)>,
     /// Where the picture looks: the bodies of the last crater.
     focus: Vector3<f32>,
 }
@@ -212,6 +213,7 @@ fn simulate(
     let specs = scene::bodies(&terrain, args.size, &plaza, args.bodies as usize, &mut rng);
     let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
     let (mut islands, mut broad_phase) = (IslandManager::new(), DefaultBroadPhase::new());
+    let mut soft_bodies = SoftBodySet::new();
     let contact_nanos = Arc::new(AtomicU64::new(0));
     let (ground, mut narrow_phase) = match baseline {
         None => {
@@ -257,7 +259,7 @@ fn simulate(
     let (mut joints, mut multibody, mut ccd) =
         (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
     let params = IntegrationParameters::default();
-    let gravity = vector![0.0, -9.81, 0.0];
+    let gravity = Vector::new(0.0, -9.81, 0.0);
     let n = args.frames as usize;
     let (mut frame_ms, mut step_ms, mut contact_ms, mut edit_ms, mut build_ms) = (
         Vec::with_capacity(n),
@@ -274,8 +276,8 @@ fn simulate(
     let flat = (5.0f32).to_radians().cos();
     for frame in 0..n {
         // Edits.
-        let positions: Vec<(usize, Vector3<f32>)> =
-            handles.iter().zip(&specs).map(|(&h, s)| (s.group, *bodies[h].translation())).collect();
+        let positions: Vec<(usize, Vector)> =
+            handles.iter().zip(&specs).map(|(&h, s)| (s.group, bodies[h].translation())).collect();
         let brushes: Vec<Brush> =
             ground.with_terrain(|t| scene::edits(frame, t, &positions, &plaza, args.size, &mut rng));
         let start = Instant::now();
@@ -289,7 +291,7 @@ fn simulate(
                     for (k, mesh) in terrain.take_render_updates(mesher)? {
                         let key = (k.y, k.z, k.x);
                         if let Some((old, _)) = map.remove(&key) {
-                            colliders.remove(old, &mut islands, &mut bodies, true);
+                            colliders.remove(old, &mut islands, &mut bodies, &mut soft_bodies, true);
                         }
                         if let Some((c, bytes)) = chunk_collider(&mesh)? {
                             map.insert(key, (colliders.insert(c), bytes));
@@ -309,7 +311,7 @@ fn simulate(
         let before = contact_nanos.load(Ordering::Relaxed);
         let start = Instant::now();
         pipeline.step(
-            &gravity,
+            gravity,
             &params,
             &mut islands,
             &mut broad_phase,
@@ -318,6 +320,7 @@ fn simulate(
             &mut colliders,
             &mut joints,
             &mut multibody,
+            &mut soft_bodies,
             &mut ccd,
             &(),
             &(),
@@ -339,11 +342,14 @@ fn simulate(
             if t1 == t2 {
                 continue;
             }
-            for m in &pair.manifolds {
+            // What the solver sees: rapier 0.36 merges manifolds of one normal into clusters.
+            for m in pair.solver_manifolds() {
                 contacts_total += m.data.solver_contacts.len();
                 let normal = if t1 { m.data.normal } else { -m.data.normal };
                 for c in &m.data.solver_contacts {
-                    if plaza.contains(c.point.x, c.point.z, 3.0) && (c.point.y - plaza.height).abs() < 0.3 {
+                    // The terrain has no body: its side's anchor is in world space.
+                    let point = if t1 { c.anchor1 } else { c.anchor2 };
+                    if plaza.contains(point.x, point.z, 3.0) && (point.y - plaza.height).abs() < 0.3 {
                         flat_contacts += 1;
                         ghost_bumps += usize::from(normal.y < flat);
                     }
@@ -364,12 +370,12 @@ fn simulate(
     }
 
     let at_rest =
-        handles.iter().filter(|&&h| bodies[h].is_sleeping() || bodies[h].linvel().norm() < 0.1).count();
+        handles.iter().filter(|&&h| bodies[h].is_sleeping() || bodies[h].linvel().length() < 0.1).count();
     let mut hash = Fnv::new();
     for &h in &handles {
         let b = &bodies[h];
         let (p, r) = (b.translation(), b.rotation());
-        for v in [p.x, p.y, p.z, r.i, r.j, r.k, r.w] {
+        for v in [p.x, p.y, p.z, r.x, r.y, r.z, r.w] {
             hash.bytes(&v.to_bits().to_le_bytes());
         }
     }
@@ -405,10 +411,10 @@ fn simulate(
         .iter()
         .zip(&specs)
         .filter(|(_, s)| s.group == group)
-        .map(|(&h, _)| *bodies[h].translation())
+        .map(|(&h, _)| Vector3::from_parry(bodies[h].translation()))
         .collect();
     let focus = members.iter().sum::<Vector3<f32>>() / members.len().max(1) as f32;
-    let shapes: Vec<(SharedShape, Isometry<Real>)> = handles
+    let shapes: Vec<(SharedShape, Pose)> = handles
         .iter()
         .map(|&h| {
             let b = &bodies[h];

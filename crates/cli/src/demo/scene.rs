@@ -2,8 +2,10 @@
 //! the bodies, the edits, and the measures taken of them (fall-throughs, ghost bumps, state hash).
 
 use rapier3d::prelude::*;
+use voxterra::convert::FromParry;
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{Ray as VRay, Region, StoreChunkKey, VoxelRead, materials};
+use voxterra::parry3d::math::Vector;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain};
 
 /// A small deterministic generator (SplitMix64): the scene depends on the seed only.
@@ -92,18 +94,18 @@ pub(crate) fn build_plaza(t: &mut Terrain, size: [u32; 3]) -> anyhow::Result<Pla
 /// One body of the scene.
 pub(crate) struct BodySpec {
     pub(crate) shape: SharedShape,
-    pub(crate) position: Vector3<f32>,
-    pub(crate) rotation: Vector3<f32>,
-    pub(crate) velocity: Vector3<f32>,
+    pub(crate) position: Vector,
+    pub(crate) rotation: Vector,
+    pub(crate) velocity: Vector,
     pub(crate) group: usize,
 }
 
 /// A random convex rock of about `r` radius.
 fn rock(rng: &mut Rng, r: f32) -> SharedShape {
-    let pts: Vec<Point3<f32>> = (0..12)
+    let pts: Vec<Vector> = (0..12)
         .map(|_| {
-            let d = Vector3::new(rng.range(-1.0, 1.0), rng.range(-0.7, 0.7), rng.range(-1.0, 1.0));
-            Point3::from(d.try_normalize(1e-6).unwrap_or(Vector3::x()) * r * rng.range(0.7, 1.0))
+            let d = Vector::new(rng.range(-1.0, 1.0), rng.range(-0.7, 0.7), rng.range(-1.0, 1.0));
+            d.try_normalize().unwrap_or(Vector::X) * r * rng.range(0.7, 1.0)
         })
         .collect();
     SharedShape::convex_hull(&pts).unwrap_or_else(|| SharedShape::ball(r))
@@ -159,13 +161,13 @@ pub(crate) fn bodies(
                 if g == 0 { (cx + gz * 1.6, cz + (gx - 2.5) * 2.0) } else { (cx + gx * 2.2, cz + gz * 2.2) };
             let (y, rotation, velocity) = if g == 0 {
                 let speed = SLIDE_SPEED * rng.range(0.8, 1.2);
-                (plaza.height + 0.6, Vector3::zeros(), Vector3::new(speed, 0.0, 0.0))
+                (plaza.height + 0.6, Vector::ZERO, Vector::new(speed, 0.0, 0.0))
             } else {
                 let ground = ground_at(t, x, z).unwrap_or(size[1] as f32);
-                let rot = Vector3::new(rng.range(0.0, 3.0), rng.range(0.0, 3.0), rng.range(0.0, 3.0));
-                (ground + 3.0 + rng.range(0.0, 1.5), rot, Vector3::zeros())
+                let rot = Vector::new(rng.range(0.0, 3.0), rng.range(0.0, 3.0), rng.range(0.0, 3.0));
+                (ground + 3.0 + rng.range(0.0, 1.5), rot, Vector::ZERO)
             };
-            out.push(BodySpec { shape, position: Vector3::new(x, y, z), rotation, velocity, group: g });
+            out.push(BodySpec { shape, position: Vector::new(x, y, z), rotation, velocity, group: g });
         }
     }
     out
@@ -176,7 +178,7 @@ pub(crate) fn bodies(
 pub(crate) fn edits(
     frame: usize,
     t: &Terrain,
-    positions: &[(usize, Vector3<f32>)],
+    positions: &[(usize, Vector)],
     plaza: &Plaza,
     size: [u32; 3],
     rng: &mut Rng,
@@ -188,7 +190,8 @@ pub(crate) fn edits(
     let mut out = Vec::new();
     if groups >= 1 {
         let g = 1 + (frame / 30 - 1) % groups;
-        let members: Vec<Vector3<f32>> = positions.iter().filter(|p| p.0 == g).map(|p| p.1).collect();
+        let members: Vec<Vector3<f32>> =
+            positions.iter().filter(|p| p.0 == g).map(|p| Vector3::from_parry(p.1)).collect();
         if !members.is_empty() {
             let c = members.iter().sum::<Vector3<f32>>() / members.len() as f32;
             let y = ground_at(t, c.x, c.z).unwrap_or(c.y);
@@ -216,11 +219,11 @@ pub(crate) fn edits(
 
 /// True when a body has fallen through: its center lies deeper under the surface than its own
 /// bounding radius (the whole body is below the ground), or below the world.
-pub(crate) fn fell_through(t: &Terrain, p: &Vector3<f32>, radius: f32) -> bool {
+pub(crate) fn fell_through(t: &Terrain, p: Vector, radius: f32) -> bool {
     if p.y < -2.0 {
         return true;
     }
-    matches!(t.project_point(&Point3::from(*p), 64.0), Ok(Some(pr)) if pr.inside && pr.distance > radius)
+    matches!(t.project_point(&Point3::from_parry(p), 64.0), Ok(Some(pr)) if pr.inside && pr.distance > radius)
 }
 
 /// FNV-1a, 64 bits: the state hash, stable across platforms and runs.

@@ -4,10 +4,11 @@
 
 use rapier3d::parry::query::{
     ClosestPoints, Contact, ContactManifold, ContactManifoldsWorkspace, NonlinearRigidMotion,
-    PersistentQueryDispatcher, QueryDispatcher, ShapeCastHit, ShapeCastOptions, Unsupported,
+    PersistentQueryDispatcher, QueryDispatcher, ShapeCastHit, ShapeCastOptions, ShapeDistance,
+    ShapeIntersection, Unsupported,
 };
 use rapier3d::parry::shape::{Shape, ShapeType};
-use rapier3d::prelude::{Isometry, Real, Vector};
+use rapier3d::prelude::{Pose, Real, Vector};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -26,18 +27,18 @@ fn is_terrain(g: &dyn Shape) -> bool {
 impl<D: QueryDispatcher> QueryDispatcher for Timed<D> {
     fn intersection_test(
         &self,
-        pos12: &Isometry<Real>,
+        pos12: &Pose,
         g1: &dyn Shape,
         g2: &dyn Shape,
-    ) -> Result<bool, Unsupported> {
+    ) -> Result<ShapeIntersection, Unsupported> {
         self.inner.intersection_test(pos12, g1, g2)
     }
-    fn distance(&self, pos12: &Isometry<Real>, g1: &dyn Shape, g2: &dyn Shape) -> Result<Real, Unsupported> {
+    fn distance(&self, pos12: &Pose, g1: &dyn Shape, g2: &dyn Shape) -> Result<ShapeDistance, Unsupported> {
         self.inner.distance(pos12, g1, g2)
     }
     fn contact(
         &self,
-        pos12: &Isometry<Real>,
+        pos12: &Pose,
         g1: &dyn Shape,
         g2: &dyn Shape,
         prediction: Real,
@@ -46,7 +47,7 @@ impl<D: QueryDispatcher> QueryDispatcher for Timed<D> {
     }
     fn closest_points(
         &self,
-        pos12: &Isometry<Real>,
+        pos12: &Pose,
         g1: &dyn Shape,
         g2: &dyn Shape,
         max_dist: Real,
@@ -55,8 +56,8 @@ impl<D: QueryDispatcher> QueryDispatcher for Timed<D> {
     }
     fn cast_shapes(
         &self,
-        pos12: &Isometry<Real>,
-        vel12: &Vector<Real>,
+        pos12: &Pose,
+        vel12: Vector,
         g1: &dyn Shape,
         g2: &dyn Shape,
         options: ShapeCastOptions,
@@ -80,7 +81,7 @@ impl<D: QueryDispatcher> QueryDispatcher for Timed<D> {
 impl<M, C, D: PersistentQueryDispatcher<M, C>> PersistentQueryDispatcher<M, C> for Timed<D> {
     fn contact_manifolds(
         &self,
-        pos12: &Isometry<Real>,
+        pos12: &Pose,
         g1: &dyn Shape,
         g2: &dyn Shape,
         prediction: Real,
@@ -98,7 +99,7 @@ impl<M, C, D: PersistentQueryDispatcher<M, C>> PersistentQueryDispatcher<M, C> f
 
     fn contact_manifold_convex_convex(
         &self,
-        pos12: &Isometry<Real>,
+        pos12: &Pose,
         g1: &dyn Shape,
         g2: &dyn Shape,
         normal_constraints1: Option<&dyn rapier3d::parry::query::details::NormalConstraints>,

@@ -5,7 +5,7 @@ use super::node::*;
 use super::tree::*;
 use crate::sah::{LEAF, NULL};
 use voxterra_core::Aabb;
-use wide::{CmpLt, f32x4};
+use wide::f32x4;
 
 impl QuadTree {
     /// Adds a leaf holding `item` (below [`ITEM_MASK`], not already here) with box `aabb`.
@@ -174,7 +174,7 @@ impl QuadTree {
                 best = (n, Some(s));
                 best_cost = pair[s];
             }
-            let mut open = below.cmp_lt(f32x4::splat(best_cost)).move_mask() as u32;
+            let mut open = below.simd_lt(f32x4::splat(best_cost)).to_bitmask();
             if open == 0 {
                 continue;
             }

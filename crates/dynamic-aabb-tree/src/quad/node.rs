@@ -4,7 +4,7 @@
 use crate::sah::{ITEM_MASK, LEAF_MOVED, NULL};
 use voxterra_core::Aabb;
 use voxterra_core::nalgebra::Point3;
-use wide::{CmpEq, CmpLe, f32x4, i32x4};
+use wide::{f32x4, i32x4};
 
 /// On a child reference: the leaf moved since the last pair update, or the subtree holds one
 /// that did.
@@ -123,9 +123,9 @@ impl Probe {
         let lanes = n.lanes();
         let mut m = f32x4::splat(f32::from_bits(u32::MAX));
         for (a, (lo, hi)) in lanes.iter().enumerate() {
-            m &= f32x4::from(*lo).cmp_le(self.hi[a]) & self.lo[a].cmp_le(f32x4::from(*hi));
+            m &= f32x4::from(*lo).simd_le(self.hi[a]) & self.lo[a].simd_le(f32x4::from(*hi));
         }
-        m.move_mask() as u32 & n.present()
+        m.to_bitmask() & n.present()
     }
 }
 
@@ -204,9 +204,9 @@ pub(super) fn others_union(l: &Lanes) -> Lanes {
 #[inline(always)]
 pub(super) fn touch(l: &Lanes, q: &Lanes) -> u32 {
     let m = (0..3).fold(f32x4::splat(f32::from_bits(u32::MAX)), |m, a| {
-        m & l[a].0.cmp_le(q[a].1) & q[a].0.cmp_le(l[a].1)
+        m & l[a].0.simd_le(q[a].1) & q[a].0.simd_le(l[a].1)
     });
-    m.move_mask() as u32
+    m.to_bitmask()
 }
 
 /// Per slot, as bits: `(holds a child, holds a moved child, holds a leaf)`. PERF: one 4-lane
@@ -215,9 +215,9 @@ pub(super) fn touch(l: &Lanes, q: &Lanes) -> u32 {
 pub(super) fn masks(n: &QNode) -> (u32, u32, u32) {
     let v = i32x4::from(n.child.map(|c| c as i32));
     // `NULL` has every bit set, so it is excluded from the flag masks by `present`.
-    let present = !(v.cmp_eq(i32x4::splat(-1)).move_mask() as u32) & 0xF;
-    let leaf = v.move_mask() as u32 & present;
-    let moved = (v << 1i32).move_mask() as u32 & present;
+    let present = !v.simd_eq(i32x4::splat(-1)).to_bitmask() & 0xF;
+    let leaf = v.to_bitmask() & present;
+    let moved = (v << 1i32).to_bitmask() & present;
     (present, moved, leaf)
 }
 

@@ -6,7 +6,7 @@ use super::tree::*;
 use crate::sah::{ITEM_MASK, LEAF, NULL};
 use voxterra_core::Aabb;
 use voxterra_core::nalgebra::{Point3, Vector3};
-use wide::{CmpLe, f32x4};
+use wide::f32x4;
 
 /// Lines prefetched past a node about to be visited: the depth-first layout puts its first
 /// descendants there.
@@ -114,7 +114,7 @@ impl QuadTree {
                 t0 = near.fast_max(t0);
                 t1 = far.fast_min(t1);
             }
-            let mut m = t0.cmp_le(t1).move_mask() as u32 & n.present();
+            let mut m = t0.simd_le(t1).to_bitmask() & n.present();
             let t = t0.to_array();
             // Hits sorted farthest first onto the stack, so the nearest is popped next.
             let mut hits = [(0.0f32, 0u32); WIDTH];
