@@ -708,13 +708,19 @@ fn mesh_mesh_cases(report: &mut Report, quick: bool) {
     }
 }
 
-/// The resting-contact case, ours only, `rounds` times over (for profilers); returns the points.
-pub fn profile_contacts(rounds: usize) -> usize {
+/// The quick suite's area and its chunks: what the profiling targets run on.
+fn profile_area() -> (Region, Vec<Chunk>) {
     let world = bench_world(true);
     let wr = world.params.region().expect("valid world");
     let area =
         Region::from_min_size(wr.min() + Vector3::new(64, 0, 64), [48, wr.size()[1], 48]).expect("inside");
     let chunks = chunks_of(&world.store, &area, TriMeshFlags::FIX_INTERNAL_EDGES);
+    (area, chunks)
+}
+
+/// The resting-contact case, ours only, `rounds` times over (for profilers); returns the points.
+pub fn profile_contacts(rounds: usize) -> usize {
+    let (area, chunks) = profile_area();
     let resting = bodies(&chunks, &area, 200, &mut Rng(7));
     let (mut ws, mut out) = (ContactWorkspace::new(), Vec::new());
     (0..rounds).map(|_| ours_frame(&chunks, &resting, &mut ws, &mut out).0).sum()
@@ -723,11 +729,7 @@ pub fn profile_contacts(rounds: usize) -> usize {
 /// The suite's shape-cast case for voxterra alone, `rounds` times over 200 bodies; returns the
 /// hits. The other profiling target.
 pub fn profile_casts(rounds: usize) -> usize {
-    let world = bench_world(true);
-    let wr = world.params.region().expect("valid world");
-    let area =
-        Region::from_min_size(wr.min() + Vector3::new(64, 0, 64), [48, wr.size()[1], 48]).expect("inside");
-    let chunks = chunks_of(&world.store, &area, TriMeshFlags::FIX_INTERNAL_EDGES);
+    let (area, chunks) = profile_area();
     let lifted = lifted_bodies(&chunks, &area, 200);
     let all = shapes();
     let vel = Vector::new(0.3, -1.0, 0.2);
