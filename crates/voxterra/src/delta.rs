@@ -1,8 +1,11 @@
 //! Edit deltas: what a server sends its clients. Each edit that changed voxels is logged as its
-//! dirty region's new content (RLE, LZ4); [`Terrain::edits_since`] serializes the log from a
-//! sequence number on, and [`Terrain::apply_delta`] replays one delta on another terrain with the
-//! same result. Delta bytes come from another process: every field is checked and bounded before
-//! anything is allocated or written, and a refused delta leaves the terrain unchanged.
+//! dirty region's new content (RLE, LZ4) under its sequence number; [`Terrain::edits_since`]
+//! serializes the log from a sequence number on, and [`Terrain::apply_delta`] replays one delta on
+//! a replica with the same result. A delta's sequence number names the state it applies to: the
+//! source after that many edits. A replica applies only the delta numbered its own
+//! [`Terrain::sequence`], so deltas that come repeated, out of order or after a gap are refused.
+//! Delta bytes come from another process: every field is checked and bounded before anything is
+//! allocated or written, and a refused delta leaves the terrain unchanged.
 //!
 //! Layout (little endian): magic `VXDELTA1` (8 bytes), sequence number (u64), region min and
 //! max (3 + 3 × i32), block length (u32), the codec block (RLE of the region's voxels in buffer
@@ -51,6 +54,23 @@ pub enum DeltaError {
     /// The voxel block does not decode to the region (or names unknown materials).
     #[error("delta voxels: {0}")]
     Block(#[from] BlockError),
+    /// The replica is already past this delta: it was applied before (repeated), or comes after a
+    /// later one (reordered).
+    #[error("delta {delta} is stale: the replica expects delta {expected}")]
+    Stale {
+        /// The delta's sequence number.
+        delta: u64,
+        /// The replica's sequence number: the delta it applies next.
+        expected: u64,
+    },
+    /// Deltas before this one are missing: one was skipped, or this one came early.
+    #[error("delta {delta} leaves a gap: the replica expects delta {expected}")]
+    Gap {
+        /// The delta's sequence number.
+        delta: u64,
+        /// The replica's sequence number: the delta it applies next.
+        expected: u64,
+    },
 }
 
 /// One logged edit: its sequence number and its dirty region's new content.
@@ -151,15 +171,29 @@ impl Terrain {
         self.delta_log().filter(|e| e.seq >= seq).map(LoggedEdit::to_bytes).collect()
     }
 
-    /// Replays one delta from [`Terrain::edits_since`] (of a terrain with the same material table):
-    /// writes its region, through the same path as an edit (masks, cache, history, render
-    /// updates). Refused bytes change nothing. Returns the report and the delta's sequence number.
+    /// Replays one delta from [`Terrain::edits_since`] (of a terrain with the same material table)
+    /// on this replica: writes its region through the same path as an edit (masks, cache, history,
+    /// render updates, the delta log under the same number, so a replica can relay). The delta
+    /// must be the one numbered [`Terrain::sequence`]: an earlier one is
+    /// [`DeltaError::Stale`], a later one [`DeltaError::Gap`]. Refused bytes change nothing.
+    /// Returns the report and the delta's sequence number; [`Terrain::sequence`] is then one more.
     pub fn apply_delta(&mut self, bytes: &[u8]) -> Result<(EditReport, u64), TerrainError> {
         let known =
             if self.materials().len() >= 64 { u64::MAX } else { (1u64 << self.materials().len()) - 1 };
         let d = decode(bytes, self.max_edit_voxels(), known)?;
-        let region = d.region;
-        let report = self.write_logged(region, &d.voxels)?;
+        let expected = self.sequence();
+        if d.seq < expected {
+            return Err(DeltaError::Stale { delta: d.seq, expected }.into());
+        }
+        if d.seq > expected {
+            return Err(DeltaError::Gap { delta: d.seq, expected }.into());
+        }
+        let report = self.write_logged(d.region, &d.voxels)?;
+        if report.dirty.is_none() {
+            // The replica held those voxels already; the source's edit still takes its number.
+            self.log_unchanged(&d.region)?;
+        }
+        debug_assert_eq!(self.sequence(), d.seq + 1);
         Ok((report, d.seq))
     }
 }

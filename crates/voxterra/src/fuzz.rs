@@ -1,7 +1,7 @@
 //! Fuzz target bodies, here so the tests can replay the committed corpus on stable
 //! (`fuzz/fuzz_targets/*` call these).
 
-use crate::Terrain;
+use crate::{DeltaError, Terrain, TerrainError};
 
 use voxterra_core::{MaterialTable, Region, Voxel, VoxelPos, VoxelRead, materials};
 
@@ -24,19 +24,37 @@ fn state(t: &Terrain) -> (Vec<Voxel>, usize, u64) {
 }
 
 /// `apply_delta` on arbitrary bytes: a typed error leaves the terrain exactly as it was (voxels,
-/// chunks, masks, sequence); nothing panics or allocates past the edit limit.
+/// chunks, masks, sequence); nothing panics or allocates past the edit limit. A well-formed delta
+/// for another sequence number is refused as out of order, then tried again on the target made a
+/// replica at that number, so every decodable input reaches the write path.
 pub fn apply_delta(data: &[u8]) {
     let mut t = delta_target();
-    let before = state(&t);
+    if let Err(TerrainError::Delta(DeltaError::Stale { delta, .. } | DeltaError::Gap { delta, .. })) =
+        applied_or_unchanged(&mut t, data)
+    {
+        t.set_sequence(delta);
+        let _ = applied_or_unchanged(&mut t, data);
+    }
+}
+
+/// Applies `data` to `t`, checking that a refusal changed nothing and that an accepted delta undoes
+/// bit for bit.
+fn applied_or_unchanged(t: &mut Terrain, data: &[u8]) -> Result<(), TerrainError> {
+    let before = state(t);
     let masks = t.masks().chunks();
-    if t.apply_delta(data).is_err() {
-        assert!(state(&t) == before, "a refused delta changed the terrain");
-        assert!(t.masks().chunks() == masks, "a refused delta changed the masks");
-    } else {
-        // An accepted delta is an ordinary edit: it can be undone, bit for bit.
-        if t.history_len().0 > 2 {
-            t.undo().expect("the delta's undo");
-            assert!(state(&t).0 == before.0, "undoing a delta did not restore the voxels");
+    match t.apply_delta(data) {
+        Err(e) => {
+            assert!(state(t) == before, "a refused delta changed the terrain");
+            assert!(t.masks().chunks() == masks, "a refused delta changed the masks");
+            Err(e)
+        }
+        Ok(_) => {
+            // An accepted delta is an ordinary edit: it can be undone, bit for bit.
+            if t.history_len().0 > 2 {
+                t.undo().expect("the delta's undo");
+                assert!(state(t).0 == before.0, "undoing a delta did not restore the voxels");
+            }
+            Ok(())
         }
     }
 }

@@ -842,6 +842,21 @@ impl Terrain {
         self.seq
     }
 
+    /// Makes this terrain a replica of a source after `seq` edits — loaded from the source's world
+    /// file saved at [`Terrain::sequence`] `seq`, say — so the source's deltas from `seq` on apply.
+    /// Empties the delta log (its numbers belonged to the old sequence).
+    pub fn set_sequence(&mut self, seq: u64) {
+        self.seq = seq;
+        self.log.clear();
+        self.log_bytes = 0;
+    }
+
+    /// Logs `region` under the next sequence number though no voxel changed: a replica's copy of a
+    /// source edit that found the voxels already in place.
+    pub(crate) fn log_unchanged(&mut self, region: &Region) -> Result<(), TerrainError> {
+        self.log_edit(region)
+    }
+
     /// Sets the delta log's byte budget; the oldest deltas go first.
     pub fn set_delta_log_budget(&mut self, bytes: usize) {
         self.log_budget = bytes;

@@ -824,6 +824,84 @@ mod deltas {
         }
     }
 
+    /// Hills raised in four separate places, each a delta.
+    fn four_edits(server: &mut Terrain) -> Vec<Vec<u8>> {
+        let from = server.sequence();
+        for (i, x) in [10.0f32, 24.0, 38.0, 52.0].into_iter().enumerate() {
+            let op = BrushOp::Add(if i % 2 == 0 { m::ROCK } else { m::BRICK });
+            let shape = BrushShape::Sphere { center: Point3::new(x, 30.0, 30.0), radius: 4.0 };
+            server.apply_brush(&Brush { shape, op }).unwrap();
+        }
+        server.edits_since(from)
+    }
+
+    fn refused(t: &mut Terrain, delta: &[u8]) -> voxterra::DeltaError {
+        let before = (voxels(t), t.sequence());
+        match t.apply_delta(delta) {
+            Err(TerrainError::Delta(e)) => {
+                assert!((voxels(t), t.sequence()) == before, "a refused delta changed the replica");
+                e
+            }
+            other => panic!("expected a refused delta, got {other:?}"),
+        }
+    }
+
+    /// A replica applies only the delta that follows its state: skipped, reordered and repeated
+    /// deltas are refused with their variant and change nothing; in order, all apply.
+    #[test]
+    fn out_of_order_deltas_are_refused() {
+        use voxterra::DeltaError::{Gap, Stale};
+        let mut server = world();
+        let all = four_edits(&mut server);
+        assert_eq!(all.len(), 4);
+        let mut client = world();
+        // Skipped: the second before the first.
+        assert_eq!(refused(&mut client, &all[1]), Gap { delta: 1, expected: 0 });
+        // Reordered: newest first.
+        for (k, d) in all.iter().enumerate().rev().take(3) {
+            assert_eq!(refused(&mut client, d), Gap { delta: k as u64, expected: 0 });
+        }
+        client.apply_delta(&all[0]).unwrap();
+        // Repeated.
+        assert_eq!(refused(&mut client, &all[0]), Stale { delta: 0, expected: 1 });
+        assert_eq!(refused(&mut client, &all[3]), Gap { delta: 3, expected: 1 });
+        for d in &all[1..] {
+            client.apply_delta(d).unwrap();
+        }
+        assert_eq!(client.sequence(), 4);
+        assert!(voxels(&client) == voxels(&server));
+        // Replayed backwards, every delta is refused and the replica stays the server's copy.
+        for d in all.iter().rev() {
+            assert!(matches!(refused(&mut client, d), Stale { .. }));
+        }
+        assert!(voxels(&client) == voxels(&server));
+    }
+
+    /// A replica made from the source's world at some sequence (here its final voxels, told they
+    /// are the state after no edit) applies every delta in order, including those whose voxels it
+    /// holds already: each still takes its number, so the replica can relay all of them.
+    #[test]
+    fn deltas_already_in_place_still_advance_the_sequence() {
+        let mut server = world();
+        let all = four_edits(&mut server);
+        let mut replica =
+            Terrain::from_store(server.store().clone(), server.materials().clone(), 1.0).unwrap();
+        replica.set_sequence(0);
+        for d in &all {
+            let (report, _) = replica.apply_delta(d).unwrap();
+            assert!(report.dirty.is_none(), "the edits are disjoint: the final voxels hold each already");
+        }
+        assert_eq!(replica.sequence(), server.sequence());
+        assert!(voxels(&replica) == voxels(&server));
+        let relayed = replica.edits_since(0);
+        assert_eq!(relayed.len(), all.len());
+        let mut client = world();
+        for d in &relayed {
+            client.apply_delta(d).unwrap();
+        }
+        assert!(voxels(&client) == voxels(&server));
+    }
+
     #[test]
     fn corrupt_deltas_are_refused_and_change_nothing() {
         let mut server = voxterra::fuzz::delta_target();
