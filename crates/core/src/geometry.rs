@@ -206,11 +206,16 @@ pub struct RayHit {
     pub v: f32,
 }
 
+/// How far outside its edges (in barycentric weight) a ray still hits a triangle: a few units in
+/// the last place of 1. A ray through an edge shared by two triangles computes the edge's
+/// barycentric sum a rounding away from 1 in each, and could otherwise slip between them.
+const EDGE_SLACK: f32 = 1e-6;
+
 /// Ray against triangle `[a, b, c]` (Möller–Trumbore), hits with `t` in `[0, max_t]`.
 ///
-/// Edges and vertices count as inside (a ray through an edge shared by two triangles hits both),
-/// so a closed mesh has no cracks. Degenerate triangles and rays parallel to the plane miss.
-/// Returns `(t, u, v)`.
+/// Edges and vertices count as inside, with [`EDGE_SLACK`] of rounding (a ray through an edge
+/// shared by two triangles hits both), so a closed mesh has no cracks. Degenerate triangles and
+/// rays parallel to the plane miss. Returns `(t, u, v)`.
 #[inline]
 pub fn ray_triangle(
     ray: &Ray,
@@ -233,12 +238,12 @@ pub fn ray_triangle(
     let inv = 1.0 / det;
     let s = ray.origin - tri[0];
     let u = s.dot(&p) * inv;
-    if !(0.0..=1.0).contains(&u) {
+    if !(-EDGE_SLACK..=1.0 + EDGE_SLACK).contains(&u) {
         return None;
     }
     let q = s.cross(&e1);
     let v = ray.dir.dot(&q) * inv;
-    if !(v >= 0.0 && u + v <= 1.0) {
+    if !(v >= -EDGE_SLACK && u + v <= 1.0 + EDGE_SLACK) {
         return None;
     }
     let t = e2.dot(&q) * inv;
@@ -248,6 +253,27 @@ pub fn ray_triangle(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A ray down the diagonal of a sloped quad, through the edge its two triangles share, where
+    /// each triangle computes the edge's barycentric sum one rounding above 1 (found on a
+    /// voxel slope whose fall line runs at 45° to the grid).
+    #[test]
+    fn a_ray_through_a_rounded_shared_edge_hits() {
+        let p = |x: f32, y: f32, z: f32| Point3::new(x, y, z);
+        let a = [
+            p(8.3515625, 36.4209, 7.3515625),
+            p(7.685547, 36.59375, 7.685547),
+            p(8.010742, 36.30371, 8.010742),
+        ];
+        let b = [
+            p(7.3515625, 36.4209, 8.3515625),
+            p(8.010742, 36.30371, 8.010742),
+            p(7.685547, 36.59375, 7.685547),
+        ];
+        let ray = Ray::new(p(7.9, 60.0, 7.9), Vector3::new(0.0, -1.0, 0.0));
+        let hits = [a, b].iter().filter(|t| ray_triangle(&ray, t, 100.0, Culling::None).is_some()).count();
+        assert!(hits >= 1, "the ray slipped between the two triangles");
+    }
 
     #[test]
     fn shared_edge_hits_both() {
