@@ -31,6 +31,24 @@ pub struct FeatureId {
     pub sub: u32,
 }
 
+/// How a contact point was made: from the closest features of the shape and the triangle, or
+/// redone along the triangle's face normal because those features could not be trusted.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum Correction {
+    /// The closest (or deepest) features of the two, as found.
+    #[default]
+    None,
+    /// Redone along the face normal from the shape's deepest point over the face: the found normal
+    /// came from an inactive edge or vertex (a seam, or a flat or concave crease), or pushed the
+    /// shape out through a one-sided triangle's back.
+    FaceNormal,
+    /// The shape is over no part of the face and touches only an inactive edge or vertex of it
+    /// (a slight crease under the shape): its witness points measured along the face normal.
+    EdgeWitness,
+    /// Made for a shape inside the solid that touches no triangle: toward the nearest surface.
+    Interior,
+}
+
 /// One contact point between a shape and a triangle, in world space.
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub struct ContactPoint {
@@ -44,6 +62,8 @@ pub struct ContactPoint {
     pub dist: f32,
     /// Which features touch.
     pub id: FeatureId,
+    /// Whether the point was redone, and why.
+    pub correction: Correction,
 }
 
 impl ContactPoint {
@@ -72,6 +92,11 @@ impl Manifold {
         let mut points = [kept[0]; 4];
         points[..kept.len()].copy_from_slice(kept);
         Manifold { normal, points, len: kept.len() as u8 }
+    }
+
+    /// A manifold of one point, with the point's normal.
+    pub fn single(point: ContactPoint) -> Self {
+        Manifold::new(point.normal, &[point])
     }
 
     /// The points, at most [`Manifold::MAX_POINTS`].

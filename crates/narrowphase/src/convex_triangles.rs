@@ -3,10 +3,11 @@
 //! for balls and capsules, SAT with face clipping for cuboids, parry's GJK/EPA for the rest.
 
 use crate::closest::{feature_of, point_triangle, segment_triangle, triangle_normal};
-use crate::contact::{ContactPoint, FeatureId, Manifold, TriangleFeature};
+use crate::contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
 use crate::convert::{FromParry, ToParry};
 use crate::cuboid_triangle::cuboid_triangle;
 use crate::error::NarrowphaseError;
+use crate::internal_contacts::{self, InternalScratch};
 use crate::internal_edges::{ALL_ACTIVE, correct};
 use crate::manifold::{ReduceScratch, reduce};
 use parry3d::math::Pose;
@@ -66,6 +67,22 @@ impl<'a, S: TriangleSource, I: TriangleIndex> TriangleSet<'a, S, I> {
     pub(crate) fn flags(&self, t: u32) -> u8 {
         self.edge_flags.and_then(|f| f.get(t as usize).copied()).unwrap_or(ALL_ACTIVE)
     }
+
+    /// How triangle `t`'s surface behaves.
+    #[inline]
+    pub(crate) fn surface(&self, t: u32) -> Surface {
+        Surface { flags: self.flags(t), one_sided: self.one_sided }
+    }
+}
+
+/// How one triangle's surface behaves: which of its edges are active creases, and whether it is
+/// one-sided (solid behind its front).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Surface {
+    /// Bit `i` set when edge `i` is active.
+    pub(crate) flags: u8,
+    /// Solid behind the counter-clockwise front.
+    pub(crate) one_sided: bool,
 }
 
 /// Scratch memory for contact queries: reuse one per thread and the queries allocate nothing once
@@ -73,8 +90,14 @@ impl<'a, S: TriangleSource, I: TriangleIndex> TriangleSet<'a, S, I> {
 #[derive(Debug, Default, Clone)]
 pub struct ContactWorkspace {
     candidates: Vec<u32>,
-    points: Vec<ContactPoint>,
     reduce: ReduceScratch,
+    /// A query's points over every set collected, each with its triangle's corners and its group.
+    collected: Vec<ContactPoint>,
+    corners: Vec<[Point3<f32>; 3]>,
+    groups: Vec<u32>,
+    /// Every candidate triangle of the query (the neighbors whose normals bound a feature's cone).
+    nearby: Vec<[Point3<f32>; 3]>,
+    internal: InternalScratch,
 }
 
 impl ContactWorkspace {
@@ -82,7 +105,76 @@ impl ContactWorkspace {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Starts one query over several triangle sets (the chunks around a shape): then
+    /// [`ContactWorkspace::collect`] each set, and [`ContactWorkspace::finish`].
+    pub fn begin(&mut self) {
+        self.collected.clear();
+        self.corners.clear();
+        self.groups.clear();
+        self.nearby.clear();
+    }
+
+    /// Collects the contact points of `shape` at `pose` with `set` under `group` (the caller's name
+    /// for the set, a chunk's index say), as [`contact_points`] finds them.
+    pub fn collect<S: TriangleSource, I: TriangleIndex>(
+        &mut self,
+        shape: &dyn Shape,
+        pose: &Pose,
+        set: TriangleSet<'_, S, I>,
+        prediction: f32,
+        group: u32,
+    ) -> Result<(), NarrowphaseError> {
+        let before = self.collected.len();
+        let r = collect_points(
+            shape,
+            pose,
+            set,
+            prediction,
+            &mut self.candidates,
+            &mut self.collected,
+            Some((&mut self.corners, &mut self.nearby)),
+        );
+        if r.is_err() {
+            self.collected.truncate(before);
+            self.corners.truncate(before);
+        }
+        self.groups.resize(self.collected.len(), group);
+        r
+    }
+
+    /// Ends the query: drops the internal contacts among everything collected, across sets (see
+    /// [`remove_internal`](crate::internal_contacts)), then reduces each group's points to
+    /// manifolds of at most four points per normal, handed to `emit` group by group in the order
+    /// collected.
+    pub fn finish(&mut self, mut emit: impl FnMut(u32, &Manifold)) {
+        let keep = internal_contacts::keep(&self.collected, &self.corners, &self.nearby, &mut self.internal);
+        let mut n = 0;
+        for (i, &k) in keep.iter().enumerate() {
+            if k {
+                (self.collected[n], self.groups[n]) = (self.collected[i], self.groups[i]);
+                n += 1;
+            }
+        }
+        self.collected.truncate(n);
+        self.groups.truncate(n);
+        let mut manifolds = Vec::new();
+        let mut start = 0;
+        while start < n {
+            let group = self.groups[start];
+            let end = start + self.groups[start..].iter().take_while(|&&g| g == group).count();
+            manifolds.clear();
+            reduce(&self.collected[start..end], &mut self.reduce, &mut manifolds);
+            for m in &manifolds {
+                emit(group, m);
+            }
+            start = end;
+        }
+    }
 }
+
+/// A triangle's three corners.
+type Corners = [Point3<f32>; 3];
 
 /// Below this distance between a capsule's segment and a triangle the closest-point routine has
 /// no reliable normal: the segment touches or crosses the triangle, and GJK/EPA takes over.
@@ -99,47 +191,67 @@ pub fn contact_points<S: TriangleSource, I: TriangleIndex>(
     ws: &mut ContactWorkspace,
     out: &mut Vec<ContactPoint>,
 ) -> Result<(), NarrowphaseError> {
+    collect_points(shape, pose, set, prediction, &mut ws.candidates, out, None)
+}
+
+/// [`contact_points`], recording when given each point's triangle corners and every candidate
+/// triangle.
+fn collect_points<S: TriangleSource, I: TriangleIndex>(
+    shape: &dyn Shape,
+    pose: &Pose,
+    set: TriangleSet<'_, S, I>,
+    prediction: f32,
+    candidates: &mut Vec<u32>,
+    out: &mut Vec<ContactPoint>,
+    mut trace: Option<(&mut Vec<Corners>, &mut Vec<Corners>)>,
+) -> Result<(), NarrowphaseError> {
     check_query(pose, prediction)?;
     let mut parts = Vec::new();
     flatten(shape, pose, 0, &mut parts)?;
     for part in parts {
         check_shape(part.shape)?;
         let query = Aabb::from_parry(&part.shape.compute_aabb(&part.pose)).loosened(prediction);
-        ws.candidates.clear();
-        set.index.triangles_in_aabb(&query, &mut |t| ws.candidates.push(t));
+        candidates.clear();
+        set.index.triangles_in_aabb(&query, &mut |t| candidates.push(t));
         // Index order differs between indices; triangle order makes results comparable.
-        ws.candidates.sort_unstable();
-        for &t in &ws.candidates {
+        candidates.sort_unstable();
+        for &t in candidates.iter() {
             let tri = set.source.triangle(t as usize);
             if !tri.iter().all(|p| p.iter().all(|v| v.is_finite())) {
                 continue; // non-finite triangles touch nothing
             }
             let Some(face) = triangle_normal(&tri) else { continue }; // nor do degenerate ones
+            if let Some((_, nearby)) = trace.as_mut() {
+                nearby.push(tri);
+            }
             let id = FeatureId { triangle: t, feature: TriangleFeature::Face, part: part.index, sub: 0 };
-            let flags = set.flags(t);
+            let surface = set.surface(t);
+            let flags = surface.flags;
             let first = out.len();
-            shape_triangle(&part, &tri, prediction, id, flags, out)?;
-            if !set.one_sided && flags == ALL_ACTIVE {
-                continue;
+            shape_triangle(&part, &tri, prediction, id, surface, out)?;
+            if set.one_sided || flags != ALL_ACTIVE {
+                // One pass over this triangle's points, order kept: one-sided sets redo a point
+                // pushing through the back along the front normal; points on inactive edges are
+                // redone along the face normal; either drops the points the neighbors' faces cover.
+                let mut keep = first;
+                for i in first..out.len() {
+                    let mut p = Some(out[i]);
+                    if set.one_sided {
+                        p = p.and_then(|p| front_side(p, &part, &tri, &face, prediction));
+                    }
+                    if flags != ALL_ACTIVE {
+                        p = p.and_then(|p| correct(p, &part, &tri, &face, flags, prediction));
+                    }
+                    if let Some(p) = p {
+                        out[keep] = p;
+                        keep += 1;
+                    }
+                }
+                out.truncate(keep);
             }
-            // One pass over this triangle's points, order kept: one-sided sets redo a point
-            // pushing through the back along the front normal; points on inactive edges are redone
-            // along the face normal; either drops the points the neighbors' faces cover.
-            let mut keep = first;
-            for i in first..out.len() {
-                let mut p = Some(out[i]);
-                if set.one_sided {
-                    p = p.and_then(|p| front_side(p, &part, &tri, &face, prediction));
-                }
-                if flags != ALL_ACTIVE {
-                    p = p.and_then(|p| correct(p, &part, &tri, &face, flags, prediction));
-                }
-                if let Some(p) = p {
-                    out[keep] = p;
-                    keep += 1;
-                }
+            if let Some((corners, _)) = trace.as_mut() {
+                corners.resize(out.len(), tri);
             }
-            out.truncate(keep);
         }
     }
     Ok(())
@@ -181,14 +293,10 @@ pub fn contacts<S: TriangleSource, I: TriangleIndex>(
     ws: &mut ContactWorkspace,
     out: &mut Vec<Manifold>,
 ) -> Result<(), NarrowphaseError> {
-    let mut points = std::mem::take(&mut ws.points);
-    points.clear();
-    let r = contact_points(shape, pose, set, prediction, ws, &mut points);
-    if r.is_ok() {
-        reduce(&points, &mut ws.reduce, out);
-    }
-    ws.points = points;
-    r
+    ws.begin();
+    ws.collect(shape, pose, set, prediction, 0)?;
+    ws.finish(|_, m| out.push(*m));
+    Ok(())
 }
 
 pub(crate) fn check_query(pose: &Pose, prediction: f32) -> Result<(), NarrowphaseError> {
@@ -280,7 +388,7 @@ pub(crate) fn shape_triangle(
     tri: &[Point3<f32>; 3],
     prediction: f32,
     id: FeatureId,
-    flags: u8,
+    surface: Surface,
     out: &mut Vec<ContactPoint>,
 ) -> Result<(), NarrowphaseError> {
     let iso = &part.iso;
@@ -301,7 +409,7 @@ pub(crate) fn shape_triangle(
             }
         }
         TypedShape::Cuboid(c) => {
-            cuboid_triangle(&Vector3::from_parry(c.half_extents), iso, tri, prediction, id, flags, out);
+            cuboid_triangle(&Vector3::from_parry(c.half_extents), iso, tri, prediction, id, surface, out);
             Ok(())
         }
         _ => generic(part, tri, prediction, id, out),
@@ -333,6 +441,7 @@ fn sphere_triangle(
         normal,
         dist: d - r,
         id: FeatureId { feature, ..id },
+        correction: Correction::None,
     })
 }
 
@@ -368,14 +477,18 @@ fn generic(
             normal: Unit::from_parry(c.normal2),
             dist: c.dist,
             id: FeatureId { feature: feature_of(&on_triangle, tri), ..id },
+            correction: Correction::None,
         });
     }
     Ok(())
 }
 
 /// For one-sided triangles: a contact pushing the shape out through the triangle's back is redone
-/// along the front normal, from the shape's deepest point along it; `None` when that point's foot
-/// is off the triangle (the neighbors' faces take it) or beyond the prediction distance.
+/// along the front normal, from the shape's deepest point over the triangle: its support point
+/// along the normal when that lies over the triangle, else the shape's lowest point on the normal
+/// line through the triangle point nearest that support point's foot (a shape over only part of a
+/// small triangle: a hill raised through a body). `None` when the shape is not over the triangle
+/// or lies beyond the prediction distance.
 fn front_side(
     p: ContactPoint,
     part: &Part<'_>,
@@ -394,14 +507,25 @@ fn front_side(
     let foot = deepest - front * dist;
     let (on_triangle, feature) = point_triangle(&foot, tri);
     let scale = (tri[1] - tri[0]).norm().max((tri[2] - tri[0]).norm());
-    if dist > prediction || (on_triangle - foot).norm() > 1e-4 * scale.max(1.0) {
+    let (on_shape, dist) = if (on_triangle - foot).norm() <= 1e-4 * scale.max(1.0) {
+        (deepest, dist)
+    } else {
+        // Up the normal line through the nearest triangle point, from below the whole shape.
+        let start = on_triangle + front * ((deepest - on_triangle).dot(front) - 1.0);
+        let ray = parry3d::query::Ray::new(start.to_parry(), front.to_parry());
+        let toi = part.shape.cast_ray(&part.pose, &ray, f32::MAX, true)?;
+        let lowest = start + front * toi;
+        (lowest, (lowest - on_triangle).dot(front))
+    };
+    if dist > prediction {
         return None;
     }
     Some(ContactPoint {
-        on_shape: deepest,
+        on_shape,
         on_triangle,
         normal: Unit::new_unchecked(*front),
         dist,
         id: FeatureId { feature, ..p.id },
+        correction: Correction::FaceNormal,
     })
 }

@@ -4,7 +4,8 @@
 //! clipped against it, so a box resting on a triangle gets a point at each corner over it.
 
 use crate::closest::{feature_of, point_triangle, segment_segment, triangle_normal};
-use crate::contact::{ContactPoint, FeatureId, TriangleFeature};
+use crate::contact::{ContactPoint, Correction, FeatureId, TriangleFeature};
+use crate::convex_triangles::Surface;
 use crate::internal_edges::{ALL_ACTIVE, is_inactive};
 use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
 
@@ -20,10 +21,11 @@ pub(crate) fn cuboid_triangle(
     tri: &[Point3<f32>; 3],
     prediction: f32,
     id: FeatureId,
-    flags: u8,
+    surface: Surface,
     out: &mut Vec<ContactPoint>,
 ) {
     let Some(n) = triangle_normal(tri) else { return };
+    let flags = surface.flags;
     let c = Point3::from(pose.translation.vector);
     let u = [0, 1, 2].map(|i| pose.rotation * Vector3::ith(i, 1.0));
     let h = [half.x, half.y, half.z];
@@ -111,6 +113,19 @@ pub(crate) fn cuboid_triangle(
             }
         }
     }
+    // One-sided triangles: an axis that would push the box out through the triangle's back (the
+    // box sank past the surface, or the surface rose through it) gives way to the face itself: the
+    // box's face is clipped to the triangle and pushed back up along its normal, however deep.
+    let mut correction = Correction::None;
+    if surface.one_sided && best_normal.dot(&n) < 0.0 {
+        correction = Correction::FaceNormal;
+        let rb: f32 = (0..3).map(|i| h[i] * u[i].dot(&n).abs()).sum();
+        (best, best_normal) = (Axis::Triangle, n);
+        best_dist = (c.coords.dot(&n) - rb) - tri[0].coords.dot(&n);
+        if best_dist > prediction {
+            return;
+        }
+    }
     let normal = Unit::new_normalize(best_normal);
     let nv = normal.into_inner();
     let before = out.len();
@@ -146,6 +161,7 @@ pub(crate) fn cuboid_triangle(
                         normal,
                         dist,
                         id: FeatureId { feature, sub: face | tag, ..id },
+                        correction,
                     });
                 }
             }
@@ -171,6 +187,7 @@ pub(crate) fn cuboid_triangle(
                         normal,
                         dist,
                         id: FeatureId { feature, sub: face | tag, ..id },
+                        correction: Correction::None,
                     });
                 }
             }
@@ -198,6 +215,7 @@ pub(crate) fn cuboid_triangle(
                         sub: (32 + i as u32 * 3 + j as u32) << 8,
                         ..id
                     },
+                    correction: Correction::None,
                 });
             }
         }
@@ -219,6 +237,7 @@ pub(crate) fn cuboid_triangle(
             normal,
             dist: best_dist,
             id: FeatureId { feature, sub: 48 << 8, ..id },
+            correction,
         });
     }
 }

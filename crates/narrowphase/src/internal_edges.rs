@@ -7,7 +7,7 @@
 //! borders.
 
 use crate::closest::feature_of;
-use crate::contact::{ContactPoint, TriangleFeature};
+use crate::contact::{ContactPoint, Correction, TriangleFeature};
 use crate::convex_triangles::Part;
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 
@@ -65,11 +65,18 @@ pub(crate) fn correct(
             }
             let feature = feature_of(&on_tri, tri);
             let id = crate::FeatureId { feature, ..p.id };
-            return Some(ContactPoint { on_shape: deepest, on_triangle: on_tri, normal, dist, id });
+            return Some(ContactPoint {
+                on_shape: deepest,
+                on_triangle: on_tri,
+                normal,
+                dist,
+                id,
+                correction: Correction::FaceNormal,
+            });
         }
     }
     // Over the edge (a slight convex crease, both faces' feet beyond it, or a shape without a
     // support map): the same witness points, measured along the face normal.
     let dist = (p.on_shape - p.on_triangle).dot(&n);
-    (dist <= prediction).then_some(ContactPoint { normal, dist, ..p })
+    (dist <= prediction).then_some(ContactPoint { normal, dist, correction: Correction::EdgeWitness, ..p })
 }

@@ -66,6 +66,7 @@ pub mod convert;
 mod convex_triangles;
 mod cuboid_triangle;
 mod error;
+mod internal_contacts;
 mod internal_edges;
 pub mod manifold;
 pub mod mesh_mesh;
@@ -73,7 +74,7 @@ mod obb;
 mod shape_cast;
 mod tri_tri;
 
-pub use contact::{ContactPoint, FeatureId, Manifold, TriangleFeature};
+pub use contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
 pub use convex_triangles::{ContactWorkspace, TriangleSet, contact_points, contacts};
 pub use error::NarrowphaseError;
 pub use mesh_mesh::{

@@ -53,7 +53,7 @@ pub fn reduce(points: &[ContactPoint], scratch: &mut ReduceScratch, out: &mut Ve
     }
 }
 
-fn key(p: &ContactPoint) -> (u32, u32, u32, u8) {
+pub(crate) fn key(p: &ContactPoint) -> (u32, u32, u32, u8) {
     let f = match p.id.feature {
         crate::TriangleFeature::Vertex(i) => i,
         crate::TriangleFeature::Edge(i) => 3 + i,

@@ -13,7 +13,7 @@ use voxterra_core::{BruteForceTriangles, TriangleMesh};
 use voxterra_narrowphase::convert::{FromParry, ToParry};
 use voxterra_narrowphase::manifold::{ReduceScratch, reduce};
 use voxterra_narrowphase::{
-    ContactPoint, ContactWorkspace, FeatureId, NarrowphaseError, TriangleFeature, TriangleSet,
+    ContactPoint, ContactWorkspace, Correction, FeatureId, NarrowphaseError, TriangleFeature, TriangleSet,
     contact_points, contacts,
 };
 
@@ -171,6 +171,7 @@ proptest! {
             normal: Unit::new_normalize(normals[n]),
             dist: d,
             id: FeatureId { triangle: i as u32, feature: TriangleFeature::Face, part: 0, sub: 0 },
+            correction: Correction::None,
         }).collect();
         let mut out = vec![];
         reduce(&points, &mut ReduceScratch::default(), &mut out);
@@ -383,8 +384,8 @@ fn any_index_gives_the_same_contacts() {
 }
 
 /// A one-sided floor: shapes sunk past it, center under the surface, are never pushed down
-/// through it (along the face they are pushed the whole way back up); the same floor two-sided
-/// pushes some of them down.
+/// through it (along the face some triangle pushes them the whole way back up); the same floor
+/// two-sided pushes some of them down.
 #[test]
 fn one_sided_triangles_never_push_through_their_back() {
     let ground = flat_ground(5.0);
@@ -412,17 +413,25 @@ fn one_sided_triangles_never_push_through_their_back() {
                 let mut out = Vec::new();
                 contact_points(&**s, &pose, set, 0.01, &mut ContactWorkspace::new(), &mut out).unwrap();
                 assert!(!out.is_empty(), "shape {k} case {i}, one-sided {one_sided}: the floor holds it");
+                let lowest = s.compute_aabb(&pose).mins.y;
+                let mut deepest = f32::INFINITY;
                 for p in &out {
                     if one_sided {
                         assert!(p.normal.y >= 0.0, "shape {k} case {i}: normal {:?}", p.normal);
                         if p.normal.y > 0.999 {
-                            // Along the face the depth is the whole way back up: the lowest point.
-                            let lowest = s.compute_aabb(&pose).mins.y;
-                            assert!((p.dist - lowest).abs() < 1e-4, "depth {} vs {lowest}", p.dist);
+                            // Along the face: the shape's point over the triangle, never deeper than
+                            // its lowest point.
+                            assert!(p.dist >= lowest - 1e-4, "depth {} under {lowest}", p.dist);
+                            assert!((p.on_shape.y - p.dist).abs() < 1e-4, "{p:?}");
+                            deepest = deepest.min(p.dist);
                         }
                     } else if p.normal.y < 0.0 {
                         pushed_down_two_sided += 1;
                     }
+                }
+                if one_sided {
+                    // Some triangle pushes it the whole way back up: from its lowest point.
+                    assert!((deepest - lowest).abs() < 1e-4, "deepest {deepest} vs {lowest}");
                 }
             }
         }

@@ -9,7 +9,7 @@ use rapier3d::parry::query::{
     ShapeCastOptions, ShapeCastStatus, ShapeDistance, ShapeIntersection, TrackedContact, TypedWorkspaceData,
     Unsupported, WorkspaceData,
 };
-use rapier3d::parry::shape::{PackedFeatureId, Shape};
+use rapier3d::parry::shape::{Ball, PackedFeatureId, Shape};
 use std::cell::RefCell;
 use voxterra::convert::ToParry;
 use voxterra::narrowphase::{CastOptions, FeatureId, TriangleFeature};
@@ -189,6 +189,21 @@ impl QueryDispatcher for TerrainDispatcher {
         let p = pair(&pos12, g1, g2)?;
         let options =
             ShapeCastOptions { stop_at_penetration, ..ShapeCastOptions::with_max_time_of_impact(span) };
+        // rapier casts fast bodies (its CCD) with `stop_at_penetration` false and clamps their
+        // motion to the time of impact. A body already resting on the terrain is the contact
+        // solver's: its motion along the ground must not read as an impact (it would freeze, hit
+        // after hit at a tiny time), so for it only its core — a ball of half its thickness around
+        // its center — is cast: an impact then means the body would be carried into the surface.
+        let thickness = p.other.ccd_thickness();
+        if !stop_at_penetration && thickness > 0.0 {
+            let near = p.manifolds(0.25 * thickness)?;
+            if !near.is_empty() {
+                let center = p.pose * p.other.compute_local_bounding_sphere().center;
+                let core = Ball::new(0.5 * thickness);
+                let core_pair = Pair { other: &core, pose: Pose::from_translation(center), ..p };
+                return cast(&core_pair, vel, span, options, start_time);
+            }
+        }
         cast(&p, vel, span, options, start_time)
     }
 }

@@ -132,7 +132,6 @@ pub struct TerrainManifold {
 #[derive(Default)]
 pub struct QueryWorkspace {
     contact: ContactWorkspace,
-    scratch: Vec<Manifold>,
     mesh: MeshWorkspace,
 }
 
@@ -610,25 +609,26 @@ impl Terrain {
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
         let before = out.len();
-        for &key in keys {
-            let QueryWorkspace { contact, scratch, mesh } = &mut *ws;
-            scratch.clear();
+        let QueryWorkspace { contact, mesh, .. } = &mut *ws;
+        contact.begin();
+        for (i, &key) in keys.iter().enumerate() {
             self.with_chunk(key, mesh, |c| {
                 let view = c.tree.with(&c.mesh);
                 let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags()).one_sided();
-                voxterra_narrowphase::contacts(
-                    local_shape,
-                    &local_pose,
-                    set,
-                    prediction * k,
-                    contact,
-                    scratch,
-                )
+                contact.collect(local_shape, &local_pose, set, prediction * k, i as u32)
             })
             .transpose()?;
-            out.extend(
-                scratch.iter().map(|m| TerrainManifold { chunk: key, manifold: m.scaled(self.voxel_size) }),
-            );
+        }
+        // Internal contacts are dropped across chunks: a seam is a crease like any other.
+        contact.finish(|i, m| {
+            out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size) });
+        });
+        // A shape in the solid that meets no triangle deep enough (wholly under the surface, or in
+        // all-solid chunks) is pushed toward the nearest surface all the same.
+        if !out[before..].iter().any(|m| m.manifold.min_dist() < 0.0)
+            && let Some(m) = self.interior_contact(shape, pose)?
+        {
+            out.push(m);
         }
         Ok(out.len() - before)
     }

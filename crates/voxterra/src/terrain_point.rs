@@ -1,13 +1,17 @@
 //! The terrain point nearest to a point: a search over the physics chunks around it, in growing
 //! boxes, through each chunk's kD tree.
 
-use crate::terrain::{Terrain, TerrainError};
+use crate::terrain::{Terrain, TerrainError, TerrainManifold};
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
-use voxterra_narrowphase::NarrowphaseError;
 use voxterra_narrowphase::convert::{FromParry, ToParry};
+use voxterra_narrowphase::parry3d::math::Pose;
 use voxterra_narrowphase::parry3d::query::PointQueryWithLocation;
+use voxterra_narrowphase::parry3d::shape::Shape;
 use voxterra_narrowphase::parry3d::shape::{Triangle, TrianglePointLocation};
+use voxterra_narrowphase::{
+    ContactPoint, Correction, FeatureId, Manifold, NarrowphaseError, TriangleFeature,
+};
 
 /// The terrain point nearest to a query point (world units).
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -108,6 +112,46 @@ impl Terrain {
                 _ => r *= 2.0,
             }
         }
+    }
+
+    /// The contact that pushes `shape` at `pose` (world units) out of the solid when its center is
+    /// inside it: toward the surface point nearest the center, deep enough to bring the shape's
+    /// deepest point along that direction to the surface. For a shape the narrowphase finds no
+    /// penetration for (wholly under the surface, or inside all-solid chunks). `None` when the
+    /// center is not in solid or no surface is found.
+    pub(crate) fn interior_contact(
+        &self,
+        shape: &dyn Shape,
+        pose: &Pose,
+    ) -> Result<Option<TerrainManifold>, TerrainError> {
+        let center = Point3::from_parry(pose.translation);
+        if self.occupancy_at(&(center / self.voxel_size())) <= 0.5 {
+            return Ok(None);
+        }
+        // The occupancy field is a cheap first test; the mesh decides (their surfaces differ by up
+        // to a fraction of a voxel around creases).
+        let Some(surface) = self.project_point(&center, f32::INFINITY)? else { return Ok(None) };
+        if !surface.inside {
+            return Ok(None);
+        }
+        let normal = Unit::try_new(surface.point - center, 1e-6).unwrap_or(surface.normal);
+        let deepest = match shape.as_support_map() {
+            Some(s) => Point3::from_parry(s.support_point(pose, (-normal.into_inner()).to_parry())),
+            None => center - normal.into_inner() * shape.compute_local_bounding_sphere().radius,
+        };
+        let dist = (deepest - surface.point).dot(&normal);
+        if dist >= 0.0 {
+            return Ok(None); // a shape that does not hold its own center reaches out of the solid
+        }
+        let point = ContactPoint {
+            on_shape: deepest,
+            on_triangle: surface.point,
+            normal,
+            dist,
+            id: FeatureId { triangle: surface.triangle, feature: TriangleFeature::Face, part: 0, sub: 0 },
+            correction: Correction::Interior,
+        };
+        Ok(Some(TerrainManifold { chunk: surface.chunk, manifold: Manifold::single(point) }))
     }
 
     /// The solid occupancy field at `p` (voxel units; liquids count as empty, as in the physics

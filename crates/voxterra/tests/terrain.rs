@@ -231,12 +231,13 @@ mod contacts {
     use super::*;
     use voxterra::convert::FromParry;
     use voxterra::mesher::{MeshWorkspace, Mesher, PhysicsMesh};
-    use voxterra::narrowphase::{ContactWorkspace, Manifold, TriangleSet};
+    use voxterra::narrowphase::{ContactWorkspace, Correction, Manifold, TriangleSet};
     use voxterra::parry3d::math::{Pose, Vector};
     use voxterra::parry3d::shape::SharedShape;
     use voxterra::{TerrainManifold, core::Aabb};
 
-    /// The reference: every chunk the masks name, meshed and indexed from scratch.
+    /// The reference: every chunk the masks name, meshed and indexed from scratch, collected in
+    /// one query (internal contacts are decided across chunks).
     fn reference(
         t: &Terrain,
         shape: &SharedShape,
@@ -244,26 +245,22 @@ mod contacts {
         prediction: f32,
     ) -> Vec<(PhysicsChunkKey, Manifold)> {
         let keys = t.solid_chunks(&Aabb::from_parry(&shape.compute_aabb(pose)).loosened(prediction));
-        let mut out = Vec::new();
-        for key in keys {
-            let Some((mesh, tree)) = fresh_chunk(t, key) else { continue };
-            let view = tree.with(&mesh);
-            let mut ms = Vec::new();
-            let set = TriangleSet::new(&mesh, &view).with_edge_flags(mesh.edge_flags()).one_sided();
-            voxterra::narrowphase::contacts(
-                &*shape.0,
-                pose,
-                set,
-                prediction,
-                &mut ContactWorkspace::new(),
-                &mut ms,
-            )
-            .unwrap();
-            out.extend(ms.into_iter().map(|m| (key, m)));
+        let fresh: Vec<_> = keys.iter().map(|&k| fresh_chunk(t, k)).collect();
+        let mut ws = ContactWorkspace::new();
+        ws.begin();
+        for (i, c) in fresh.iter().enumerate() {
+            let Some((mesh, tree)) = c else { continue };
+            let view = tree.with(mesh);
+            let set = TriangleSet::new(mesh, &view).with_edge_flags(mesh.edge_flags()).one_sided();
+            ws.collect(&*shape.0, pose, set, prediction, i as u32).unwrap();
         }
+        let mut out = Vec::new();
+        ws.finish(|i, m| out.push((keys[i as usize], *m)));
         out
     }
 
+    /// Ours, without the contacts made for shapes inside the solid (those come from the nearest
+    /// surface point, not from the chunks' triangles).
     fn ours(
         t: &mut Terrain,
         shape: &SharedShape,
@@ -272,7 +269,10 @@ mod contacts {
     ) -> Vec<(PhysicsChunkKey, Manifold)> {
         let mut out: Vec<TerrainManifold> = Vec::new();
         t.contacts(&*shape.0, pose, prediction, &mut out).unwrap();
-        out.into_iter().map(|m| (m.chunk, m.manifold)).collect()
+        out.into_iter()
+            .filter(|m| m.manifold.points()[0].correction != Correction::Interior)
+            .map(|m| (m.chunk, m.manifold))
+            .collect()
     }
 
     fn probes() -> Vec<(SharedShape, Pose)> {
@@ -441,6 +441,7 @@ mod contacts {
             q.translation *= 0.5;
             let mut out = Vec::new();
             half.contacts(&*small, &q, 0.025, &mut out).unwrap();
+            out.retain(|m| m.manifold.points()[0].correction != Correction::Interior);
             assert_eq!(out.len(), a.len());
             for ((_, m1), m2) in a.iter().zip(&out) {
                 assert!((m1.min_dist() * 0.5 - m2.manifold.min_dist()).abs() < 1e-4);
