@@ -18,7 +18,10 @@
 //!   group: the deepest, the farthest from it, and the farthest on each side of that line (the
 //!   rule of Jolt's `PruneContactPoints`). A box resting on flat ground gets its four corners.
 //! - [`cast_shape`]: the first time a convex shape moving linearly touches a triangle set
-//!   (continuous collision, character movement), with the triangle feature hit.
+//!   (character movement, shape queries), with the triangle feature hit.
+//! - [`sweep_shape`]: continuous collision over a step's motion, rotation included, as rapier
+//!   sweeps a body against a triangle mesh: the first time the shape comes within the linear
+//!   slop, never stopping a body already resting on a triangle.
 //! - [`ContactWorkspace`]: scratch memory, one per thread; steady-state queries allocate nothing
 //!   in it.
 //! - [`mesh_mesh`]: two triangle meshes at poses (models, debris, detached terrain), the Project
@@ -72,6 +75,7 @@ pub mod manifold;
 pub mod mesh_mesh;
 mod obb;
 mod shape_cast;
+mod sweep;
 mod tri_tri;
 
 pub use contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
@@ -84,4 +88,5 @@ pub use obb::{BoundingSphere, Obb};
 /// parry3d, re-exported so users name the version voxterra collides with.
 pub use parry3d;
 pub use shape_cast::{CastOptions, ShapeCastHit, cast_shape};
+pub use sweep::{SweepHit, sweep_shape};
 pub use tri_tri::{triangles_intersect, triangles_intersect_f64};

@@ -46,8 +46,11 @@ impl Default for CastOptions {
 }
 
 /// The first hit of `shape`, starting at `pose` and moving by `velocity` per unit time, against
-/// the triangles of `set`, with time of impact in `[0, max_toi]`. Ties go to the lowest triangle
-/// index, so any index gives the same answer.
+/// the triangles of `set`, with time of impact in `[0, max_toi]`. Ties go to the triangle whose
+/// face the motion runs into hardest, then to the lowest triangle index, so any index gives the
+/// same answer. With `stop_at_penetration` false, a triangle touched at the start whose reported
+/// face the motion leaves is not a hit (a character sliding along a crease is blocked by the face
+/// it moves into, never by the one it slides on).
 pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
     shape: &dyn Shape,
     pose: &Pose,
@@ -118,10 +121,8 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
             if !(h.time_of_impact.is_finite() && h.time_of_impact <= limit) {
                 continue;
             }
-            if best
-                .is_some_and(|b| h.time_of_impact > b.toi || (h.time_of_impact == b.toi && t > b.id.triangle))
-            {
-                continue; // ties keep the lower triangle
+            if best.is_some_and(|b| h.time_of_impact > b.toi) {
+                continue;
             }
             let at = Translation3::from(vel * h.time_of_impact) * part.iso;
             let on_triangle = Point3::from_parry(h.witness2);
@@ -133,6 +134,20 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
                 Some(face) if is_inactive(feature, set.flags(t)) => face_side(&face, &normal2),
                 _ => normal2,
             };
+            let closing = normal.dot(&vel);
+            // Touching at the start on a face the motion leaves: not in the way (the face's
+            // neighbor across a concave crease is, and reports its own face).
+            if h.time_of_impact == 0.0 && !options.stop_at_penetration && closing >= 0.0 {
+                continue;
+            }
+            // Ties go to the face the motion runs into hardest (the one that blocks it), then to
+            // the lower triangle.
+            if let Some(b) = best
+                && h.time_of_impact == b.toi
+                && (closing, t) >= (b.normal.dot(&vel), b.id.triangle)
+            {
+                continue;
+            }
             best = Some(ShapeCastHit {
                 toi: h.time_of_impact,
                 on_shape: at * Point3::from_parry(h.witness1),

@@ -3,17 +3,18 @@
 
 use crate::shape::TerrainShape;
 use rapier3d::parry::math::{Pose, Real, Vector};
+use rapier3d::parry::query::sweep_toi::Sweep;
 use rapier3d::parry::query::{
     ClosestPoints, Contact, ContactManifold, ContactManifoldsWorkspace, DefaultQueryDispatcher,
     NonlinearRigidMotion, PersistentQueryDispatcher, QueryDispatcher, QueryDispatcherChain, ShapeCastHit,
     ShapeCastOptions, ShapeCastStatus, ShapeDistance, ShapeIntersection, TrackedContact, TypedWorkspaceData,
     Unsupported, WorkspaceData,
 };
-use rapier3d::parry::shape::{Ball, PackedFeatureId, Shape};
+use rapier3d::parry::shape::{PackedFeatureId, Shape};
 use std::cell::RefCell;
 use voxterra::convert::ToParry;
-use voxterra::narrowphase::{CastOptions, FeatureId, TriangleFeature};
-use voxterra::{QueryWorkspace, TerrainManifold};
+use voxterra::narrowphase::{CastOptions, FeatureId, NarrowphaseError, SweepHit, TriangleFeature};
+use voxterra::{QueryWorkspace, TerrainError, TerrainManifold};
 
 thread_local! {
     /// One query workspace per thread: rapier may query from any of its threads.
@@ -27,8 +28,11 @@ thread_local! {
 ///
 /// Not answered for the terrain (they fall through to parry, which has no routine for a custom
 /// shape, so they are unsupported): `distance` and `closest_points`. `cast_shapes_nonlinear`
-/// (rapier's CCD) is answered as a linear cast from the body's pose at the start time to its
-/// pose at the end time, holding the start orientation.
+/// (rapier's CCD) sweeps the body from its pose at the start time to its pose at the end time,
+/// rotation included, as rapier sweeps a body against its own triangle meshes
+/// ([`Terrain::sweep_shape_shared`](voxterra::Terrain::sweep_shape_shared)): a body resting on
+/// the terrain slides on, a body about to pass through stops at the surface. Cylinders and cones,
+/// which have no point-cloud form, and sensors are cast linearly, holding the start orientation.
 #[derive(Clone, Copy, Default, Debug)]
 pub struct TerrainDispatcher;
 
@@ -184,27 +188,51 @@ impl QueryDispatcher for TerrainDispatcher {
         let frame = m_terrain.position_at_time(start_time);
         let p0 = frame.inv_mul(&m_other.position_at_time(start_time));
         let p1 = frame.inv_mul(&m_other.position_at_time(end_time));
-        let vel = if span > 0.0 { (p1.translation - p0.translation) / span } else { Vector::ZERO };
         let pos12 = if is_terrain(g1) { p0 } else { p0.inverse() };
         let p = pair(&pos12, g1, g2)?;
-        let options =
-            ShapeCastOptions { stop_at_penetration, ..ShapeCastOptions::with_max_time_of_impact(span) };
-        // rapier casts fast bodies (its CCD) with `stop_at_penetration` false and clamps their
-        // motion to the time of impact. A body already resting on the terrain is the contact
-        // solver's: its motion along the ground must not read as an impact (it would freeze, hit
-        // after hit at a tiny time), so for it only its core — a ball of half its thickness around
-        // its center — is cast: an impact then means the body would be carried into the surface.
-        let thickness = p.other.ccd_thickness();
-        if !stop_at_penetration && thickness > 0.0 {
-            let near = p.manifolds(0.25 * thickness)?;
-            if !near.is_empty() {
-                let center = p.pose * p.other.compute_local_bounding_sphere().center;
-                let core = Ball::new(0.5 * thickness);
-                let core_pair = Pair { other: &core, pose: Pose::from_translation(center), ..p };
-                return cast(&core_pair, vel, span, options, start_time);
+        if !stop_at_penetration {
+            // rapier's CCD of a solid body: swept over the step, rotation included, to the linear
+            // slop, as rapier sweeps a body against its own triangle meshes.
+            let sweep = Sweep::from_poses(&p0, &p1, m_other.local_center);
+            let terrain = p.terrain.terrain().read();
+            let found = WORKSPACE
+                .with_borrow_mut(|ws| terrain.sweep_shape_shared(p.other, &sweep, 1.0, LINEAR_SLOP, ws));
+            match found {
+                Ok(hit) => return Ok(hit.map(|(_, h)| sweep_hit(&p, &sweep, &h, start_time, span))),
+                // Shapes without a point-cloud form (cylinders, cones): the linear cast below.
+                Err(TerrainError::Narrowphase(NarrowphaseError::UnsupportedShape(_))) => {}
+                Err(_) => return Err(Unsupported),
             }
         }
+        let vel = if span > 0.0 { (p1.translation - p0.translation) / span } else { Vector::ZERO };
+        let options =
+            ShapeCastOptions { stop_at_penetration, ..ShapeCastOptions::with_max_time_of_impact(span) };
         cast(&p, vel, span, options, start_time)
+    }
+}
+
+/// rapier's allowed linear error at its default length unit (1): the separation a CCD sweep stops
+/// at, which the next step's contacts (their prediction distance is larger) then hold.
+const LINEAR_SLOP: Real = 0.005;
+
+/// A sweep's hit as parry reports a cast: the time in the step, witnesses and normals in each
+/// shape's local frame at impact.
+fn sweep_hit(p: &Pair<'_>, sweep: &Sweep, h: &SweepHit, start_time: Real, span: Real) -> ShapeCastHit {
+    let at = sweep.transform_at(h.fraction);
+    let point = h.point.to_parry();
+    let n = h.normal.to_parry();
+    let (on_other, n_other) = (at.inverse_transform_point(point), at.inverse_transform_vector(-n));
+    let (witness1, witness2, normal1, normal2) =
+        if p.flipped { (on_other, point, n_other, n) } else { (point, on_other, n, n_other) };
+    ShapeCastHit {
+        time_of_impact: start_time + h.fraction * span,
+        witness1,
+        witness2,
+        normal1,
+        normal2,
+        status: ShapeCastStatus::Converged,
+        subshape1: 0,
+        subshape2: 0,
     }
 }
 

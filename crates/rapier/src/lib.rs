@@ -16,6 +16,19 @@
 //!   [`RapierTerrain::prepare`] before each step (builds the collision data around every awake
 //!   body in parallel, so the step only reads) and [`RapierTerrain::apply_brush`] between steps
 //!   (edits, then wakes the bodies whose ground changed).
+//! - [`CharacterController`]: rapier's `KinematicCharacterController` for a world with the
+//!   terrain (see below).
+//!
+//! ## Characters
+//!
+//! rapier's kinematic character controller moves through the query pipeline, which answers the
+//! terrain through [`dispatcher`], but it decides whether the character is grounded (and so
+//! whether it snaps to the ground) with parry's default dispatcher, which cannot read a custom
+//! shape: on the terrain alone it is never grounded, and a game that falls while airborne pushes
+//! its character into every ramp until it stops. Move characters with [`CharacterController`]
+//! instead: the same settings and the same movement (it runs rapier's), with `grounded` and snap
+//! to ground answered on the terrain too. It climbs to the controller's slope limit and slides
+//! beyond it as on a triangle mesh.
 //!
 //! ## Whose types
 //!
@@ -62,10 +75,12 @@
 
 #![forbid(unsafe_code)]
 
+mod character;
 mod collider;
 mod dispatcher;
 mod shape;
 
+pub use character::CharacterController;
 pub use collider::RapierTerrain;
 pub use dispatcher::{TerrainDispatcher, dispatcher};
 pub use shape::{SharedTerrain, TerrainShape};

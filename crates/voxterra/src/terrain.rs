@@ -18,9 +18,10 @@ use voxterra_mesher::{MeshError, RenderMesh};
 use voxterra_mesher::{MeshWorkspace, Mesher};
 use voxterra_narrowphase::convert::FromParry;
 use voxterra_narrowphase::parry3d::math::{Pose, Vector};
+use voxterra_narrowphase::parry3d::query::sweep_toi::Sweep;
 use voxterra_narrowphase::parry3d::shape::Shape;
 use voxterra_narrowphase::{
-    CastOptions, ContactWorkspace, Manifold, NarrowphaseError, ShapeCastHit, TriangleSet,
+    CastOptions, ContactWorkspace, Manifold, NarrowphaseError, ShapeCastHit, SweepHit, TriangleSet,
 };
 use voxterra_voxel_store::{StoreError, VoxelStore};
 use voxterra_worldgen::{WorldParams, WorldgenError};
@@ -674,6 +675,55 @@ impl Terrain {
     ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
         let keys = self.cast_keys(shape, pose, velocity, max_toi, options.target_distance)?;
         self.cast_shape_in(shape, pose, velocity, max_toi, options, &keys, ws)
+    }
+
+    /// Continuous collision over a step, rotation included, as rapier sweeps a body against a
+    /// triangle mesh ([`voxterra_narrowphase::sweep_shape`]): the earliest fraction in
+    /// `(0, max_fraction)` of `sweep` (world units, the shape's frame moving from its start to its
+    /// end pose) at which `shape` comes within `linear_slop` of the surface. A shape already
+    /// resting on the surface is stopped only where its core would pass through it. Reads the
+    /// cache as [`Terrain::contacts_shared`] does. Returns the hit (world units) and its chunk.
+    pub fn sweep_shape_shared(
+        &self,
+        shape: &dyn Shape,
+        sweep: &Sweep,
+        max_fraction: f32,
+        linear_slop: f32,
+        ws: &mut QueryWorkspace,
+    ) -> Result<Option<(PhysicsChunkKey, SweepHit)>, TerrainError> {
+        check_pose(&sweep.transform_at(0.0))?;
+        check_pose(&sweep.final_transform())?;
+        check_prediction(linear_slop)?;
+        let end = sweep.transform_at(max_fraction.clamp(0.0, 1.0));
+        let swept = Aabb::from_parry(&shape.compute_aabb(&sweep.transform_at(0.0)))
+            .merged(&Aabb::from_parry(&shape.compute_aabb(&end)));
+        // The rotation between the ends may carry a point past both ends' boxes, by less than its
+        // distance from the center of mass times the quaternions' chord.
+        let sphere = shape.compute_local_bounding_sphere();
+        let reach = (sphere.center - sweep.local_center).length() + sphere.radius;
+        let chord = (2.0 - 2.0 * sweep.q1.dot(sweep.q2).abs()).max(0.0).sqrt();
+        let keys = self.solid_chunks(&swept.loosened(linear_slop + reach * chord));
+        let k = 1.0 / self.voxel_size;
+        let scaled = scaled_to_voxels(shape, k)?;
+        let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
+        let local =
+            Sweep { local_center: sweep.local_center * k, c1: sweep.c1 * k, c2: sweep.c2 * k, ..*sweep };
+        let mut best: Option<(PhysicsChunkKey, SweepHit)> = None;
+        for &key in &keys {
+            let limit = best.map_or(max_fraction, |b| b.1.fraction);
+            let hit = self.with_chunk(key, &mut ws.mesh, |c| {
+                let view = c.tree.with(&c.mesh);
+                let set = TriangleSet::new(&c.mesh, &view).one_sided();
+                voxterra_narrowphase::sweep_shape(local_shape, &local, limit, linear_slop * k, set)
+            });
+            if let Some(h) = hit.transpose()?.flatten()
+                && best.is_none_or(|b| h.fraction < b.1.fraction)
+            {
+                best = Some((key, h));
+            }
+        }
+        Ok(best
+            .map(|(key, h)| (key, SweepHit { point: Point3::from(h.point.coords * self.voxel_size), ..h })))
     }
 
     /// Checks a cast and returns the chunks its swept box (grown by `margin`) needs.

@@ -739,6 +739,56 @@ mod casts {
         assert!(t.cast_shape(&*shapes[0].0, &nan, Vector::Y, 1.0).is_err());
         assert!(t.cast_shape(&*shapes[0].0, &Pose::IDENTITY, Vector::Y, -1.0).is_err());
     }
+
+    /// Sweeps (continuous collision, rotation included) equal the earliest sweep over every
+    /// chunk's fresh mesh, and do not depend on the voxel size: the same world at half the size
+    /// swept by the same motion at half the size stops at the same fraction.
+    #[test]
+    fn sweeps_match_every_chunk_and_scale_with_the_voxel_size() {
+        use voxterra::parry3d::math::Rotation;
+        use voxterra::parry3d::query::sweep_toi::Sweep;
+        let t = world();
+        let half = Terrain::from_store(t.store().clone(), t.materials().clone(), 0.5).unwrap();
+        let shapes =
+            [SharedShape::ball(0.7), SharedShape::cuboid(1.2, 0.1, 0.8), SharedShape::capsule_y(0.9, 0.3)];
+        let mut ws = voxterra::QueryWorkspace::new();
+        let mut hits = 0;
+        for i in 0..18 {
+            let s = &shapes[i % 3];
+            let (x, z) = (8.0 + (i * 7 % 48) as f32, 8.0 + (i * 11 % 48) as f32);
+            let turn = Rotation::from_rotation_x(0.3 * i as f32) * Rotation::from_rotation_z(0.2);
+            let start = Pose::from_parts(Vector::new(x, 44.0, z), turn);
+            let end =
+                Pose::from_parts(Vector::new(x + 3.0, -2.0, z - 1.0), Rotation::from_rotation_y(1.1) * turn);
+            let sweep = Sweep::from_poses(&start, &end, Vector::ZERO);
+            let ours =
+                t.sweep_shape_shared(&*s.0, &sweep, 1.0, 0.01, &mut ws).unwrap().map(|(_, h)| h.fraction);
+            let mut want: Option<f32> = None;
+            for key in PhysicsChunkKey::range(&area()).unwrap().iter() {
+                let Some((mesh, tree)) = fresh_chunk(&t, key) else { continue };
+                let view = tree.with(&mesh);
+                let set = TriangleSet::new(&mesh, &view).one_sided();
+                if let Some(h) = voxterra::narrowphase::sweep_shape(&*s.0, &sweep, 1.0, 0.01, set).unwrap() {
+                    want = Some(want.map_or(h.fraction, |w| w.min(h.fraction)));
+                }
+            }
+            // Each chunk's search stops at the best fraction so far: the root finder's last step
+            // may differ by a hair.
+            let same =
+                |a: Option<f32>, b: Option<f32>| a.zip(b).map_or(a == b, |(a, b)| (a - b).abs() < 1e-4);
+            assert!(same(ours, want), "sweep {i}: {ours:?}, chunk by chunk {want:?}");
+            hits += usize::from(ours.is_some());
+            let scaled = Sweep { c1: sweep.c1 * 0.5, c2: sweep.c2 * 0.5, ..sweep };
+            let small = s.0.scale_dyn(Vector::splat(0.5), 16).unwrap();
+            let at_half = half.sweep_shape_shared(&*small, &scaled, 1.0, 0.005, &mut ws).unwrap();
+            let at_half = at_half.map(|(_, h)| h.fraction);
+            assert!(same(ours, at_half), "sweep {i}: {ours:?} at voxel size 1, {at_half:?} at 0.5");
+        }
+        assert!(hits > 12);
+        let nan =
+            Sweep { c2: Vector::new(0.0, f32::NAN, 0.0), ..Sweep::constant(&Pose::IDENTITY, Vector::ZERO) };
+        assert!(t.sweep_shape_shared(&*shapes[0].0, &nan, 1.0, 0.01, &mut ws).is_err());
+    }
 }
 
 mod render {
