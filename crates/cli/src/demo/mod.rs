@@ -1,7 +1,9 @@
 //! `voxterra demo`: bodies dropped on a generated world, rapier integrating them at 60 Hz, craters
-//! dug under them and hills raised elsewhere while they fall and rest; a table of what it cost
-//! and whether anything fell through, optionally beside the same scene on per-chunk TriMesh
-//! colliders (what rapier users do today), and a ray-cast picture of the last frame.
+//! dug and hills raised under them (and elsewhere) while they fall and rest, and a character
+//! walking a course of ramps across chunk seams and over freshly raised ground; a table of what it
+//! cost, whether anything fell through and how the character fared, optionally beside the same
+//! scene on per-chunk TriMesh colliders (what rapier users do today), and a ray-cast picture of
+//! the last frame.
 
 mod scene;
 mod timed;
@@ -10,8 +12,9 @@ use crate::gen_cmd::{parse_size, progress_bar};
 use crate::render::{Camera, render};
 use crate::render_cmd::parse_resolution;
 use anyhow::Context;
+use rapier3d::control::KinematicCharacterController;
 use rapier3d::prelude::*;
-use scene::{Fnv, Plaza, Rng};
+use scene::{Course, Fnv, Plaza, Rng};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,7 +26,7 @@ use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::mesher::Mesher;
 use voxterra::worldgen::WorldParams;
 use voxterra::{BodyDesc, Brush, Terrain, World};
-use voxterra_rapier::{RapierTerrain, SharedTerrain, dispatcher};
+use voxterra_rapier::{CharacterController, RapierTerrain, SharedTerrain, dispatcher};
 
 /// What the terrain is to rapier.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum, serde::Serialize)]
@@ -40,7 +43,8 @@ pub(crate) struct DemoArgs {
     /// Bodies dropped (balls, boxes, capsules, convex rocks; the first 30 slide across a plaza).
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     bodies: u32,
-    /// Frames at 60 Hz; every 30th digs a crater under a group of bodies and raises a hill.
+    /// Frames at 60 Hz; every 30th digs a crater under a group of bodies and raises hills (one
+    /// under the next group).
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     frames: u32,
     /// Seed of the world and the scene.
@@ -102,6 +106,10 @@ struct RunReport {
     contacts_per_frame: f64,
     terrain_collision_bytes: usize,
     bodies_at_rest: usize,
+    /// Share of the character's steps on which its controller reported it grounded.
+    character_grounded: f64,
+    /// The character's steps that moved less than a tenth of the way asked.
+    character_stuck_steps: usize,
     fell_through: usize,
     ghost_bumps: usize,
     /// Contacts checked for ghost bumps (on the plaza, away from its edges).
@@ -185,13 +193,68 @@ fn chunk_collider(mesh: &voxterra::mesher::RenderMesh) -> anyhow::Result<Option<
     Ok(Some((ColliderBuilder::new(SharedShape::new(shape)).build(), bytes)))
 }
 
-/// The scene's starting terrain: the generated world with its plaza leveled.
-fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza)> {
+/// The scene's starting terrain: the generated world with its plaza leveled and the character's
+/// course built beside it.
+fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza, Course)> {
     let mut t = Terrain::generate(&WorldParams::new(args.seed, args.size), 1.0, |_, _| {})
         .context("generating the world")?;
     let plaza = scene::build_plaza(&mut t, args.size)?;
-    Ok((t, plaza))
+    let course = scene::build_course(&mut t, &plaza)?;
+    Ok((t, plaza, course))
 }
+
+/// A character walking the course at 4 m/s under gravity, as a game drives rapier's kinematic
+/// controller: falling while not grounded, no vertical speed while grounded.
+struct Walker {
+    body: RigidBodyHandle,
+    shape: SharedShape,
+    pose: Pose,
+    fall: f32,
+    next: usize,
+    steps: usize,
+    grounded: usize,
+    /// Steps that moved less than a tenth of the asked horizontal distance.
+    stuck: usize,
+}
+
+impl Walker {
+    const SPEED: f32 = 4.0;
+
+    fn new(course: &Course, bodies: &mut RigidBodySet, colliders: &mut ColliderSet) -> Self {
+        let shape = SharedShape::capsule_y(scene::CHARACTER.1, scene::CHARACTER.0);
+        let body = bodies.insert(RigidBodyBuilder::kinematic_position_based().translation(course.start));
+        colliders.insert_with_parent(ColliderBuilder::new(shape.clone()), body, bodies);
+        let pose = Pose::from_translation(course.start);
+        Walker { body, shape, pose, fall: 0.0, next: 0, steps: 0, grounded: 0, stuck: 0 }
+    }
+
+    /// One step toward the next waypoint; voxterra's side through [`CharacterController`].
+    fn step(&mut self, course: &Course, queries: &QueryPipeline<'_>, ours: bool, dt: f32) -> Vector {
+        let toward = |(x, z): (f32, f32), p: Vector| Vector::new(x - p.x, 0.0, z - p.z);
+        if toward(course.route[self.next], self.pose.translation).length() < 0.25 {
+            self.next = (self.next + 1) % course.route.len();
+        }
+        let to = toward(course.route[self.next], self.pose.translation);
+        let ahead = to.normalize_or_zero() * Self::SPEED * dt;
+        let desired = ahead - Vector::Y * self.fall * dt;
+        let controller = CharacterController::new(KinematicCharacterController::default());
+        let moved = if ours {
+            controller.move_shape(dt, queries, &*self.shape, &self.pose, desired, |_| {})
+        } else {
+            controller.controller.move_shape(dt, queries, &*self.shape, &self.pose, desired, |_| {})
+        };
+        self.pose.translation += moved.translation;
+        self.fall = if moved.grounded { 0.0 } else { self.fall + 9.81 * dt };
+        self.steps += 1;
+        self.grounded += usize::from(moved.grounded);
+        let horizontal = Vector::new(moved.translation.x, 0.0, moved.translation.z).length();
+        self.stuck += usize::from(horizontal < 0.1 * ahead.length());
+        self.pose.translation
+    }
+}
+
+/// Frames at the end without edits, before the bodies are checked.
+const SETTLE_FRAMES: usize = 60;
 
 /// What a run leaves for the picture: the terrain and the bodies' shapes and poses.
 struct Final {
@@ -208,7 +271,7 @@ fn simulate(
     bar: &indicatif::ProgressBar,
 ) -> anyhow::Result<(RunReport, Final)> {
     let run_start = Instant::now();
-    let (terrain, plaza) = scene_terrain(args)?;
+    let (terrain, plaza, course) = scene_terrain(args)?;
     let mut rng = Rng::new(args.seed);
     let specs = scene::bodies(&terrain, args.size, &plaza, args.bodies as usize, &mut rng);
     let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
@@ -253,6 +316,7 @@ fn simulate(
         colliders.insert_with_parent(ColliderBuilder::new(s.shape.clone()).friction(0.4), h, &mut bodies);
         handles.push(h);
     }
+    let mut walker = Walker::new(&course, &mut bodies, &mut colliders);
     let setup_ms = run_start.elapsed().as_secs_f64() * 1e3;
 
     let mut pipeline = PhysicsPipeline::new();
@@ -278,8 +342,15 @@ fn simulate(
         // Edits.
         let positions: Vec<(usize, Vector)> =
             handles.iter().zip(&specs).map(|(&h, s)| (s.group, bodies[h].translation())).collect();
-        let brushes: Vec<Brush> =
-            ground.with_terrain(|t| scene::edits(frame, t, &positions, &plaza, args.size, &mut rng));
+        // The last second has no edits: the bodies settle, and are then checked.
+        let mut brushes: Vec<Brush> = if frame + SETTLE_FRAMES < n {
+            ground.with_terrain(|t| scene::edits(frame, t, &positions, &plaza, args.size, &mut rng))
+        } else {
+            Vec::new()
+        };
+        if frame == scene::MOUND_FRAME {
+            brushes.push(course.mound.clone());
+        }
         let start = Instant::now();
         for b in &brushes {
             match &mut ground {
@@ -307,6 +378,12 @@ fn simulate(
             g.prepare(&bodies, &colliders, &params);
         }
         let builds = start.elapsed().as_secs_f64() * 1e3;
+        // The character moves, then the world steps.
+        let filter = QueryFilter::default().exclude_rigid_body(walker.body);
+        let queries =
+            broad_phase.as_query_pipeline(narrow_phase.query_dispatcher(), &bodies, &colliders, filter);
+        let to = walker.step(&course, &queries, baseline.is_none(), params.dt);
+        bodies[walker.body].set_next_kinematic_translation(to);
         // The step.
         let before = contact_nanos.load(Ordering::Relaxed);
         let start = Instant::now();
@@ -356,23 +433,25 @@ fn simulate(
                 }
             }
         }
-        if frame % 30 == 29 || frame + 1 == n {
-            ground.with_terrain(|t| {
-                for (i, &h) in handles.iter().enumerate() {
+        // Under the world at any time, or under the surface at the end.
+        ground.with_terrain(|t| {
+            for (i, &h) in handles.iter().enumerate() {
+                let p = bodies[h].translation();
+                fallen[i] |= p.y < -2.0;
+                if frame + 1 == n {
                     let radius =
                         colliders[bodies[h].colliders()[0]].shape().compute_local_bounding_sphere().radius;
-                    let f = scene::fell_through(t, bodies[h].translation(), radius);
-                    fallen[i] |= f;
+                    fallen[i] |= scene::under_surface(t, p, radius);
                 }
-            });
-        }
+            }
+        });
         bar.inc(1);
     }
 
     let at_rest =
         handles.iter().filter(|&&h| bodies[h].is_sleeping() || bodies[h].linvel().length() < 0.1).count();
     let mut hash = Fnv::new();
-    for &h in &handles {
+    for &h in handles.iter().chain([&walker.body]) {
         let b = &bodies[h];
         let (p, r) = (b.translation(), b.rotation());
         for v in [p.x, p.y, p.z, r.x, r.y, r.z, r.w] {
@@ -396,6 +475,8 @@ fn simulate(
         contacts_per_frame: contacts_total as f64 / n as f64,
         terrain_collision_bytes: bytes,
         bodies_at_rest: at_rest,
+        character_grounded: walker.grounded as f64 / walker.steps.max(1) as f64,
+        character_stuck_steps: walker.stuck,
         fell_through: fallen.iter().filter(|&&f| f).count(),
         ghost_bumps,
         flat_contacts,
@@ -541,6 +622,8 @@ fn print_table(r: &Report) {
     row("setup (before frame 0)", &|x| format!("{:.0} ms", x.setup_ms));
     row("bodies at rest", &|x| format!("{}", x.bodies_at_rest));
     row("bodies fell through", &|x| format!("{}", x.fell_through));
+    row("character grounded", &|x| format!("{:.1}% of steps", 100.0 * x.character_grounded));
+    row("character stuck steps", &|x| format!("{}", x.character_stuck_steps));
     row("ghost bumps on flat ground", &|x| format!("{} of {}", x.ghost_bumps, x.flat_contacts));
     row("run time", &|x| format!("{:.1} s", x.total_seconds));
     row("state hash", &|x| x.state_hash.clone());

@@ -4,7 +4,7 @@
 use rapier3d::prelude::*;
 use voxterra::convert::FromParry;
 use voxterra::core::nalgebra::{Point3, Vector3};
-use voxterra::core::{Ray as VRay, Region, StoreChunkKey, VoxelRead, materials};
+use voxterra::core::{Ray as VRay, Region, StoreChunkKey, Voxel, VoxelPos, VoxelRead, materials};
 use voxterra::parry3d::math::Vector;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain};
 
@@ -36,6 +36,8 @@ pub(crate) const GROUP: usize = 30;
 pub(crate) const CRATER_RADIUS: f32 = 6.0;
 /// Hill radius, voxels.
 pub(crate) const HILL_RADIUS: f32 = 5.0;
+/// How far past the plaza bodies and edits keep away, voxels: the course lies along its side.
+const COURSE_MARGIN: f32 = 16.0;
 /// Bodies' speed across the plaza (m/s).
 const SLIDE_SPEED: f32 = 7.0;
 
@@ -91,6 +93,67 @@ pub(crate) fn build_plaza(t: &mut Terrain, size: [u32; 3]) -> anyhow::Result<Pla
     Ok(Plaza { min, max, height })
 }
 
+/// The character's course: a strip along the plaza's far side, leveled at the plaza's height,
+/// with a ramp up at 35°, a plateau and a ramp down, crossing store- and physics-chunk seams.
+#[derive(Clone, Debug)]
+pub(crate) struct Course {
+    /// Where the character starts (the center of its capsule).
+    pub(crate) start: Vector,
+    /// The waypoints it walks through in turn, `(x, z)`, then back.
+    pub(crate) route: Vec<(f32, f32)>,
+    /// The ground raised across its way during the walk.
+    pub(crate) mound: Brush,
+}
+
+/// The character's capsule: radius and half-height of its segment.
+pub(crate) const CHARACTER: (f32, f32) = (0.3, 0.45);
+/// The frame the mound rises across the course.
+pub(crate) const MOUND_FRAME: usize = 150;
+
+/// Builds the course next to the plaza (both runs build the same).
+pub(crate) fn build_course(t: &mut Terrain, plaza: &Plaza) -> anyhow::Result<Course> {
+    let (x0, z0, h) = (plaza.min[0], plaza.max[1], plaza.height.floor());
+    let (x1, z1) = (plaza.max[0], z0 + 12.0);
+    let level = Brush {
+        shape: BrushShape::Box { min: Point3::new(x0, 1.0, z0), max: Point3::new(x1, h, z1) },
+        op: BrushOp::Add(materials::CONCRETE),
+    };
+    // Open sky over the course, up to the world's top.
+    let sky = t.extent().map_or(h + 40.0, |e| e.max().y as f32 + 1.0).max(h + 40.0);
+    let air = Brush {
+        shape: BrushShape::Box { min: Point3::new(x0, h, z0), max: Point3::new(x1, sky, z1) },
+        op: BrushOp::Subtract,
+    };
+    t.apply_brush(&level)?;
+    t.apply_brush(&air)?;
+    // The ramps, a voxel column at a time: full rock under the surface, the top voxel filled to it.
+    let rise = 35f32.to_radians().tan();
+    let top = |x: f32| h + (x - 8.0).clamp(0.0, 8.0) * rise - (x - 24.0).clamp(0.0, 8.0) * rise;
+    let (zmin, zmax) = (z0 as i32, z1 as i32 - 1);
+    for i in 8..32 {
+        let x = x0 as i32 + i;
+        let surface = top(i as f32 + 0.5);
+        let full = surface.floor() as i32;
+        if full > h as i32 {
+            let column = Region::new(VoxelPos::new(x, h as i32, zmin), VoxelPos::new(x, full - 1, zmax))?;
+            t.fill(&column, Voxel::full(materials::ROCK))?;
+        }
+        let cap = Region::new(VoxelPos::new(x, full, zmin), VoxelPos::new(x, full, zmax))?;
+        let part = surface - full as f32;
+        t.fill(&cap, if part > 0.0 { Voxel::with_occupancy(materials::ROCK, part) } else { Voxel::AIR })?;
+    }
+    let zm = z0 + 6.0;
+    let ground = ground_at(t, x0 + 2.0, zm).unwrap_or(h);
+    Ok(Course {
+        start: Vector::new(x0 + 2.0, ground + CHARACTER.0 + CHARACTER.1 + 0.2, zm),
+        route: vec![(x1 - 2.0, zm), (x1 - 2.0, zm + 3.0), (x0 + 2.0, zm + 3.0), (x0 + 2.0, zm)],
+        mound: Brush {
+            shape: BrushShape::Sphere { center: Point3::new(x0 + 38.0, h - 4.8, zm), radius: 6.0 },
+            op: BrushOp::Add(materials::ROCK),
+        },
+    })
+}
+
 /// One body of the scene.
 pub(crate) struct BodySpec {
     pub(crate) shape: SharedShape,
@@ -126,13 +189,17 @@ pub(crate) fn bodies(
         let (cx, cz) = if g == 0 {
             (plaza.min[0] + 8.0, (plaza.min[1] + plaza.max[1]) * 0.5)
         } else {
-            loop {
-                let x = rng.range(48.0, size[0] as f32 - 48.0);
-                let z = rng.range(48.0, size[2] as f32 - 48.0);
-                if !plaza.contains(x, z, -16.0) {
-                    break (x, z);
+            // Clear of the plaza and the course; on a world too small for that, the last draw.
+            let mut draw =
+                || (rng.range(48.0, size[0] as f32 - 48.0), rng.range(48.0, size[2] as f32 - 48.0));
+            let mut at = draw();
+            for _ in 0..256 {
+                if !plaza.contains(at.0, at.1, -(16.0 + COURSE_MARGIN)) {
+                    break;
                 }
+                at = draw();
             }
+            at
         };
         for i in 0..n {
             let (gx, gz) = ((i % 6) as f32, (i / 6) as f32);
@@ -174,7 +241,8 @@ pub(crate) fn bodies(
 }
 
 /// The frame's edits, if it is an edit frame: a crater under the centroid of the next group (not
-/// the plaza's) and a hill where no body is within reach.
+/// the plaza's), a hill rising through the group after it, and a hill where no body is within
+/// reach.
 pub(crate) fn edits(
     frame: usize,
     t: &Terrain,
@@ -188,23 +256,38 @@ pub(crate) fn edits(
     }
     let groups = positions.iter().map(|p| p.0).max().unwrap_or(0);
     let mut out = Vec::new();
-    if groups >= 1 {
-        let g = 1 + (frame / 30 - 1) % groups;
+    let centroid = |g: usize| {
         let members: Vec<Vector3<f32>> =
             positions.iter().filter(|p| p.0 == g).map(|p| Vector3::from_parry(p.1)).collect();
-        if !members.is_empty() {
-            let c = members.iter().sum::<Vector3<f32>>() / members.len() as f32;
+        (!members.is_empty()).then(|| members.iter().sum::<Vector3<f32>>() / members.len() as f32)
+    };
+    if groups >= 1 {
+        let g = 1 + (frame / 30 - 1) % groups;
+        if let Some(c) = centroid(g) {
             let y = ground_at(t, c.x, c.z).unwrap_or(c.y);
             out.push(Brush {
                 shape: BrushShape::Sphere { center: Point3::new(c.x, y, c.z), radius: CRATER_RADIUS },
                 op: BrushOp::Subtract,
             });
         }
+        // The next group's ground rises under it: the hill's top comes up through the bodies (with
+        // one group, through the crater just dug, which keeps craters from sinking through the
+        // world).
+        if let Some(c) = centroid(1 + (frame / 30) % groups) {
+            let y = ground_at(t, c.x, c.z).unwrap_or(c.y);
+            out.push(Brush {
+                shape: BrushShape::Sphere {
+                    center: Point3::new(c.x, y - 0.5 * HILL_RADIUS, c.z),
+                    radius: HILL_RADIUS,
+                },
+                op: BrushOp::Add(materials::ROCK),
+            });
+        }
     }
     for _ in 0..64 {
         let (x, z) = (rng.range(24.0, size[0] as f32 - 24.0), rng.range(24.0, size[2] as f32 - 24.0));
         let clear = positions.iter().all(|p| (p.1.x - x).hypot(p.1.z - z) > HILL_RADIUS + 8.0);
-        if clear && !plaza.contains(x, z, -(HILL_RADIUS + 4.0)) {
+        if clear && !plaza.contains(x, z, -(HILL_RADIUS + COURSE_MARGIN)) {
             if let Some(y) = ground_at(t, x, z) {
                 out.push(Brush {
                     shape: BrushShape::Sphere { center: Point3::new(x, y, z), radius: HILL_RADIUS },
@@ -217,12 +300,9 @@ pub(crate) fn edits(
     out
 }
 
-/// True when a body has fallen through: its center lies deeper under the surface than its own
-/// bounding radius (the whole body is below the ground), or below the world.
-pub(crate) fn fell_through(t: &Terrain, p: Vector, radius: f32) -> bool {
-    if p.y < -2.0 {
-        return true;
-    }
+/// True when a body lies under the surface: its center deeper inside the solid than its own
+/// bounding radius (the whole body is below the ground).
+pub(crate) fn under_surface(t: &Terrain, p: Vector, radius: f32) -> bool {
     matches!(t.project_point(&Point3::from_parry(p), 64.0), Ok(Some(pr)) if pr.inside && pr.distance > radius)
 }
 
