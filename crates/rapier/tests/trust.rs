@@ -5,7 +5,8 @@
 //! character controller is grounded where the TriMesh's is and never stuck below its slope limit;
 //! balls rolling down slopes and bowls stay in contact, on no more contact points.
 //!
-//! The scenes run at other voxel sizes and far from the origin, with shapes of every kind.
+//! The scenes run at other voxel sizes and far from the origin, with shapes of every kind. Each
+//! prints its figures beside the TriMesh's (`-- --nocapture --test-threads 1`).
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
@@ -85,6 +86,7 @@ fn edits_under_resting_bodies(voxel_size: f32, origin: [i32; 3], op: BrushOp) ->
 fn hills_rising_under_resting_bodies_push_them_up() {
     for (voxel_size, origin) in [(0.5, [3331, -21, -777]), (1.0, [0, 0, 0])] {
         let [ours, trimesh] = edits_under_resting_bodies(voxel_size, origin, BrushOp::Add(materials::ROCK));
+        println!("hills, voxel size {voxel_size}: under {} of 16, trimesh {}", ours.len(), trimesh.len());
         assert!(ours.is_empty(), "voxel size {voxel_size} at {origin:?}: bodies {ours:?} under the hills");
         assert!(ours.len() <= trimesh.len());
     }
@@ -94,6 +96,7 @@ fn hills_rising_under_resting_bodies_push_them_up() {
 fn bodies_fall_into_craters_and_rest_on_their_floor() {
     for (voxel_size, origin) in [(0.5, [0, 0, 0]), (1.0, [-2048, 517, 96])] {
         let [ours, trimesh] = edits_under_resting_bodies(voxel_size, origin, BrushOp::Subtract);
+        println!("craters, voxel size {voxel_size}: under {} of 16, trimesh {}", ours.len(), trimesh.len());
         assert!(ours.is_empty(), "voxel size {voxel_size} at {origin:?}: bodies {ours:?} under the craters");
         assert!(ours.len() <= trimesh.len());
     }
@@ -153,6 +156,7 @@ fn no_drop_passes(
     let t = height_field(voxel_size, origin, size, height);
     for speed in [40.0, 70.0, 100.0] {
         let [ours, trimesh] = ccd_drops(&t, origin, size, speed);
+        println!("ccd {name} {speed} m/s: under {} of 48, trimesh {}", ours.len(), trimesh.len());
         assert!(ours.is_empty(), "{name} at {speed} m/s: bodies {ours:?} under the surface");
         assert!(ours.len() <= trimesh.len());
     }
@@ -260,6 +264,7 @@ fn the_character_walks_ramps_and_seams_grounded_as_on_the_trimesh() {
         });
         walk(&mut sim, start, &route, 4000, false)
     });
+    println!("character route: {ours:?}, trimesh {trimesh:?}");
     assert_eq!(ours.reached, route.len(), "voxterra: {ours:?}");
     assert_eq!(trimesh.reached, route.len(), "trimesh: {trimesh:?}");
     assert_eq!(ours.stuck, 0, "voxterra: {ours:?}");
@@ -268,6 +273,7 @@ fn the_character_walks_ramps_and_seams_grounded_as_on_the_trimesh() {
     assert!(ours.grounded * 100 >= ours.steps * 95, "{ours:?}");
     // rapier's own controller on the terrain is never grounded: what the wrapper is for.
     let plain = walk(&mut Sim::voxterra(ramps(origin)), start, &route[..1], 600, true);
+    println!("character route, rapier's own controller on the terrain: {plain:?}");
     assert_eq!(plain.grounded, 0, "{plain:?}");
 }
 
@@ -277,6 +283,7 @@ fn the_character_slides_off_slopes_past_its_limit() {
     let t = ramps([0, 0, 0]);
     let [ours, trimesh] =
         Sim::both(&t).map(|mut sim| walk(&mut sim, Vector::new(5.0, 5.5, 16.0), &[(5.0, 30.0)], 300, false));
+    println!("character at a 55° slope: {ours:?}, trimesh {trimesh:?}");
     assert!(ours.climb < 1.0 && ours.climb <= trimesh.climb + 0.1, "{ours:?} vs trimesh {trimesh:?}");
     assert!(ours.grounded + 3 >= trimesh.grounded, "{ours:?} vs trimesh {trimesh:?}");
 }
@@ -368,6 +375,7 @@ fn balls_roll_down_slopes_and_bowls_in_contact() {
             && ours.gap <= trimesh.gap + 0.005
             && (!ball || bounce)
             && ours.points <= trimesh.points;
+        println!("{name}: {ours:?}, trimesh {trimesh:?}");
         assert!(fine, "{name}: {ours:?} vs trimesh {trimesh:?}");
     }
 }
