@@ -2,6 +2,9 @@
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
+mod common;
+
+use common::rolling_ground;
 use parry3d::math::{Pose, Vector};
 use parry3d::shape::{
     Ball, Capsule, Compound, Cone, ConvexPolyhedron, Cuboid, Cylinder, RoundCuboid, Shape, SharedShape,
@@ -335,21 +338,7 @@ fn bad_input_is_refused_or_touches_nothing() {
 /// The kD tree and the brute-force index find the same contacts, in the same order.
 #[test]
 fn any_index_gives_the_same_contacts() {
-    let mut mesh = TriangleMesh::default();
-    let n = 24u32;
-    for z in 0..=n {
-        for x in 0..=n {
-            let y = ((x as f32) * 0.7).sin() * 0.4 + ((z as f32) * 0.3).cos() * 0.3;
-            mesh.positions.push(Point3::new(x as f32 * 0.5, y, z as f32 * 0.5));
-        }
-    }
-    for z in 0..n {
-        for x in 0..n {
-            let i = z * (n + 1) + x;
-            mesh.triangles.push([i, i + n + 1, i + 1]);
-            mesh.triangles.push([i + 1, i + n + 1, i + n + 2]);
-        }
-    }
+    let mesh = rolling_ground(24, |x, z| (x * 0.7).sin() * 0.4 + (z * 0.3).cos() * 0.3);
     let tree = voxterra_kdtree::KdTree::build(&mesh).unwrap();
     let view = tree.with(&mesh);
     let brute = BruteForceTriangles(&mesh);

@@ -2,32 +2,20 @@
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
+mod common;
+
+use common::rolling_ground;
 use parry3d::math::{Pose, Vector};
 use parry3d::query::ShapeCastOptions;
 use parry3d::shape::{SharedShape, TriMesh};
 use proptest::prelude::*;
-use voxterra_core::nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
+use voxterra_core::nalgebra::{Isometry3, UnitQuaternion, Vector3};
 use voxterra_core::{BruteForceTriangles, TriangleMesh};
 use voxterra_narrowphase::convert::ToParry;
 use voxterra_narrowphase::{CastOptions, NarrowphaseError, TriangleSet, cast_shape};
 
 fn terrain() -> TriangleMesh {
-    let mut mesh = TriangleMesh::default();
-    let n = 16u32;
-    for z in 0..=n {
-        for x in 0..=n {
-            let y = ((x as f32) * 0.9).sin() * 0.5 + ((z as f32) * 0.4).cos() * 0.4;
-            mesh.positions.push(Point3::new(x as f32 * 0.5, y, z as f32 * 0.5));
-        }
-    }
-    for z in 0..n {
-        for x in 0..n {
-            let i = z * (n + 1) + x;
-            mesh.triangles.push([i, i + n + 1, i + 1]);
-            mesh.triangles.push([i + 1, i + n + 1, i + n + 2]);
-        }
-    }
-    mesh
+    rolling_ground(16, |x, z| (x * 0.9).sin() * 0.5 + (z * 0.4).cos() * 0.4)
 }
 
 proptest! {

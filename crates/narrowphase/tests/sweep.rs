@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
+mod common;
+
+use common::rolling_ground;
 use parry3d::math::{Pose, Rotation, Vector};
 use parry3d::query::sweep_toi::{
     Sweep, SweepCompositeFastShape, SweepToiStatus, ToiProxy, sweep_time_of_impact_composite,
@@ -21,22 +24,7 @@ const SLOP: f32 = 0.005;
 
 /// Rolling ground, counter-clockwise from above (its front faces +y).
 fn terrain() -> TriangleMesh {
-    let mut mesh = TriangleMesh::default();
-    let n = 16u32;
-    for z in 0..=n {
-        for x in 0..=n {
-            let y = ((x as f32) * 0.9).sin() * 0.5 + ((z as f32) * 0.4).cos() * 0.4;
-            mesh.positions.push(Point3::new(x as f32 * 0.5, y, z as f32 * 0.5));
-        }
-    }
-    for z in 0..n {
-        for x in 0..n {
-            let i = z * (n + 1) + x;
-            mesh.triangles.push([i, i + n + 1, i + 1]);
-            mesh.triangles.push([i + 1, i + n + 1, i + n + 2]);
-        }
-    }
-    mesh
+    rolling_ground(16, |x, z| (x * 0.9).sin() * 0.5 + (z * 0.4).cos() * 0.4)
 }
 
 fn shapes() -> Vec<SharedShape> {

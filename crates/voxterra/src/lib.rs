@@ -58,8 +58,12 @@
 //! render meshes edits changed, re-meshed in parallel; [`Terrain::edits_since`] and
 //! [`Terrain::apply_delta`] replicate edits to another terrain; [`Terrain::cast_rays`] casts
 //! batches in parallel. The `_shared` queries ([`Terrain::contacts_shared`],
-//! [`Terrain::cast_ray_shared`], [`Terrain::cast_shape_shared`]) and [`Terrain::project_point`]
-//! work from `&self`, for parallel callers and physics engines (`voxterra-rapier` uses them).
+//! [`Terrain::cast_ray_shared`], [`Terrain::cast_shape_shared`], and
+//! [`Terrain::sweep_shape_shared`]: continuous collision over a step, rotation included) and
+//! [`Terrain::project_point`] work from `&self`, for parallel callers and physics engines
+//! (`voxterra-rapier` uses them). Contact points say how they were made
+//! ([`narrowphase::Correction`]): a body deep in the solid (a hill raised over it) gets one
+//! contact toward the nearest surface.
 //!
 //! [`World`] holds bodies over a terrain: each [`World::step`] settles the moved bodies' boxes in
 //! the dynamic AABB tree (body–body pairs), tracks each body's terrain contacts per physics chunk

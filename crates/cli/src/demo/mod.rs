@@ -349,7 +349,7 @@ fn simulate(
             Vec::new()
         };
         if frame == scene::MOUND_FRAME {
-            brushes.push(course.mound.clone());
+            brushes.push(course.mound);
         }
         let start = Instant::now();
         for b in &brushes {
