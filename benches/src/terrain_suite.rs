@@ -193,7 +193,9 @@ fn place_bodies(t: &mut Terrain, all: &[(SharedShape, &str)], area: &Region, n: 
         let rot = UnitQuaternion::from_euler_angles(0.0, rng.below(628) as f32 / 100.0, 0.0).to_parry();
         let local = all[shape].0.compute_local_aabb();
         let above = Pose::from_parts(Vector::new(x, g.point.y - local.mins.y + 3.0, z), rot);
-        let hit = t.cast_shape(&*all[shape].0.0, &above, -Vector::Y, 8.0).expect("a valid cast");
+        let hit = t
+            .cast_shape(&*all[shape].0.0, &above, -Vector::Y, 8.0, Default::default())
+            .expect("a valid cast");
         let Some((_, h)) = hit.filter(|(_, h)| h.toi >= 1e-3) else { continue };
         let mut pose = above;
         pose.translation.y -= h.toi + 0.01;

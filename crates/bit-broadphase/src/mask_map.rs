@@ -201,7 +201,7 @@ impl BitBroadphase {
     /// Every chunk and its state, sorted by key (y, z, x): for comparisons and tests.
     pub fn chunks(&self) -> Vec<(Key, ChunkState)> {
         let mut v: Vec<_> = self.chunks.iter().map(|(k, e)| (*k, self.state(*e))).collect();
-        v.sort_unstable_by_key(|(k, _)| (k.y, k.z, k.x));
+        v.sort_unstable_by_key(|(k, _)| *k);
         v
     }
 

@@ -75,6 +75,6 @@ pub fn query(
             }
         }
     }
-    out.sort_unstable_by_key(|(k, _)| (k.y, k.z, k.x));
+    out.sort_unstable_by_key(|(k, _)| *k);
     out
 }

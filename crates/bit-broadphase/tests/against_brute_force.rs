@@ -45,7 +45,7 @@ fn build(d: &DenseVoxels, voxel_size: f32) -> BitBroadphase {
 fn query(bp: &BitBroadphase, b: &Aabb) -> Vec<(PhysicsChunkKey, Touch)> {
     let mut v = vec![];
     bp.query(b, |k, t| v.push((k, t)));
-    v.sort_unstable_by_key(|(k, _)| (k.y, k.z, k.x));
+    v.sort_unstable_by_key(|(k, _)| *k);
     v
 }
 

@@ -85,6 +85,12 @@ impl Aabb {
         Aabb::new(self.mins.inf(&other.mins), self.maxs.sup(&other.maxs))
     }
 
+    /// The box swept by a displacement: this box and the same box moved by `d`, merged (a body's
+    /// box over a step is its box swept by its velocity × the step).
+    pub fn swept(&self, d: &Vector3<f32>) -> Aabb {
+        Aabb { mins: self.mins + d.inf(&Vector3::zeros()), maxs: self.maxs + d.sup(&Vector3::zeros()) }
+    }
+
     /// Grown by `margin` on every side.
     #[inline]
     pub fn loosened(&self, margin: f32) -> Aabb {
@@ -273,6 +279,16 @@ mod tests {
         let ray = Ray::new(p(7.9, 60.0, 7.9), Vector3::new(0.0, -1.0, 0.0));
         let hits = [a, b].iter().filter(|t| ray_triangle(&ray, t, 100.0, Culling::None).is_some()).count();
         assert!(hits >= 1, "the ray slipped between the two triangles");
+    }
+
+    #[test]
+    fn a_swept_box_holds_both_ends() {
+        let b = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(1.0, 2.0, 1.0));
+        let d = Vector3::new(3.0, -1.0, 0.0);
+        let s = b.swept(&d);
+        assert_eq!(s, Aabb::new(Point3::new(0.0, -1.0, 0.0), Point3::new(4.0, 2.0, 1.0)));
+        assert_eq!(s, b.merged(&Aabb::new(b.mins + d, b.maxs + d)));
+        assert_eq!(b.swept(&Vector3::zeros()), b);
     }
 
     #[test]

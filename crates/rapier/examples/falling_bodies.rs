@@ -15,7 +15,7 @@ fn main() -> Result<(), voxterra::TerrainError> {
     let ground = RapierTerrain::insert(SharedTerrain::new(terrain), &mut colliders);
     let surface = |x: f32, z: f32| {
         let down = voxterra::core::Ray::new(Point3::new(x, 100.0, z), -Vector3::y());
-        ground.terrain().read().cast_ray_shared(&down, 200.0).ok().flatten().map_or(0.0, |h| h.point.y)
+        ground.terrain().read().cast_ray(&down, 200.0).ok().flatten().map_or(0.0, |h| h.point.y)
     };
     let mut handles = Vec::new();
     for i in 0..64 {

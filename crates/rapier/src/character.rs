@@ -43,7 +43,7 @@ use std::ops::{Deref, DerefMut};
 ///
 /// // A capsule character a little above the ground.
 /// let down = voxterra::core::Ray::new(Point3::new(32.0, 60.0, 32.0), -Vector3::y());
-/// let hit = ground.terrain().read().cast_ray_shared(&down, 100.0)?.expect("ground");
+/// let hit = ground.terrain().read().cast_ray(&down, 100.0)?.expect("ground");
 /// let start = Vector::new(32.0, hit.point.y + 1.0, 32.0);
 /// let shape = SharedShape::capsule_y(0.45, 0.3);
 /// let (body, _) = world.insert(

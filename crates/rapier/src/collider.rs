@@ -7,7 +7,8 @@ use rapier3d::prelude::{
 use std::sync::Arc;
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::Aabb;
-use voxterra::parry3d::math::Vector;
+use voxterra::core::nalgebra::Vector3;
+use voxterra::reach::CONTACT_REACH;
 use voxterra::{Brush, EditReport, Terrain, TerrainError};
 
 /// The terrain's collider in a rapier `ColliderSet`, and the shared terrain it reads.
@@ -61,7 +62,7 @@ impl RapierTerrain {
         params: &IntegrationParameters,
     ) -> usize {
         let Some(frame) = colliders.get(self.collider).map(|c| *c.position()) else { return 0 };
-        let mut terrain = self.terrain.write();
+        let terrain = self.terrain.read();
         let margin = params.prediction_distance() + PREPARE_MARGIN_VOXELS * terrain.voxel_size();
         let mut boxes = Vec::new();
         for (_, co) in colliders.iter() {
@@ -69,12 +70,10 @@ impl RapierTerrain {
             if !body.is_dynamic_or_kinematic() || body.is_sleeping() {
                 continue;
             }
-            let mut b = co.compute_aabb();
-            let step = body.linvel() * params.dt;
-            b.mins += step.min(Vector::ZERO);
-            b.maxs += step.max(Vector::ZERO);
+            let step = Vector3::from_parry(body.linvel() * params.dt);
+            let b = Aabb::from_parry(&co.compute_aabb()).swept(&step);
             // Into the terrain's frame: the box holding the rotated box.
-            let local = Aabb::from_parry(&b.transform_by(&frame.inverse()));
+            let local = Aabb::from_parry(&b.to_parry().transform_by(&frame.inverse()));
             boxes.push(local.loosened(margin + co.contact_skin()));
         }
         terrain.prepare_boxes(&boxes)
@@ -108,10 +107,11 @@ impl RapierTerrain {
         };
         let Some(dirty) = report.dirty else { return Ok(report) };
         let Some(frame) = colliders.get(self.collider).map(|c| *c.position()) else { return Ok(report) };
-        // Masks dilate by one voxel and meshes read two past their chunk: three voxels reach
-        // every contact the change can alter. The box goes to the world frame through its corners.
-        let lo = dirty.min().map(|v| (v as f32 - 3.0) * vs);
-        let hi = dirty.max().map(|v| (v as f32 + 3.0) * vs);
+        // Every contact the change can alter lies this close to it. The box goes to the world
+        // frame through its corners.
+        let reach = CONTACT_REACH as f32;
+        let lo = dirty.min().map(|v| (v as f32 - reach) * vs);
+        let hi = dirty.max().map(|v| (v as f32 + reach) * vs);
         let world = Aabb::from_parry(&Aabb::new(lo, hi).to_parry().transform_by(&frame));
         let near: Vec<ColliderHandle> = colliders
             .iter()

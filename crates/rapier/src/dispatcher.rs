@@ -11,15 +11,9 @@ use rapier3d::parry::query::{
     Unsupported, WorkspaceData,
 };
 use rapier3d::parry::shape::{PackedFeatureId, Shape};
-use std::cell::RefCell;
 use voxterra::convert::ToParry;
 use voxterra::narrowphase::{CastOptions, FeatureId, NarrowphaseError, SweepHit, TriangleFeature};
-use voxterra::{QueryWorkspace, TerrainError, TerrainManifold};
-
-thread_local! {
-    /// One query workspace per thread: rapier may query from any of its threads.
-    static WORKSPACE: RefCell<QueryWorkspace> = RefCell::new(QueryWorkspace::new());
-}
+use voxterra::{TerrainError, TerrainManifold};
 
 /// The query dispatcher that routes every pair with a [`TerrainShape`] to voxterra: contact
 /// manifolds (ghost-free across chunk seams, feature ids stable for warm starting), contacts,
@@ -30,7 +24,7 @@ thread_local! {
 /// shape, so they are unsupported): `distance` and `closest_points`. `cast_shapes_nonlinear`
 /// (rapier's CCD) sweeps the body from its pose at the start time to its pose at the end time,
 /// rotation included, as rapier sweeps a body against its own triangle meshes
-/// ([`Terrain::sweep_shape_shared`](voxterra::Terrain::sweep_shape_shared)): a body resting on
+/// ([`Terrain::sweep_shape`](voxterra::Terrain::sweep_shape)): a body resting on
 /// the terrain slides on, a body about to pass through stops at the surface. Cylinders and cones,
 /// which have no point-cloud form, and sensors are cast linearly, holding the start orientation.
 #[derive(Clone, Copy, Default, Debug)]
@@ -90,13 +84,9 @@ impl Pair<'_> {
     /// The manifolds between the terrain and the other shape, in the terrain's frame.
     fn manifolds(&self, prediction: Real) -> Result<Vec<TerrainManifold>, Unsupported> {
         let terrain = self.terrain.terrain().read();
-        WORKSPACE.with_borrow_mut(|ws| {
-            let mut out = Vec::new();
-            terrain
-                .contacts_shared(self.other, &self.pose, prediction, ws, &mut out)
-                .map_err(|_| Unsupported)?;
-            Ok(out)
-        })
+        let mut out = Vec::new();
+        terrain.contacts(self.other, &self.pose, prediction, &mut out).map_err(|_| Unsupported)?;
+        Ok(out)
     }
 }
 
@@ -195,8 +185,7 @@ impl QueryDispatcher for TerrainDispatcher {
             // slop, as rapier sweeps a body against its own triangle meshes.
             let sweep = Sweep::from_poses(&p0, &p1, m_other.local_center);
             let terrain = p.terrain.terrain().read();
-            let found = WORKSPACE
-                .with_borrow_mut(|ws| terrain.sweep_shape_shared(p.other, &sweep, 1.0, LINEAR_SLOP, ws));
+            let found = terrain.sweep_shape(p.other, &sweep, 1.0, LINEAR_SLOP);
             match found {
                 Ok(hit) => return Ok(hit.map(|(_, h)| sweep_hit(&p, &sweep, &h, start_time, span))),
                 // Shapes without a point-cloud form (cylinders, cones): the linear cast below.
@@ -250,9 +239,7 @@ fn cast(
         target_distance: options.target_distance,
         stop_at_penetration: options.stop_at_penetration,
     };
-    let hit = WORKSPACE.with_borrow_mut(|ws| {
-        terrain.cast_shape_shared(p.other, &p.pose, vel, max_toi, cast_options, ws).map_err(|_| Unsupported)
-    })?;
+    let hit = terrain.cast_shape(p.other, &p.pose, vel, max_toi, cast_options).map_err(|_| Unsupported)?;
     Ok(hit.map(|(_, h)| {
         let at = p.pose.append_translation(vel * h.toi);
         let on_other = at.inverse_transform_point(h.on_shape.to_parry());

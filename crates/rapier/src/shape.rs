@@ -10,6 +10,7 @@ use voxterra::Terrain;
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::Ray;
 use voxterra::core::nalgebra::Point3;
+use voxterra::reach::SURFACE_SPILL;
 
 /// A terrain shared between the game (which edits it between steps) and rapier (which reads it
 /// during a step, from any of its threads).
@@ -73,8 +74,8 @@ fn terrain_aabb(t: &Terrain) -> ParryAabb {
     let vs = t.voxel_size();
     match t.extent() {
         Some(e) => ParryAabb::new(
-            e.min().map(|v| (v as f32 - 1.0) * vs).to_parry(),
-            e.max().map(|v| (v as f32 + 1.0) * vs).to_parry(),
+            e.min().map(|v| (v as f32 - SURFACE_SPILL as f32) * vs).to_parry(),
+            e.max().map(|v| (v as f32 + SURFACE_SPILL as f32) * vs).to_parry(),
         ),
         None => ParryAabb::new(Vector::ZERO, Vector::ZERO),
     }
@@ -134,7 +135,7 @@ impl RayCast for TerrainShape {
         _solid: bool,
     ) -> Option<RayIntersection> {
         let t = self.terrain.read();
-        let hit = t.cast_ray_shared(&Ray::from_parry(ray), max_time_of_impact).ok()??;
+        let hit = t.cast_ray(&Ray::from_parry(ray), max_time_of_impact).ok()??;
         Some(RayIntersection::new(hit.t, hit.normal.to_parry(), FeatureId::Face(hit.triangle)))
     }
 }

@@ -21,7 +21,7 @@ fn terrain() -> Terrain {
 
 fn ground_at(t: &Terrain, x: f32, z: f32) -> f32 {
     let down = VRay::new(Point3::new(x, 80.0, z), -Vector3::y());
-    t.cast_ray_shared(&down, 200.0).unwrap().unwrap().point.y
+    t.cast_ray(&down, 200.0).unwrap().unwrap().point.y
 }
 
 fn shapes() -> Vec<SharedShape> {
@@ -228,7 +228,7 @@ fn query_pipeline_rays_and_shape_casts() {
         let f = |k: u32| ((i * 7919 + k * 104_729) % 1000) as f32 / 1000.0;
         let origin = Point3::new(f(1) * 64.0, 50.0, f(2) * 64.0);
         let dir = Vector3::new(f(3) - 0.5, -1.0, f(4) - 0.5);
-        let want = shared.read().cast_ray_shared(&VRay::new(origin, dir), 100.0).unwrap();
+        let want = shared.read().cast_ray(&VRay::new(origin, dir), 100.0).unwrap();
         let got = q.cast_ray_and_get_normal(&VRay::new(origin, dir).to_parry(), 100.0, true);
         match (got, want) {
             (Some((h, g)), Some(w)) => {
@@ -243,7 +243,7 @@ fn query_pipeline_rays_and_shape_casts() {
         // A ball cast down.
         let ball = Ball::new(0.5);
         let pose = Pose::translation(origin.x, origin.y, origin.z);
-        let want = shared.write().cast_shape(&ball, &pose, dir.to_parry(), 100.0).unwrap();
+        let want = shared.read().cast_shape(&ball, &pose, dir.to_parry(), 100.0, Default::default()).unwrap();
         let got =
             q.cast_shape(&pose, dir.to_parry(), &ball, ShapeCastOptions::with_max_time_of_impact(100.0));
         assert_eq!(got.map(|g| g.1.time_of_impact), want.map(|w| w.1.toi), "cast {i}");
@@ -320,7 +320,7 @@ fn simulate(bodies_n: usize, frames: usize) -> (Vec<[u32; 7]>, usize, usize) {
         let p = b.translation();
         // Fallen through: no surface above-and-below order — the ground right above the body.
         let up = VRay::new(Point3::from_parry(p), Vector3::y());
-        let below_ground = t.cast_ray_shared(&up, 100.0).unwrap().is_some_and(|hit| {
+        let below_ground = t.cast_ray(&up, 100.0).unwrap().is_some_and(|hit| {
             hit.normal.y < 0.0
                 && t.project_point(&Point3::from_parry(p), 100.0)
                     .unwrap()

@@ -88,7 +88,7 @@ impl VoxelStore {
     /// The keys of every chunk held, sorted by (y, z, x) so the order is the same on every run.
     pub fn chunk_keys(&self) -> Vec<Key> {
         let mut keys: Vec<Key> = self.chunks.keys().copied().collect();
-        keys.sort_unstable_by_key(|k| (k.y, k.z, k.x));
+        keys.sort_unstable();
         keys
     }
 
@@ -149,7 +149,7 @@ impl VoxelStore {
         let keys: Vec<Key> = if only_held || region_chunks > self.chunks.len() as u128 {
             // Walk the map, not the region: the region may hold far more chunk slots than the store.
             let mut held: Vec<Key> = self.chunks.keys().copied().filter(|&k| range.contains(k)).collect();
-            held.sort_unstable_by_key(|k| (k.y, k.z, k.x));
+            held.sort_unstable();
             if !only_held {
                 self.check_capacity(region_chunks - held.len() as u128)?;
                 held = range.iter().collect();

@@ -1,9 +1,15 @@
 //! The collision cache (the physics article's lazy narrowphase data): per physics chunk, its
-//! physics mesh with edge flags and its kD tree, built on the first query that needs the chunk,
-//! kept under a byte budget with least-recently-used eviction, dropped when an edit touches it.
+//! physics mesh with edge flags and its kD tree, built by the first query that needs the chunk —
+//! from `&self`, so physics engines and parallel callers fill it as they query — kept under a
+//! byte budget with least-recently-used eviction, dropped when an edit touches it.
+//!
+//! Building is deterministic, so who builds a chunk, and whether it was evicted and built again,
+//! never changes an answer. Two threads missing the same chunk at once may both build it; the
+//! first insert is kept.
 
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 use voxterra_core::{PhysicsChunkKey, Region, VoxelRead};
 use voxterra_kdtree::KdTree;
@@ -24,6 +30,9 @@ impl ChunkCollision {
     }
 }
 
+/// A chunk's entry: its data (`None`: the chunk has no surface).
+pub type ChunkData = Option<Arc<ChunkCollision>>;
+
 /// What the cache holds and has done.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub struct CacheStats {
@@ -35,7 +44,7 @@ pub struct CacheStats {
     pub hits: u64,
     /// Lookups that had to build it.
     pub misses: u64,
-    /// Chunks built (misses and `prepare`).
+    /// Chunks built (misses and preparation).
     pub builds: u64,
     /// Chunks evicted for the budget.
     pub evictions: u64,
@@ -45,26 +54,37 @@ pub struct CacheStats {
     pub build_time: Duration,
 }
 
+/// An entry's bookkeeping beside its data: what it costs, when it was last used.
 struct Entry {
-    data: Option<ChunkCollision>,
+    data: ChunkData,
     bytes: usize,
-    tick: u64,
+    used: AtomicU64,
 }
 
-/// Per-chunk collision data under a byte budget.
-pub(crate) struct CollisionCache {
+#[derive(Default)]
+struct Held {
     /// A fixed-seed fast hash: every ray and contact looks chunks up here.
     entries: hashbrown::HashMap<PhysicsChunkKey, Entry, foldhash::fast::FixedState>,
-    /// Least recently used first: tick → chunk.
-    lru: BTreeMap<u64, PhysicsChunkKey>,
-    tick: u64,
-    budget: usize,
-    stats: CacheStats,
+    bytes: usize,
+}
+
+/// Per-chunk collision data under a byte budget, shared by every query.
+pub(crate) struct CollisionCache {
+    held: RwLock<Held>,
+    /// The use clock: an entry's `used` is the clock when it was last looked up.
+    clock: AtomicU64,
+    budget: AtomicUsize,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    builds: AtomicU64,
+    evictions: AtomicU64,
+    dropped: AtomicU64,
+    build_nanos: AtomicU64,
 }
 
 impl std::fmt::Debug for CollisionCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CollisionCache").field("budget", &self.budget).field("stats", &self.stats).finish()
+        f.debug_struct("CollisionCache").field("stats", &self.stats()).finish_non_exhaustive()
     }
 }
 
@@ -88,118 +108,166 @@ pub(crate) fn build(
     Some(ChunkCollision { mesh, tree })
 }
 
+/// What an entry costs beyond its data (the map's slot and bookkeeping).
+const ENTRY_BYTES: usize = 64;
+
 impl CollisionCache {
     pub(crate) fn new(budget: usize) -> Self {
         CollisionCache {
-            entries: Default::default(),
-            lru: BTreeMap::new(),
-            tick: 0,
-            budget,
-            stats: CacheStats::default(),
+            held: RwLock::default(),
+            clock: AtomicU64::new(0),
+            budget: AtomicUsize::new(budget),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            builds: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            build_nanos: AtomicU64::new(0),
         }
     }
 
-    pub(crate) fn stats(&self) -> CacheStats {
-        CacheStats { entries: self.entries.len(), ..self.stats }
+    // A panic elsewhere while the lock was held leaves the map consistent (every write completes
+    // before it can panic), so a poisoned lock is used as is.
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Held> {
+        self.held.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn set_budget(&mut self, budget: usize) {
-        self.budget = budget;
-        self.trim(None);
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Held> {
+        self.held.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn stats(&self) -> CacheStats {
+        let held = self.read();
+        CacheStats {
+            entries: held.entries.len(),
+            bytes: held.bytes,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            builds: self.builds.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            build_time: Duration::from_nanos(self.build_nanos.load(Ordering::Relaxed)),
+        }
+    }
+
+    pub(crate) fn set_budget(&self, budget: usize) {
+        self.budget.store(budget, Ordering::Relaxed);
+        let mut held = self.write();
+        self.trim(&mut held, None);
     }
 
     pub(crate) fn contains(&self, key: PhysicsChunkKey) -> bool {
-        self.entries.contains_key(&key)
+        self.read().entries.contains_key(&key)
     }
 
-    /// The data held for `key` without building or touching it: `None` when not held,
-    /// `Some(None)` for a held chunk with no surface.
-    pub(crate) fn peek(&self, key: PhysicsChunkKey) -> Option<Option<&ChunkCollision>> {
-        self.entries.get(&key).map(|e| e.data.as_ref())
+    /// The data held for `key`, without building it or counting a use: `None` when not held.
+    pub(crate) fn peek(&self, key: PhysicsChunkKey) -> Option<ChunkData> {
+        self.read().entries.get(&key).map(|e| e.data.clone())
     }
 
     /// The chunks held, in key order (y, z, x).
     pub(crate) fn keys(&self) -> Vec<PhysicsChunkKey> {
-        let mut k: Vec<_> = self.entries.keys().copied().collect();
-        k.sort_by_key(|k| (k.y, k.z, k.x));
+        let mut k: Vec<_> = self.read().entries.keys().copied().collect();
+        k.sort_unstable();
         k
     }
 
-    fn touch(&mut self, key: PhysicsChunkKey) {
-        self.tick += 1;
-        if let Some(e) = self.entries.get_mut(&key) {
-            self.lru.remove(&e.tick);
-            e.tick = self.tick;
-            self.lru.insert(self.tick, key);
-        }
-    }
-
-    fn insert(&mut self, key: PhysicsChunkKey, data: Option<ChunkCollision>) {
-        let bytes = data.as_ref().map_or(0, ChunkCollision::bytes) + 64;
-        self.tick += 1;
-        if let Some(old) = self.entries.insert(key, Entry { data, bytes, tick: self.tick }) {
-            self.lru.remove(&old.tick);
-            self.stats.bytes -= old.bytes;
-        }
-        self.lru.insert(self.tick, key);
-        self.stats.bytes += bytes;
-        self.stats.builds += 1;
-        self.trim(Some(key));
-    }
-
-    /// Evicts least recently used entries until within budget, never `keep`.
-    fn trim(&mut self, keep: Option<PhysicsChunkKey>) {
-        while self.stats.bytes > self.budget {
-            let victim = self.lru.values().copied().find(|k| Some(*k) != keep);
-            let Some(k) = victim else { break };
-            if let Some(e) = self.entries.remove(&k) {
-                self.lru.remove(&e.tick);
-                self.stats.bytes -= e.bytes;
-                self.stats.evictions += 1;
-            }
-        }
-    }
-
-    /// The chunk's data, built now if missing (`None`: the chunk has no surface).
+    /// The chunk's data, built now (and kept) if the cache lacks it.
     pub(crate) fn get(
-        &mut self,
+        &self,
         mesher: &Mesher,
         src: &(impl VoxelRead + ?Sized),
         key: PhysicsChunkKey,
         ws: &mut MeshWorkspace,
-    ) -> Option<&ChunkCollision> {
-        if self.entries.contains_key(&key) {
-            self.stats.hits += 1;
-            self.touch(key);
-        } else {
-            self.stats.misses += 1;
-            let start = Instant::now();
-            let data = build(mesher, src, key, ws);
-            self.stats.build_time += start.elapsed();
-            self.insert(key, data);
+    ) -> ChunkData {
+        {
+            let held = self.read();
+            if let Some(e) = held.entries.get(&key) {
+                e.used.store(self.clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return e.data.clone();
+            }
         }
-        self.entries.get(&key).and_then(|e| e.data.as_ref())
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let data = self.timed_build(mesher, src, key, ws);
+        let mut held = self.write();
+        self.insert(&mut held, key, data)
     }
 
-    /// Builds every missing chunk of `keys` in parallel and inserts them in key order (the result
-    /// is the serial one); returns how many were built.
+    fn timed_build(
+        &self,
+        mesher: &Mesher,
+        src: &(impl VoxelRead + ?Sized),
+        key: PhysicsChunkKey,
+        ws: &mut MeshWorkspace,
+    ) -> ChunkData {
+        let start = Instant::now();
+        let data = build(mesher, src, key, ws).map(Arc::new);
+        self.build_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.builds.fetch_add(1, Ordering::Relaxed);
+        data
+    }
+
+    /// Inserts `key`'s data unless another thread did first (its data is then kept: both are
+    /// the same); returns the held data.
+    fn insert(&self, held: &mut Held, key: PhysicsChunkKey, data: ChunkData) -> ChunkData {
+        let used = AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed));
+        if let Some(e) = held.entries.get(&key) {
+            return e.data.clone();
+        }
+        let bytes = data.as_deref().map_or(0, ChunkCollision::bytes) + ENTRY_BYTES;
+        held.bytes += bytes;
+        held.entries.insert(key, Entry { data: data.clone(), bytes, used });
+        self.trim(held, Some(key));
+        data
+    }
+
+    /// Evicts least recently used entries, never `keep`, until the cache is within its budget:
+    /// down to seven eighths of it, so that a full cache scans its entries once per many inserts.
+    fn trim(&self, held: &mut Held, keep: Option<PhysicsChunkKey>) {
+        let budget = self.budget.load(Ordering::Relaxed);
+        if held.bytes <= budget {
+            return;
+        }
+        let target = budget - budget / 8;
+        let mut by_age: Vec<(u64, PhysicsChunkKey)> = held
+            .entries
+            .iter()
+            .filter(|(k, _)| Some(**k) != keep)
+            .map(|(k, e)| (e.used.load(Ordering::Relaxed), *k))
+            .collect();
+        by_age.sort_unstable();
+        for (_, k) in by_age {
+            if held.bytes <= target {
+                break;
+            }
+            if let Some(e) = held.entries.remove(&k) {
+                held.bytes -= e.bytes;
+                self.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Builds every missing chunk of `keys` in parallel and inserts them in key order; returns
+    /// how many were built.
     pub(crate) fn prepare(
-        &mut self,
+        &self,
         mesher: &Mesher,
         src: &(impl VoxelRead + Sync + ?Sized),
         keys: &[PhysicsChunkKey],
     ) -> usize {
-        let missing: Vec<PhysicsChunkKey> =
-            keys.iter().copied().filter(|k| !self.entries.contains_key(k)).collect();
-        let start = Instant::now();
-        let built: Vec<(PhysicsChunkKey, Option<ChunkCollision>)> = missing
+        let missing: Vec<PhysicsChunkKey> = {
+            let held = self.read();
+            keys.iter().copied().filter(|k| !held.entries.contains_key(k)).collect()
+        };
+        let built: Vec<(PhysicsChunkKey, ChunkData)> = missing
             .par_iter()
-            .map_init(MeshWorkspace::new, |ws, &k| (k, build(mesher, src, k, ws)))
+            .map_init(MeshWorkspace::new, |ws, &k| (k, self.timed_build(mesher, src, k, ws)))
             .collect();
-        self.stats.build_time += start.elapsed();
         let n = built.len();
+        let mut held = self.write();
         for (k, data) in built {
-            self.insert(k, data);
+            self.insert(&mut held, k, data);
         }
         n
     }
@@ -207,19 +275,17 @@ impl CollisionCache {
     /// Drops every entry whose data an edit of `dirty` may change: the chunks whose physics mesh
     /// (padded read, plus the grown region its edge flags read) reaches into it. Returns how many.
     pub(crate) fn invalidate(&mut self, dirty: &Region) -> usize {
-        let Some(range) = PhysicsChunkKey::range(&dirty.expanded(2)) else { return 0 };
-        let keys: Vec<PhysicsChunkKey> = if range.count() as usize > self.entries.len() {
-            let mut held: Vec<_> = self.entries.keys().copied().filter(|k| range.contains(*k)).collect();
-            held.sort();
-            held
+        let Some(range) = PhysicsChunkKey::range(&dirty.expanded(crate::reach::EDIT_REACH)) else { return 0 };
+        let held = self.held.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let keys: Vec<PhysicsChunkKey> = if range.count() as usize > held.entries.len() {
+            held.entries.keys().copied().filter(|k| range.contains(*k)).collect()
         } else {
-            range.iter().filter(|k| self.entries.contains_key(k)).collect()
+            range.iter().filter(|k| held.entries.contains_key(k)).collect()
         };
         for k in &keys {
-            if let Some(e) = self.entries.remove(k) {
-                self.lru.remove(&e.tick);
-                self.stats.bytes -= e.bytes;
-                self.stats.dropped += 1;
+            if let Some(e) = held.entries.remove(k) {
+                held.bytes -= e.bytes;
+                self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
         keys.len()

@@ -57,13 +57,11 @@
 //! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
 //! render meshes edits changed, re-meshed in parallel; [`Terrain::edits_since`] and
 //! [`Terrain::apply_delta`] replicate edits to another terrain; [`Terrain::cast_rays`] casts
-//! batches in parallel. The `_shared` queries ([`Terrain::contacts_shared`],
-//! [`Terrain::cast_ray_shared`], [`Terrain::cast_shape_shared`], and
-//! [`Terrain::sweep_shape_shared`]: continuous collision over a step, rotation included) and
-//! [`Terrain::project_point`] work from `&self`, for parallel callers and physics engines
-//! (`voxterra-rapier` uses them). Contact points say how they were made
-//! ([`narrowphase::Correction`]): a body deep in the solid (a hill raised over it) gets one
-//! contact toward the nearest surface.
+//! batches in parallel; [`Terrain::sweep_shape`] is continuous collision over a step, rotation
+//! included. Every query works from `&self`: a chunk the cache lacks is built into it by the
+//! query that meets it, so physics engines and parallel callers share the one cache. Contact
+//! points say how they were made ([`narrowphase::Correction`]): a body deep in the solid (a hill
+//! raised over it) gets one contact toward the nearest surface.
 //!
 //! [`World`] holds bodies over a terrain: each [`World::step`] settles the moved bodies' boxes in
 //! the dynamic AABB tree (body–body pairs), tracks each body's terrain contacts per physics chunk
@@ -112,20 +110,23 @@ mod collision_cache;
 mod delta;
 pub mod fuzz;
 mod history;
+pub mod reach;
 mod terrain;
 mod terrain_point;
+mod terrain_query;
 mod terrain_ray;
 mod world;
 
 pub use atomic_file::AtomicFile;
 pub use brush::{Brush, BrushOp, BrushShape};
-pub use collision_cache::{CacheStats, ChunkCollision};
+pub use collision_cache::{CacheStats, ChunkCollision, ChunkData};
 pub use delta::DeltaError;
 pub use terrain::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS, EditReport,
-    QueryWorkspace, Terrain, TerrainError, TerrainManifold,
+    Terrain, TerrainError,
 };
 pub use terrain_point::TerrainProjection;
+pub use terrain_query::TerrainManifold;
 pub use terrain_ray::TerrainRayHit;
 pub use world::{
     Body, BodyDesc, BodyHandle, BodyManifold, HitTarget, StepReport, World, WorldConfig, WorldContacts,

@@ -2,7 +2,7 @@
 //! broadphase's masks kept current on every edit, and the edit history.
 
 use crate::brush::{self, Brush, BrushOp};
-use crate::collision_cache::{CacheStats, CollisionCache};
+use crate::collision_cache::CollisionCache;
 use crate::delta::LoggedEdit;
 use crate::history::History;
 use rayon::prelude::*;
@@ -11,18 +11,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::{BitBroadphase, BroadphaseError};
 use voxterra_codec::{Compression, Snapshot, SnapshotError, WorldFileError};
-use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Aabb, PhysicsChunkKey, StoreChunkKey};
+use voxterra_core::StoreChunkKey;
 use voxterra_core::{CoreError, Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
 use voxterra_mesher::{MeshError, RenderMesh};
 use voxterra_mesher::{MeshWorkspace, Mesher};
-use voxterra_narrowphase::convert::FromParry;
-use voxterra_narrowphase::parry3d::math::{Pose, Vector};
-use voxterra_narrowphase::parry3d::query::sweep_toi::Sweep;
-use voxterra_narrowphase::parry3d::shape::Shape;
-use voxterra_narrowphase::{
-    CastOptions, ContactWorkspace, Manifold, NarrowphaseError, ShapeCastHit, SweepHit, TriangleSet,
-};
+use voxterra_narrowphase::NarrowphaseError;
 use voxterra_voxel_store::{StoreError, VoxelStore};
 use voxterra_worldgen::{WorldParams, WorldgenError};
 
@@ -97,56 +90,24 @@ pub struct EditReport {
 /// snapshot of what it replaced, and reports what it did.
 #[derive(Debug)]
 pub struct Terrain {
-    store: VoxelStore,
+    pub(crate) store: VoxelStore,
     table: MaterialTable,
-    voxel_size: f32,
-    masks: BitBroadphase,
+    pub(crate) voxel_size: f32,
+    pub(crate) masks: BitBroadphase,
     history: History,
     max_edit_voxels: usize,
-    mesher: Mesher,
-    cache: CollisionCache,
-    mesh_ws: MeshWorkspace,
-    query_ws: QueryWorkspace,
+    pub(crate) mesher: Mesher,
+    pub(crate) cache: CollisionCache,
     /// A region holding every stored voxel: the store's bounds, grown by each edit's dirty
     /// region (never shrunk; rays clip to it, and recomputing it walks every chunk).
     extent: Option<Region>,
     /// Storage chunks whose render mesh edits changed since the last hand-out.
-    render_dirty: BTreeSet<(i32, i32, i32)>,
+    render_dirty: BTreeSet<StoreChunkKey>,
     /// The next edit's sequence number, and the delta log (oldest first) within its budget.
     seq: u64,
     log: VecDeque<LoggedEdit>,
     log_bytes: usize,
     log_budget: usize,
-}
-
-/// One contact manifold against the terrain, in world units, and the physics chunk it is from.
-#[derive(Clone, Copy, PartialEq, Debug)]
-pub struct TerrainManifold {
-    /// The physics chunk whose triangles the points are on.
-    pub chunk: PhysicsChunkKey,
-    /// At most four points sharing a normal (world units).
-    pub manifold: Manifold,
-}
-
-/// Scratch for the `&self` queries ([`Terrain::contacts_shared`]): keep one per thread and reuse
-/// it, so queries allocate nothing once its buffers have grown.
-#[derive(Default)]
-pub struct QueryWorkspace {
-    contact: ContactWorkspace,
-    mesh: MeshWorkspace,
-}
-
-impl QueryWorkspace {
-    /// An empty workspace.
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-impl std::fmt::Debug for QueryWorkspace {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QueryWorkspace").finish_non_exhaustive()
-    }
 }
 
 /// Default history budget: 64 MiB of snapshots.
@@ -188,8 +149,6 @@ impl Terrain {
             max_edit_voxels: DEFAULT_MAX_EDIT_VOXELS,
             mesher,
             cache: CollisionCache::new(DEFAULT_CACHE_BYTES),
-            mesh_ws: MeshWorkspace::new(),
-            query_ws: QueryWorkspace::new(),
             extent,
             render_dirty: BTreeSet::new(),
             seq: 0,
@@ -416,404 +375,12 @@ impl Terrain {
         self.store.voxel(p)
     }
 
-    /// One chunk's collision data, built outside the cache.
-    pub(crate) fn build_uncached(&self, key: PhysicsChunkKey) -> Option<crate::ChunkCollision> {
-        crate::collision_cache::build(&self.mesher, &self.store, key, &mut MeshWorkspace::new())
-    }
-
-    /// Calls `f` with `key`'s collision data: the cache's, or built for this call when the cache
-    /// does not hold it (the `&self` queries). `None` for a chunk without a surface.
-    pub(crate) fn with_chunk<R>(
-        &self,
-        key: PhysicsChunkKey,
-        ws: &mut MeshWorkspace,
-        f: impl FnOnce(&crate::ChunkCollision) -> R,
-    ) -> Option<R> {
-        match self.cache.peek(key) {
-            Some(held) => held.map(f),
-            None => crate::collision_cache::build(&self.mesher, &self.store, key, ws).as_ref().map(f),
-        }
-    }
-
-    /// Builds the missing cache entries of `keys`, in parallel (the serial result).
-    pub(crate) fn build_chunks(&mut self, keys: &[PhysicsChunkKey]) {
-        self.cache.prepare(&self.mesher, &self.store, keys);
-    }
-
-    /// The collision cache's statistics.
-    pub fn cache_stats(&self) -> CacheStats {
-        self.cache.stats()
-    }
-
-    /// Sets the collision cache's byte budget; least recently used chunks go first.
-    pub fn set_cache_budget(&mut self, bytes: usize) {
-        self.cache.set_budget(bytes);
-    }
-
-    /// The collision data the cache holds for `key`, without building it: `None` when not held,
-    /// `Some(None)` for a chunk with no surface (for debug drawing and tests).
-    pub fn cached_chunk(&self, key: PhysicsChunkKey) -> Option<Option<&crate::ChunkCollision>> {
-        self.cache.peek(key)
-    }
-
-    /// The chunks the collision cache holds, in key order.
-    pub fn cached_chunks(&self) -> Vec<PhysicsChunkKey> {
-        self.cache.keys()
-    }
-
-    /// The physics chunks a query inside `aabb` (world units) needs: those whose masks show
-    /// solid within reach of the box, in key order (y, z, x). A chunk's triangles reach up to one
-    /// voxel past its box, so the box is grown by one voxel first: a body resting just above a
-    /// chunk's floor touches triangles of the chunk below.
-    pub fn solid_chunks(&self, aabb: &Aabb) -> Vec<PhysicsChunkKey> {
-        let mut keys = Vec::new();
-        self.masks.query(&aabb.loosened(self.voxel_size), |k, t| {
-            if t.solid {
-                keys.push(k);
-            }
-        });
-        keys.sort_by_key(|k| (k.y, k.z, k.x));
-        keys
-    }
-
-    /// Collision readiness: builds, in parallel, every cache entry a query inside `aabb` (world
-    /// units) will need, so queries there build nothing (until an edit or the budget drops
-    /// them). Returns how many were built.
-    pub fn prepare(&mut self, aabb: &Aabb) -> usize {
-        let keys = self.solid_chunks(aabb);
-        self.cache.prepare(&self.mesher, &self.store, &keys)
-    }
-
-    /// [`Terrain::prepare`] for many boxes at once (a frame's bodies): the chunks they need,
-    /// each once, built in one parallel batch. Returns how many were built.
-    pub fn prepare_boxes(&mut self, boxes: &[Aabb]) -> usize {
-        let mut keys: Vec<PhysicsChunkKey> = boxes.iter().flat_map(|b| self.solid_chunks(b)).collect();
-        keys.sort_by_key(|k| (k.y, k.z, k.x));
-        keys.dedup();
-        self.cache.prepare(&self.mesher, &self.store, &keys)
-    }
-
-    /// Collision readiness within a budget, for a game's frame loop: builds the missing cache
-    /// entries around `boxes` (world units), nearest first (by distance from the chunk's center to
-    /// the nearest box), at most `max_chunks` of them and stopping once `max_time` has passed
-    /// (checked between parallel batches). Returns how many chunks were built and whether every
-    /// box is ready.
-    pub fn prepare_around(
-        &mut self,
-        boxes: &[Aabb],
-        max_chunks: usize,
-        max_time: std::time::Duration,
-    ) -> (usize, bool) {
-        let start = Instant::now();
-        let mut missing: Vec<(f32, PhysicsChunkKey)> = Vec::new();
-        let mut seen = BTreeSet::new();
-        for b in boxes {
-            for k in self.solid_chunks(b) {
-                if !self.cache.contains(k) && seen.insert((k.y, k.z, k.x)) {
-                    let r = k.region().map(|r| r.min().map(|v| (v as f32 + 4.0) * self.voxel_size));
-                    let Ok(c) = r else { continue };
-                    let d = boxes
-                        .iter()
-                        .map(|b| {
-                            let q = Point3::new(
-                                c.x.clamp(b.mins.x, b.maxs.x),
-                                c.y.clamp(b.mins.y, b.maxs.y),
-                                c.z.clamp(b.mins.z, b.maxs.z),
-                            );
-                            (q - c).norm_squared()
-                        })
-                        .fold(f32::INFINITY, f32::min);
-                    missing.push((d, k));
-                }
-            }
-        }
-        missing.sort_by(|a, b| a.0.total_cmp(&b.0).then((a.1.y, a.1.z, a.1.x).cmp(&(b.1.y, b.1.z, b.1.x))));
-        missing.truncate(max_chunks);
-        let keys: Vec<PhysicsChunkKey> = missing.into_iter().map(|(_, k)| k).collect();
-        let mut built = 0;
-        let batch = (rayon::current_num_threads() * 8).max(8);
-        for part in keys.chunks(batch) {
-            if start.elapsed() >= max_time {
-                break;
-            }
-            built += self.cache.prepare(&self.mesher, &self.store, part);
-        }
-        (built, boxes.iter().all(|b| self.is_ready(b)))
-    }
-
-    /// True when every chunk a query inside `aabb` needs is built.
-    pub fn is_ready(&self, aabb: &Aabb) -> bool {
-        self.solid_chunks(aabb).iter().all(|&k| self.cache.contains(k))
-    }
-
-    /// The contacts of `shape` at `pose` (world units) with the terrain within `prediction`:
-    /// the masks pick the physics chunks (only those showing solid near the shape's box), the
-    /// cache gives each chunk's mesh, edge flags and kD tree (built now if missing), and the
-    /// narrowphase makes manifolds of at most four points per chunk and normal, ghost-free
-    /// across chunk seams. Appended to `out` in chunk order; returns how many were appended.
-    pub fn contacts(
-        &mut self,
-        shape: &dyn Shape,
-        pose: &Pose,
-        prediction: f32,
-        out: &mut Vec<TerrainManifold>,
-    ) -> Result<usize, TerrainError> {
-        check_pose(pose)?;
-        check_prediction(prediction)?;
-        let b = Aabb::from_parry(&shape.compute_aabb(pose));
-        let keys = self.solid_chunks(&b.loosened(prediction));
-        for &key in &keys {
-            self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws);
-        }
-        let mut ws = std::mem::take(&mut self.query_ws);
-        let r = self.contacts_in(shape, pose, prediction, &keys, &mut ws, out);
-        self.query_ws = ws;
-        r
-    }
-
-    /// [`Terrain::contacts`] through a shared reference, for parallel callers and engines that
-    /// query from `&self` (one [`QueryWorkspace`] per thread). The cache is read, never changed: a
-    /// chunk it does not hold is built for this call only and dropped, so [`Terrain::prepare`] the
-    /// region first. The result equals [`Terrain::contacts`]'s.
-    pub fn contacts_shared(
-        &self,
-        shape: &dyn Shape,
-        pose: &Pose,
-        prediction: f32,
-        ws: &mut QueryWorkspace,
-        out: &mut Vec<TerrainManifold>,
-    ) -> Result<usize, TerrainError> {
-        check_pose(pose)?;
-        check_prediction(prediction)?;
-        let b = Aabb::from_parry(&shape.compute_aabb(pose));
-        let keys = self.solid_chunks(&b.loosened(prediction));
-        self.contacts_in(shape, pose, prediction, &keys, ws, out)
-    }
-
-    /// The contacts of `shape` with the triangles of `keys` (world units, pose and prediction
-    /// already checked), reading the cache and building what it does not hold into `ws`.
-    pub(crate) fn contacts_in(
-        &self,
-        shape: &dyn Shape,
-        pose: &Pose,
-        prediction: f32,
-        keys: &[PhysicsChunkKey],
-        ws: &mut QueryWorkspace,
-        out: &mut Vec<TerrainManifold>,
-    ) -> Result<usize, TerrainError> {
-        if keys.is_empty() {
-            return Ok(0);
-        }
-        // The layers below work in voxel units.
-        let k = 1.0 / self.voxel_size;
-        let scaled = scaled_to_voxels(shape, k)?;
-        let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
-        let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
-        let before = out.len();
-        let QueryWorkspace { contact, mesh, .. } = &mut *ws;
-        contact.begin();
-        for (i, &key) in keys.iter().enumerate() {
-            self.with_chunk(key, mesh, |c| {
-                let view = c.tree.with(&c.mesh);
-                let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags()).one_sided();
-                contact.collect(local_shape, &local_pose, set, prediction * k, i as u32)
-            })
-            .transpose()?;
-        }
-        // Internal contacts are dropped across chunks: a seam is a crease like any other.
-        contact.finish(|i, m| {
-            out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size) });
-        });
-        // A shape in the solid that meets no triangle deep enough (wholly under the surface, or in
-        // all-solid chunks) is pushed toward the nearest surface all the same.
-        if !out[before..].iter().any(|m| m.manifold.min_dist() < 0.0)
-            && let Some(m) = self.interior_contact(shape, pose)?
-        {
-            out.push(m);
-        }
-        Ok(out.len() - before)
-    }
-
-    /// True when `shape` at `pose` (world units) touches or penetrates the terrain.
-    pub fn intersects(&mut self, shape: &dyn Shape, pose: &Pose) -> Result<bool, TerrainError> {
-        let mut out = Vec::new();
-        self.contacts(shape, pose, 0.0, &mut out)?;
-        Ok(out.iter().any(|m| m.manifold.min_dist() <= 0.0))
-    }
-
-    /// The first time `shape`, starting at `pose` and moving by `velocity` per unit time (world
-    /// units), touches the terrain with time of impact in `[0, max_toi]`; inactive edges report
-    /// their face's normal. Returns the hit (world units) and its chunk.
-    pub fn cast_shape(
-        &mut self,
-        shape: &dyn Shape,
-        pose: &Pose,
-        velocity: Vector,
-        max_toi: f32,
-    ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
-        let keys = self.cast_keys(shape, pose, velocity, max_toi, 0.0)?;
-        for &key in &keys {
-            self.cache.get(&self.mesher, &self.store, key, &mut self.mesh_ws);
-        }
-        let mut ws = std::mem::take(&mut self.query_ws);
-        let r = self.cast_shape_in(shape, pose, velocity, max_toi, CastOptions::default(), &keys, &mut ws);
-        self.query_ws = ws;
-        r
-    }
-
-    /// [`Terrain::cast_shape`] through a shared reference and with [`CastOptions`] (a target
-    /// distance in world units, and whether a shape already penetrating stops at once): the cache
-    /// is read, never changed, as for [`Terrain::contacts_shared`].
-    pub fn cast_shape_shared(
-        &self,
-        shape: &dyn Shape,
-        pose: &Pose,
-        velocity: Vector,
-        max_toi: f32,
-        options: CastOptions,
-        ws: &mut QueryWorkspace,
-    ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
-        let keys = self.cast_keys(shape, pose, velocity, max_toi, options.target_distance)?;
-        self.cast_shape_in(shape, pose, velocity, max_toi, options, &keys, ws)
-    }
-
-    /// Continuous collision over a step, rotation included, as rapier sweeps a body against a
-    /// triangle mesh ([`voxterra_narrowphase::sweep_shape`]): the earliest fraction in
-    /// `(0, max_fraction)` of `sweep` (world units, the shape's frame moving from its start to its
-    /// end pose) at which `shape` comes within `linear_slop` of the surface. A shape already
-    /// resting on the surface is stopped only where its core would pass through it. Reads the
-    /// cache as [`Terrain::contacts_shared`] does. Returns the hit (world units) and its chunk.
-    pub fn sweep_shape_shared(
-        &self,
-        shape: &dyn Shape,
-        sweep: &Sweep,
-        max_fraction: f32,
-        linear_slop: f32,
-        ws: &mut QueryWorkspace,
-    ) -> Result<Option<(PhysicsChunkKey, SweepHit)>, TerrainError> {
-        check_pose(&sweep.transform_at(0.0))?;
-        check_pose(&sweep.final_transform())?;
-        check_prediction(linear_slop)?;
-        let end = sweep.transform_at(max_fraction.clamp(0.0, 1.0));
-        let swept = Aabb::from_parry(&shape.compute_aabb(&sweep.transform_at(0.0)))
-            .merged(&Aabb::from_parry(&shape.compute_aabb(&end)));
-        // The rotation between the ends may carry a point past both ends' boxes, by less than its
-        // distance from the center of mass times the quaternions' chord.
-        let sphere = shape.compute_local_bounding_sphere();
-        let reach = (sphere.center - sweep.local_center).length() + sphere.radius;
-        let chord = (2.0 - 2.0 * sweep.q1.dot(sweep.q2).abs()).max(0.0).sqrt();
-        let keys = self.solid_chunks(&swept.loosened(linear_slop + reach * chord));
-        let k = 1.0 / self.voxel_size;
-        let scaled = scaled_to_voxels(shape, k)?;
-        let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
-        let local =
-            Sweep { local_center: sweep.local_center * k, c1: sweep.c1 * k, c2: sweep.c2 * k, ..*sweep };
-        let mut best: Option<(PhysicsChunkKey, SweepHit)> = None;
-        for &key in &keys {
-            let limit = best.map_or(max_fraction, |b| b.1.fraction);
-            let hit = self.with_chunk(key, &mut ws.mesh, |c| {
-                let view = c.tree.with(&c.mesh);
-                let set = TriangleSet::new(&c.mesh, &view).one_sided();
-                voxterra_narrowphase::sweep_shape(local_shape, &local, limit, linear_slop * k, set)
-            });
-            if let Some(h) = hit.transpose()?.flatten()
-                && best.is_none_or(|b| h.fraction < b.1.fraction)
-            {
-                best = Some((key, h));
-            }
-        }
-        Ok(best
-            .map(|(key, h)| (key, SweepHit { point: Point3::from(h.point.coords * self.voxel_size), ..h })))
-    }
-
-    /// Checks a cast and returns the chunks its swept box (grown by `margin`) needs.
-    fn cast_keys(
-        &self,
-        shape: &dyn Shape,
-        pose: &Pose,
-        velocity: Vector,
-        max_toi: f32,
-        margin: f32,
-    ) -> Result<Vec<PhysicsChunkKey>, TerrainError> {
-        if !(velocity.is_finite() && max_toi.is_finite() && max_toi >= 0.0) {
-            return Err(
-                NarrowphaseError::InvalidParameter { what: "velocity or max_toi", value: max_toi }.into()
-            );
-        }
-        check_pose(pose)?;
-        check_prediction(margin)?;
-        let start = Aabb::from_parry(&shape.compute_aabb(pose));
-        let end = Aabb::from_parry(&shape.compute_aabb(&pose.append_translation(velocity * max_toi)));
-        let swept = start.merged(&end);
-        Ok(self.solid_chunks(&swept.loosened(margin)))
-    }
-
-    #[allow(clippy::too_many_arguments)] // the cast's own parameters, plus where to look
-    fn cast_shape_in(
-        &self,
-        shape: &dyn Shape,
-        pose: &Pose,
-        velocity: Vector,
-        max_toi: f32,
-        options: CastOptions,
-        keys: &[PhysicsChunkKey],
-        ws: &mut QueryWorkspace,
-    ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
-        let k = 1.0 / self.voxel_size;
-        let scaled = scaled_to_voxels(shape, k)?;
-        let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
-        let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
-        let local_vel = velocity * k;
-        let local_options = CastOptions { target_distance: options.target_distance * k, ..options };
-        let mut best: Option<(PhysicsChunkKey, ShapeCastHit)> = None;
-        for &key in keys {
-            let limit = best.map_or(max_toi, |b| b.1.toi);
-            let hit = self.with_chunk(key, &mut ws.mesh, |c| {
-                let view = c.tree.with(&c.mesh);
-                let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags());
-                voxterra_narrowphase::cast_shape(
-                    local_shape,
-                    &local_pose,
-                    local_vel,
-                    limit,
-                    set,
-                    local_options,
-                )
-            });
-            if let Some(h) = hit.transpose()?.flatten()
-                && best.is_none_or(|b| h.toi < b.1.toi)
-            {
-                best = Some((key, h));
-            }
-        }
-        let vs = self.voxel_size;
-        Ok(best.map(|(key, h)| {
-            let w = ShapeCastHit {
-                on_shape: Point3::from(h.on_shape.coords * vs),
-                on_triangle: Point3::from(h.on_triangle.coords * vs),
-                ..h
-            };
-            (key, w)
-        }))
-    }
-
-    /// Whether the box (world units) may touch solid and water, from the masks alone (no
-    /// meshes): for buoyancy and triggers. Conservative by the masks' one-voxel dilation.
-    pub fn overlap(&self, aabb: &Aabb) -> (bool, bool) {
-        let (mut solid, mut water) = (false, false);
-        self.masks.query(aabb, |_, t| {
-            solid |= t.solid;
-            water |= t.water;
-        });
-        (solid, water)
-    }
-
     /// Records a write to `dirty`: grows the extent and marks the storage chunks whose render
     /// mesh reads its voxels (their padded read reaches it).
     fn mark_changed(&mut self, dirty: &Region) {
         self.extent = Some(self.extent.map_or(*dirty, |e| e.union(dirty)));
         if let Some(range) = StoreChunkKey::range(&dirty.expanded(1)) {
-            self.render_dirty.extend(range.iter().map(|k| (k.y, k.z, k.x)));
+            self.render_dirty.extend(range.iter());
         }
     }
 
@@ -824,10 +391,7 @@ impl Terrain {
         &mut self,
         mesher: &Mesher,
     ) -> Result<Vec<(StoreChunkKey, RenderMesh)>, MeshError> {
-        let keys: Vec<StoreChunkKey> = std::mem::take(&mut self.render_dirty)
-            .into_iter()
-            .map(|(y, z, x)| StoreChunkKey::new(x, y, z))
-            .collect();
+        let keys: Vec<StoreChunkKey> = std::mem::take(&mut self.render_dirty).into_iter().collect();
         self.render_meshes_of(mesher, &keys)
     }
 
@@ -863,10 +427,14 @@ impl Terrain {
                 (0, -1, -1),
                 (-1, -1, -1),
             ] {
-                keys.insert((k.y.saturating_add(dy), k.z.saturating_add(dz), k.x.saturating_add(dx)));
+                keys.insert(StoreChunkKey::new(
+                    k.x.saturating_add(dx),
+                    k.y.saturating_add(dy),
+                    k.z.saturating_add(dz),
+                ));
             }
         }
-        keys.into_iter().map(|(y, z, x)| StoreChunkKey::new(x, y, z)).collect()
+        keys.into_iter().collect()
     }
 
     /// Logs edit number `seq`'s dirty region as it now is, for [`Terrain::edits_since`].
@@ -928,29 +496,4 @@ impl Terrain {
         }
         self.edit(region, |store| store.write_box(&region, voxels))
     }
-}
-
-/// A NaN or infinite pose is an error.
-fn check_pose(pose: &Pose) -> Result<(), TerrainError> {
-    if pose.is_finite() { Ok(()) } else { Err(NarrowphaseError::NonFinitePose.into()) }
-}
-
-/// A prediction distance must be finite and non-negative.
-fn check_prediction(prediction: f32) -> Result<(), TerrainError> {
-    if prediction.is_finite() && prediction >= 0.0 {
-        Ok(())
-    } else {
-        Err(NarrowphaseError::InvalidParameter { what: "prediction distance", value: prediction }.into())
-    }
-}
-
-/// `shape` scaled by `k` (world to voxel units), or `None` when `k` is 1 and it is used as is.
-fn scaled_to_voxels(shape: &dyn Shape, k: f32) -> Result<Option<Box<dyn Shape>>, TerrainError> {
-    if k == 1.0 {
-        return Ok(None);
-    }
-    let s = shape
-        .scale_dyn(Vector::splat(k), 16)
-        .ok_or(NarrowphaseError::UnsupportedShape("a shape parry cannot scale"))?;
-    Ok(Some(s))
 }

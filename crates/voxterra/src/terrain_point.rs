@@ -1,7 +1,9 @@
 //! The terrain point nearest to a point: a search over the physics chunks around it, in growing
 //! boxes, through each chunk's kD tree.
 
-use crate::terrain::{Terrain, TerrainError, TerrainManifold};
+use crate::reach::SURFACE_SPILL;
+use crate::terrain::{Terrain, TerrainError};
+use crate::terrain_query::TerrainManifold;
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
 use voxterra_narrowphase::convert::{FromParry, ToParry};
@@ -54,8 +56,9 @@ impl Terrain {
         // Grow the search box until the best point found lies inside it: nothing outside can be
         // nearer. Bounded by the limit and by the stored world.
         let reach = self.extent().map_or(0.0, |e| {
-            let lo = e.min().map(|v| v as f32 - 2.0);
-            let hi = e.max().map(|v| v as f32 + 2.0);
+            let spill = SURFACE_SPILL as f32;
+            let lo = e.min().map(|v| v as f32 - spill);
+            let hi = e.max().map(|v| v as f32 + spill);
             let d = Vector3::new(
                 (lo.x - local.x).max(local.x - hi.x).max(0.0),
                 (lo.y - local.y).max(local.y - hi.y).max(0.0),

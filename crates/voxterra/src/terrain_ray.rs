@@ -7,18 +7,18 @@
 //! (it is adjacent to no cell passed so far), so a hit nearer than that exit and than every pending
 //! entry is final.
 
+use crate::reach::SURFACE_SPILL;
 use crate::terrain::{Terrain, TerrainError};
+use crate::terrain_query::with_workspace;
 use rayon::prelude::*;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
-
-/// Chunks a ray built for itself when the cache could not keep them.
-type OwnChunks = HashMap<PhysicsChunkKey, Option<crate::ChunkCollision>>;
+use std::collections::BinaryHeap;
 use voxterra_bit_broadphase::ChunkState;
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{
     Aabb, CoreError, Culling, Material, PhysicsChunkKey, Ray, TriangleIndex, TriangleSource,
 };
+use voxterra_mesher::MeshWorkspace;
 
 /// Where a ray meets the terrain (world units).
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -50,10 +50,7 @@ impl PartialOrd for Pending {
 impl Ord for Pending {
     fn cmp(&self, other: &Self) -> Ordering {
         // Min-heap on entry, then on (y, z, x).
-        other
-            .0
-            .total_cmp(&self.0)
-            .then_with(|| (other.1.y, other.1.z, other.1.x).cmp(&(self.1.y, self.1.z, self.1.x)))
+        other.0.total_cmp(&self.0).then_with(|| other.1.cmp(&self.1))
     }
 }
 
@@ -69,41 +66,16 @@ impl Terrain {
     /// The first hit of `ray` (world units; `dir` need not be unit) with `t` in `[0, max_t]`, ties
     /// to the lowest chunk then triangle. Rays with a zero or non-finite direction, a non-finite
     /// origin or a negative or NaN `max_t` are errors. Builds the cache entries of the chunks it
-    /// tests (see [`Terrain::prepare`]).
-    pub fn cast_ray(&mut self, ray: &Ray, max_t: f32) -> Result<Option<TerrainRayHit>, TerrainError> {
+    /// tests that the cache lacks (see [`Terrain::prepare`]).
+    pub fn cast_ray(&self, ray: &Ray, max_t: f32) -> Result<Option<TerrainRayHit>, TerrainError> {
         check_ray(ray, max_t)?;
-        for _ in 0..16 {
-            match self.walk(ray, max_t, None) {
-                Ok(hit) => return Ok(hit),
-                Err(missing) => self.build_chunks(&[missing]),
-            }
-        }
-        // The cache evicts what the ray still needs (a budget smaller than its chunks): build
-        // them into a map of the ray's own instead.
-        self.cast_ray_shared(ray, max_t)
-    }
-
-    /// [`Terrain::cast_ray`] through a shared reference (engines that cast from `&self`, parallel
-    /// callers): the cache is read, never changed; chunks it does not hold are built for this call
-    /// only, so [`Terrain::prepare`] the region first. The hit equals [`Terrain::cast_ray`]'s.
-    pub fn cast_ray_shared(&self, ray: &Ray, max_t: f32) -> Result<Option<TerrainRayHit>, TerrainError> {
-        check_ray(ray, max_t)?;
-        let mut own = HashMap::new();
-        loop {
-            match self.walk(ray, max_t, Some(&own)) {
-                Ok(hit) => return Ok(hit),
-                Err(missing) => {
-                    own.insert(missing, self.build_uncached(missing));
-                }
-            }
-        }
+        Ok(with_workspace(|ws| self.walk(ray, max_t, &mut ws.mesh)))
     }
 
     /// [`Terrain::cast_ray`] for many rays, in parallel on the current rayon pool: `hits[i]` gets
-    /// ray `i`'s hit (`hits` is resized to `rays`). The chunks the rays need are built in
-    /// parallel rounds; the hits are the same for any thread count.
+    /// ray `i`'s hit (`hits` is resized to `rays`). The hits are the same for any thread count.
     pub fn cast_rays(
-        &mut self,
+        &self,
         rays: &[Ray],
         max_t: f32,
         hits: &mut Vec<Option<TerrainRayHit>>,
@@ -111,54 +83,22 @@ impl Terrain {
         for r in rays {
             check_ray(r, max_t)?;
         }
-        hits.clear();
-        hits.resize(rays.len(), None);
-        let mut pending: Vec<usize> = (0..rays.len()).collect();
-        let mut rounds = 0;
-        while !pending.is_empty() {
-            rounds += 1;
-            let results: Vec<Result<Option<TerrainRayHit>, PhysicsChunkKey>> =
-                pending.par_iter().map(|&i| self.walk(&rays[i], max_t, None)).collect();
-            let mut missing = Vec::new();
-            let mut next = Vec::new();
-            for (&i, r) in pending.iter().zip(results) {
-                match r {
-                    Ok(h) => hits[i] = h,
-                    Err(k) => {
-                        missing.push(k);
-                        next.push(i);
-                    }
-                }
-            }
-            if rounds > 8 {
-                // A cache budget too small for the rays' chunks: finish one ray at a time.
-                for &i in &next {
-                    hits[i] = self.cast_ray(&rays[i], max_t)?;
-                }
-                break;
-            }
-            missing.sort_by_key(|k| (k.y, k.z, k.x));
-            missing.dedup();
-            self.build_chunks(&missing);
-            pending = next;
-        }
+        rays.par_iter()
+            .map(|r| with_workspace(|ws| self.walk(r, max_t, &mut ws.mesh)))
+            .collect_into_vec(hits);
         Ok(())
     }
 
-    /// The walk, reading the cache only: `Err(chunk)` when it must test a chunk not built yet.
-    fn walk(
-        &self,
-        ray: &Ray,
-        max_t: f32,
-        own: Option<&OwnChunks>,
-    ) -> Result<Option<TerrainRayHit>, PhysicsChunkKey> {
+    /// The walk over the chunks in ray order (voxel units inside).
+    fn walk(&self, ray: &Ray, max_t: f32, ws: &mut MeshWorkspace) -> Option<TerrainRayHit> {
         let k = 1.0 / self.voxel_size();
         // In voxel units: the same parameter t scales with the origin.
         let local = Ray::new(Point3::from(ray.origin.coords * k), ray.dir * k);
         // Only the stored world can be hit: clip the ray to it (grown by the geometry's spill).
-        let Some(bounds) = self.extent() else { return Ok(None) };
-        let world = Aabb::new(bounds.min().map(|v| v as f32 - 2.0), bounds.max().map(|v| v as f32 + 2.0));
-        let Some((t_start, t_end)) = world.clip_ray(&local, max_t) else { return Ok(None) };
+        let bounds = self.extent()?;
+        let spill = SURFACE_SPILL as f32;
+        let world = Aabb::new(bounds.min().map(|v| v as f32 - spill), bounds.max().map(|v| v as f32 + spill));
+        let (t_start, t_end) = world.clip_ray(&local, max_t)?;
         let size = PhysicsChunkKey::SIZE as f32;
         let inv = local.dir.map(|d| 1.0 / d);
         let start = local.origin + local.dir * t_start;
@@ -209,7 +149,7 @@ impl Terrain {
                             continue;
                         }
                         let Ok(r) = n.region() else { continue };
-                        let (lo, hi) = (r.min().map(|v| v as f32 - 1.0), r.max().map(|v| v as f32 + 1.0));
+                        let (lo, hi) = (r.min().map(|v| v as f32 - spill), r.max().map(|v| v as f32 + spill));
                         if let Some((te, _)) = Aabb::new(lo, hi).clip_ray(&local, best_t) {
                             heap.push(Pending(te, n));
                         }
@@ -223,14 +163,12 @@ impl Terrain {
                     break;
                 }
                 heap.pop();
-                if let Some(h) = self.ray_chunk(&local, n, best_t, own).ok_or(n)? {
-                    let key = |c: PhysicsChunkKey, tri: u32| (c.y, c.z, c.x, tri);
-                    if best.is_none_or(|b| {
-                        h.t < b.t || (h.t == b.t && key(n, h.triangle) < key(b.chunk, b.triangle))
-                    }) {
-                        best_t = h.t;
-                        best = Some(h);
-                    }
+                if let Some(h) = self.ray_chunk(&local, n, best_t, ws)
+                    && best
+                        .is_none_or(|b| h.t < b.t || (h.t == b.t && (n, h.triangle) < (b.chunk, b.triangle)))
+                {
+                    best_t = h.t;
+                    best = Some(h);
                 }
             }
             // Past the best hit (or the world's end), nothing nearer remains.
@@ -253,24 +191,20 @@ impl Terrain {
             t_max[a] += t_delta[a];
         }
         // Back to world units: the parameter is the same, the point scales.
-        Ok(best.map(|h| TerrainRayHit { point: Point3::from(h.point.coords * self.voxel_size()), ..h }))
+        best.map(|h| TerrainRayHit { point: Point3::from(h.point.coords * self.voxel_size()), ..h })
     }
 
-    /// The closest hit in chunk `n` below `max_t` (voxel units); `None` when the chunk is not
-    /// built yet, `Some(None)` when nothing is hit.
+    /// The closest hit in chunk `n` below `max_t` (voxel units).
     fn ray_chunk(
         &self,
         ray: &Ray,
         n: PhysicsChunkKey,
         max_t: f32,
-        own: Option<&OwnChunks>,
-    ) -> Option<Option<TerrainRayHit>> {
-        let held = match own.and_then(|o| o.get(&n)) {
-            Some(data) => data.as_ref(),
-            None => self.cached_chunk(n)?,
-        };
-        let Some(c) = held else { return Some(None) };
-        let Some(h) = c.tree.with(&c.mesh).cast_ray(ray, max_t, Culling::None) else { return Some(None) };
+        ws: &mut MeshWorkspace,
+    ) -> Option<TerrainRayHit> {
+        let data = self.chunk(n, ws)?;
+        let c = &*data;
+        let h = c.tree.with(&c.mesh).cast_ray(ray, max_t, Culling::None)?;
         let tri = c.mesh.triangle(h.triangle as usize);
         let face = (tri[1] - tri[0]).cross(&(tri[2] - tri[0]));
         let face = if face.dot(&ray.dir) > 0.0 { -face } else { face };
@@ -280,14 +214,14 @@ impl Terrain {
         let w = [1.0 - h.u - h.v, h.u, h.v];
         let near = (0..3).max_by(|&i, &j| w[i].total_cmp(&w[j])).unwrap_or(0);
         let material = c.mesh.materials()[corners[near] as usize];
-        Some(Some(TerrainRayHit {
+        Some(TerrainRayHit {
             t: h.t,
             point: ray.origin + ray.dir * h.t,
             normal,
             material,
             chunk: n,
             triangle: h.triangle,
-        }))
+        })
     }
 }
 

@@ -8,7 +8,9 @@
 //! live solid contact, so no body is ever queried against terrain that is not ready.
 
 use crate::brush::Brush;
-use crate::terrain::{EditReport, QueryWorkspace, Terrain, TerrainError, TerrainManifold};
+use crate::reach::CONTACT_REACH;
+use crate::terrain::{EditReport, Terrain, TerrainError};
+use crate::terrain_query::TerrainManifold;
 use crate::terrain_ray::TerrainRayHit;
 use rayon::prelude::*;
 use std::collections::BTreeSet;
@@ -17,13 +19,13 @@ use voxterra_bit_broadphase::{BodyContacts, ContactEvent, ContactKind};
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{Aabb, Broadphase, Material, PhysicsChunkKey, ProxyError, ProxyId, ProxyMove, Ray};
 use voxterra_dynamic_aabb_tree::DynamicAabbTree;
-use voxterra_narrowphase::NarrowphaseError;
 use voxterra_narrowphase::convert::{FromParry, ToParry};
 use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 use voxterra_narrowphase::parry3d::query::{
     self, ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher, ShapeCastOptions,
 };
 use voxterra_narrowphase::parry3d::shape::{Shape, SharedShape};
+use voxterra_narrowphase::{CastOptions, NarrowphaseError};
 
 /// A body's handle: an index and a generation, so a handle of a removed body never names the
 /// body that reuses its slot.
@@ -542,11 +544,10 @@ impl World {
 
     fn note_edit(&mut self, r: &EditReport) {
         if let Some(d) = r.dirty {
-            // Masks are dilated by one voxel and meshes read two past their chunk: three voxels
-            // around the change reach every body whose contacts or cached chunks it alters.
-            let vs = self.terrain.voxel_size();
-            let lo = d.min().map(|v| (v as f32 - 3.0) * vs);
-            let hi = d.max().map(|v| (v as f32 + 3.0) * vs);
+            // Every body whose contacts or cached chunks the change alters lies this close to it.
+            let (vs, reach) = (self.terrain.voxel_size(), CONTACT_REACH as f32);
+            let lo = d.min().map(|v| (v as f32 - reach) * vs);
+            let hi = d.max().map(|v| (v as f32 + reach) * vs);
             self.edited.push(Aabb::new(lo, hi));
         }
     }
@@ -555,11 +556,9 @@ impl World {
     /// velocity, grown by the prediction distance.
     fn step_box(&self, body: &Body, dt: f32) -> Aabb {
         let d = &body.desc;
-        let mut b = Aabb::from_parry(&d.shape.compute_aabb(&d.pose));
-        if let Some(v) = d.velocity {
-            b = b.merged(&Aabb::from_parry(&d.shape.compute_aabb(&d.pose.append_translation(v * dt))));
-        }
-        b.loosened(self.config.prediction)
+        let b = Aabb::from_parry(&d.shape.compute_aabb(&d.pose));
+        let motion = d.velocity.map_or(Vector3::zeros(), |v| Vector3::from_parry(v * dt));
+        b.swept(&motion).loosened(self.config.prediction)
     }
 
     /// Settles everything that changed since the last step: moves the moved bodies' boxes in the
@@ -669,20 +668,17 @@ impl World {
         }
         self.events.extend(new_events);
 
-        // Readiness: every live solid contact's chunk must be built; then look ahead.
+        // Readiness: the chunk of every live solid contact is built; then look ahead.
         let before = self.terrain.cache_stats();
-        let mut needed: Vec<PhysicsChunkKey> = self
+        let solid: Vec<PhysicsChunkKey> = self
             .slots
             .iter()
             .filter_map(|s| s.body.as_ref())
             .flat_map(|b| b.terrain.contacts())
             .filter(|c| c.kind == ContactKind::Solid)
             .map(|c| c.chunk)
-            .filter(|&k| self.terrain.cached_chunk(k).is_none())
             .collect();
-        needed.sort_by_key(|k| (k.y, k.z, k.x));
-        needed.dedup();
-        self.terrain.build_chunks(&needed);
+        let chunks_built = self.terrain.prepare_chunks(solid);
         let mut chunks_ahead = 0;
         if self.config.lookahead > 0.0 && self.config.lookahead_chunks > 0 && !boxes.is_empty() {
             let ahead: Vec<Aabb> = boxes.iter().map(|b| b.1.loosened(self.config.lookahead)).collect();
@@ -697,7 +693,7 @@ impl World {
             terrain_updated: updates.len(),
             events: self.events.len() - events_before,
             pairs: self.pairs.len(),
-            chunks_built: needed.len(),
+            chunks_built,
             chunks_ahead,
             build_time: after.build_time.saturating_sub(before.build_time),
             elapsed: start.elapsed(),
@@ -706,21 +702,9 @@ impl World {
 
     /// The manifolds of every live contact as of the last step, in parallel (the same result on
     /// any thread count): each body against the chunks of its solid terrain contacts, and each
-    /// live pair through parry. Missing cache entries are built first, in parallel.
-    pub fn contacts(&mut self, out: &mut WorldContacts) -> Result<(), WorldError> {
+    /// live pair through parry. Chunks the cache lacks are built as the queries meet them.
+    pub fn contacts(&self, out: &mut WorldContacts) -> Result<(), WorldError> {
         out.clear();
-        let mut missing: Vec<PhysicsChunkKey> = self
-            .slots
-            .iter()
-            .filter_map(|s| s.body.as_ref())
-            .flat_map(|b| b.terrain.contacts())
-            .filter(|c| c.kind == ContactKind::Solid && self.terrain.cached_chunk(c.chunk).is_none())
-            .map(|c| c.chunk)
-            .collect();
-        missing.sort_by_key(|k| (k.y, k.z, k.x));
-        missing.dedup();
-        self.terrain.build_chunks(&missing);
-
         let prediction = self.config.prediction;
         let terrain = &self.terrain;
         let touching: Vec<(u32, &Body)> = self
@@ -732,18 +716,15 @@ impl World {
             .collect();
         let per_body: Vec<Result<Vec<TerrainManifold>, TerrainError>> = touching
             .par_iter()
-            .map_init(
-                || (QueryWorkspace::new(), Vec::new()),
-                |(ws, keys), (_, b)| {
-                    keys.clear();
-                    keys.extend(
-                        b.terrain.contacts().iter().filter(|c| c.kind == ContactKind::Solid).map(|c| c.chunk),
-                    );
-                    let mut m = Vec::new();
-                    terrain.contacts_in(b.shape(), b.pose(), prediction, keys, ws, &mut m)?;
-                    Ok(m)
-                },
-            )
+            .map_init(Vec::new, |keys, (_, b)| {
+                keys.clear();
+                keys.extend(
+                    b.terrain.contacts().iter().filter(|c| c.kind == ContactKind::Solid).map(|c| c.chunk),
+                );
+                let mut m = Vec::new();
+                terrain.contacts_in(b.shape(), b.pose(), prediction, keys, &mut m)?;
+                Ok(m)
+            })
             .collect();
         for ((i, _), r) in touching.iter().zip(per_body) {
             let h = self.handle(*i);
@@ -772,7 +753,7 @@ impl World {
 
     /// The first hit of `ray` (world units) with `t` in `[0, max_t]` among the bodies and the
     /// terrain; a tie goes to the terrain.
-    pub fn cast_ray(&mut self, ray: &Ray, max_t: f32) -> Result<Option<WorldRayHit>, WorldError> {
+    pub fn cast_ray(&self, ray: &Ray, max_t: f32) -> Result<Option<WorldRayHit>, WorldError> {
         let terrain = self.terrain.cast_ray(ray, max_t)?;
         let limit = terrain.map_or(max_t, |h| h.t);
         Ok(match self.cast_ray_bodies(ray, limit) {
@@ -783,14 +764,14 @@ impl World {
 
     /// [`World::cast_ray`] for many rays, in parallel (the same hits on any thread count).
     pub fn cast_rays(
-        &mut self,
+        &self,
         rays: &[Ray],
         max_t: f32,
         hits: &mut Vec<Option<WorldRayHit>>,
     ) -> Result<(), WorldError> {
         let mut terrain = Vec::new();
         self.terrain.cast_rays(rays, max_t, &mut terrain)?;
-        let this = &*self;
+        let this = self;
         rays.par_iter()
             .zip(terrain)
             .map(|(r, t)| {
@@ -838,14 +819,14 @@ impl World {
     /// units), touches a body or the terrain with time of impact in `[0, max_toi]`; a tie goes to
     /// the terrain, then the lowest handle. `exclude` names a body to ignore (the caster itself).
     pub fn cast_shape(
-        &mut self,
+        &self,
         shape: &dyn Shape,
         pose: &Pose,
         velocity: Vector,
         max_toi: f32,
         exclude: Option<BodyHandle>,
     ) -> Result<Option<WorldShapeHit>, WorldError> {
-        let terrain = self.terrain.cast_shape(shape, pose, velocity, max_toi)?;
+        let terrain = self.terrain.cast_shape(shape, pose, velocity, max_toi, CastOptions::default())?;
         let mut best: Option<WorldShapeHit> = terrain.map(|(chunk, h)| WorldShapeHit {
             toi: h.toi,
             on_shape: h.on_shape,
@@ -854,8 +835,7 @@ impl World {
             target: HitTarget::Terrain { chunk, triangle: h.id.triangle, material: Material::AIR },
         });
         let start = Aabb::from_parry(&shape.compute_aabb(pose));
-        let swept = start
-            .merged(&Aabb::from_parry(&shape.compute_aabb(&pose.append_translation(velocity * max_toi))));
+        let swept = start.swept(&Vector3::from_parry(velocity * max_toi));
         let mut candidates = Vec::new();
         self.tree.query_aabb(&swept, &mut |id| {
             candidates.extend(self.tree.user_data(id).map(|u| u as u32));

@@ -262,7 +262,7 @@ mod contacts {
     /// Ours, without the contacts made for shapes inside the solid (those come from the nearest
     /// surface point, not from the chunks' triangles).
     fn ours(
-        t: &mut Terrain,
+        t: &Terrain,
         shape: &SharedShape,
         pose: &Pose,
         prediction: f32,
@@ -305,7 +305,7 @@ mod contacts {
             let probes = probes();
             let mut any = 0;
             for (s, p) in &probes {
-                let got = ours(&mut t, s, p, 0.05);
+                let got = ours(&t, s, p, 0.05);
                 any += got.len();
                 prop_assert_eq!(got, reference(&t, s, p, 0.05));
             }
@@ -317,7 +317,7 @@ mod contacts {
                     prop_assert!(r.cache_dropped <= PhysicsChunkKey::range(&d.expanded(2)).unwrap().count() as usize);
                 }
                 for (s, p) in &probes {
-                    prop_assert_eq!(ours(&mut t, s, p, 0.05), reference(&t, s, p, 0.05));
+                    prop_assert_eq!(ours(&t, s, p, 0.05), reference(&t, s, p, 0.05));
                 }
             }
             if tiny {
@@ -375,7 +375,7 @@ mod contacts {
         assert!(built > 0 && t.is_ready(&area));
         let before = t.cache_stats();
         for (s, p) in probes() {
-            ours(&mut t, &s, &p, 0.05);
+            ours(&t, &s, &p, 0.05);
         }
         let after = t.cache_stats();
         assert_eq!((after.builds, after.misses), (before.builds, before.misses));
@@ -396,23 +396,27 @@ mod contacts {
     /// nothing.
     #[test]
     fn prepared_boxes_are_ready_and_build_each_chunk_once() {
-        let mut t = world();
+        let t = world();
         let boxes: Vec<Aabb> =
             probes().iter().map(|(s, p)| Aabb::from_parry(&s.compute_aabb(p)).loosened(0.05)).collect();
         let built = t.prepare_boxes(&boxes);
         assert!(boxes.iter().all(|b| t.is_ready(b)));
         assert_eq!(built as u64, t.cache_stats().builds, "each chunk once");
         assert_eq!(t.prepare_boxes(&boxes), 0);
-        let before = t.cache_stats();
         for (s, p) in probes() {
-            ours(&mut t, &s, &p, 0.05);
+            let before = t.cache_stats().builds;
+            let mut out = Vec::new();
+            t.contacts(&*s.0, &p, 0.05, &mut out).unwrap();
+            // Only a shape deep in the solid looks for the surface past its box.
+            let interior =
+                out.iter().flat_map(|m| m.manifold.points()).any(|p| p.correction == Correction::Interior);
+            assert!(t.cache_stats().builds == before || interior, "a prepared box built chunks");
         }
-        assert_eq!(t.cache_stats().builds, before.builds);
     }
 
     #[test]
     fn prepare_around_builds_nearest_first_within_its_budget() {
-        let mut t = world();
+        let t = world();
         let bodies = [
             Aabb::new(Point3::new(10.0, 10.0, 10.0), Point3::new(12.0, 40.0, 12.0)),
             Aabb::new(Point3::new(40.0, 10.0, 50.0), Point3::new(42.0, 40.0, 52.0)),
@@ -425,16 +429,16 @@ mod contacts {
         assert!(bodies.iter().all(|b| t.is_ready(b)));
         assert_eq!(t.prepare_around(&bodies, usize::MAX, std::time::Duration::ZERO), (0, true));
         // No time at all: nothing is built.
-        let mut cold = world();
+        let cold = world();
         assert_eq!(cold.prepare_around(&bodies, usize::MAX, std::time::Duration::ZERO).0, 0);
     }
 
     #[test]
     fn contacts_are_in_world_units() {
-        let mut one = world();
-        let mut half = Terrain::from_store(one.store().clone(), one.materials().clone(), 0.5).unwrap();
+        let one = world();
+        let half = Terrain::from_store(one.store().clone(), one.materials().clone(), 0.5).unwrap();
         for (s, p) in probes().into_iter().take(24) {
-            let a = ours(&mut one, &s, &p, 0.05);
+            let a = ours(&one, &s, &p, 0.05);
             // The same shape, twice as small, at half the coordinates, on half-size voxels.
             let small = s.scale_dyn(Vector::splat(0.5), 16).unwrap();
             let mut q = p;
@@ -561,17 +565,19 @@ mod rays {
             .collect()
     }
 
-    /// Batched rays equal single ones, on 1 thread and on 2, and under a one-byte cache budget
-    /// (where each ray builds the chunks the cache cannot keep).
+    /// Batched rays equal single ones, on 1 thread and on 2; under a one-byte cache budget (each
+    /// query builds what the cache cannot keep); on a prepared cache (the rays build nothing);
+    /// and from many threads at once on one cold terrain while its cache fills.
     #[test]
-    fn batched_rays_equal_single_ones_on_any_thread_count() {
+    fn rays_equal_single_ones_on_any_thread_count_and_any_cache() {
+        use rayon::prelude::*;
         let rays = some_rays();
-        let mut single = world();
+        let single = world();
         let want: Vec<_> = rays.iter().map(|r| single.cast_ray(r, 200.0).unwrap()).collect();
         assert!(want.iter().filter(|h| h.is_some()).count() > 200);
         for threads in [1, 2] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let mut t = world();
+            let t = world();
             let mut hits = Vec::new();
             pool.install(|| t.cast_rays(&rays, 200.0, &mut hits)).unwrap();
             assert!(hits == want, "{threads} threads");
@@ -583,13 +589,29 @@ mod rays {
         let mut hits = Vec::new();
         tiny.cast_rays(&rays, 200.0, &mut hits).unwrap();
         assert!(hits == want);
-        // Through a shared reference, on an empty cache and on a full one.
-        let fresh = world();
-        let shared: Vec<_> = rays.iter().map(|r| fresh.cast_ray_shared(r, 200.0).unwrap()).collect();
-        assert!(shared == want);
-        assert_eq!(fresh.cache_stats().builds, 0, "shared casts leave the cache alone");
-        let shared: Vec<_> = rays.iter().map(|r| single.cast_ray_shared(r, 200.0).unwrap()).collect();
-        assert!(shared == want);
+        assert!(tiny.cache_stats().entries <= 1, "only the entry just built outlives the budget");
+        let prepared = world();
+        let whole =
+            voxterra::core::Aabb::new(Point3::new(-16.0, -16.0, -16.0), Point3::new(80.0, 64.0, 80.0));
+        assert!(prepared.prepare(&whole) > 0);
+        let before = prepared.cache_stats().builds;
+        let got: Vec<_> = rays.iter().map(|r| prepared.cast_ray(r, 200.0).unwrap()).collect();
+        assert!(got == want);
+        assert_eq!(prepared.cache_stats().builds, before, "a prepared region builds nothing");
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        let cold = world();
+        let got: Vec<_> =
+            pool.install(|| rays.par_iter().map(|r| cold.cast_ray(r, 200.0).unwrap()).collect());
+        assert!(got == want, "queries from 4 threads filling one cache");
+        // The byte budget holds while 4 threads fill and evict it; eviction changes no answer.
+        let mut small = world();
+        let budget = cold.cache_stats().bytes / 4;
+        small.set_cache_budget(budget);
+        let got: Vec<_> =
+            pool.install(|| rays.par_iter().map(|r| small.cast_ray(r, 200.0).unwrap()).collect());
+        assert!(got == want);
+        let stats = small.cache_stats();
+        assert!(stats.bytes <= budget && stats.evictions > 0, "{stats:?} against {budget}");
     }
 
     /// The nearest terrain point equals the brute force over every chunk's triangles, and says
@@ -642,8 +664,8 @@ mod rays {
 
     #[test]
     fn rays_are_in_world_units_and_bad_rays_are_errors() {
-        let mut one = world();
-        let mut half = Terrain::from_store(one.store().clone(), one.materials().clone(), 0.5).unwrap();
+        let one = world();
+        let half = Terrain::from_store(one.store().clone(), one.materials().clone(), 0.5).unwrap();
         let down = voxterra::core::nalgebra::Vector3::new(0.0, -1.0, 0.0);
         let a = one.cast_ray(&Ray::new(Point3::new(30.5, 70.0, 20.5), down), 100.0).unwrap().unwrap();
         let b = half.cast_ray(&Ray::new(Point3::new(15.25, 35.0, 10.25), down), 50.0).unwrap().unwrap();
@@ -707,7 +729,7 @@ mod casts {
 
     #[test]
     fn casts_intersections_and_overlaps() {
-        let mut t = world();
+        let t = world();
         let shapes =
             [SharedShape::ball(1.0), SharedShape::cuboid(0.8, 1.2, 0.6), SharedShape::capsule_y(0.8, 0.6)];
         let mut hits = 0;
@@ -715,7 +737,8 @@ mod casts {
             let s = &shapes[i % 3];
             let pose = Pose::translation(8.0 + (i * 7 % 48) as f32, 44.0, 8.0 + (i * 11 % 48) as f32);
             let vel = Vector::new(0.2 * (i % 3) as f32 - 0.2, -1.0, 0.1);
-            let ours = t.cast_shape(&*s.0, &pose, vel, 60.0).unwrap().map(|(_, h)| h.toi);
+            let ours =
+                t.cast_shape(&*s.0, &pose, vel, 60.0, CastOptions::default()).unwrap().map(|(_, h)| h.toi);
             let want = brute(&t, s, &pose, vel, 60.0);
             assert_eq!(ours, want, "cast {i}");
             if let Some(toi) = ours {
@@ -736,8 +759,10 @@ mod casts {
         );
         assert!(t.overlap(&Aabb::new(Point3::new(10.0, 1.0, 10.0), Point3::new(12.0, 3.0, 12.0))).0);
         let nan = Pose::translation(f32::NAN, 0.0, 0.0);
-        assert!(t.cast_shape(&*shapes[0].0, &nan, Vector::Y, 1.0).is_err());
-        assert!(t.cast_shape(&*shapes[0].0, &Pose::IDENTITY, Vector::Y, -1.0).is_err());
+        assert!(t.cast_shape(&*shapes[0].0, &nan, Vector::Y, 1.0, CastOptions::default()).is_err());
+        assert!(
+            t.cast_shape(&*shapes[0].0, &Pose::IDENTITY, Vector::Y, -1.0, CastOptions::default()).is_err()
+        );
     }
 
     /// Sweeps (continuous collision, rotation included) equal the earliest sweep over every
@@ -751,7 +776,6 @@ mod casts {
         let half = Terrain::from_store(t.store().clone(), t.materials().clone(), 0.5).unwrap();
         let shapes =
             [SharedShape::ball(0.7), SharedShape::cuboid(1.2, 0.1, 0.8), SharedShape::capsule_y(0.9, 0.3)];
-        let mut ws = voxterra::QueryWorkspace::new();
         let mut hits = 0;
         for i in 0..18 {
             let s = &shapes[i % 3];
@@ -761,8 +785,7 @@ mod casts {
             let end =
                 Pose::from_parts(Vector::new(x + 3.0, -2.0, z - 1.0), Rotation::from_rotation_y(1.1) * turn);
             let sweep = Sweep::from_poses(&start, &end, Vector::ZERO);
-            let ours =
-                t.sweep_shape_shared(&*s.0, &sweep, 1.0, 0.01, &mut ws).unwrap().map(|(_, h)| h.fraction);
+            let ours = t.sweep_shape(&*s.0, &sweep, 1.0, 0.01).unwrap().map(|(_, h)| h.fraction);
             let mut want: Option<f32> = None;
             for key in PhysicsChunkKey::range(&area()).unwrap().iter() {
                 let Some((mesh, tree)) = fresh_chunk(&t, key) else { continue };
@@ -780,14 +803,14 @@ mod casts {
             hits += usize::from(ours.is_some());
             let scaled = Sweep { c1: sweep.c1 * 0.5, c2: sweep.c2 * 0.5, ..sweep };
             let small = s.0.scale_dyn(Vector::splat(0.5), 16).unwrap();
-            let at_half = half.sweep_shape_shared(&*small, &scaled, 1.0, 0.005, &mut ws).unwrap();
+            let at_half = half.sweep_shape(&*small, &scaled, 1.0, 0.005).unwrap();
             let at_half = at_half.map(|(_, h)| h.fraction);
             assert!(same(ours, at_half), "sweep {i}: {ours:?} at voxel size 1, {at_half:?} at 0.5");
         }
         assert!(hits > 12);
         let nan =
             Sweep { c2: Vector::new(0.0, f32::NAN, 0.0), ..Sweep::constant(&Pose::IDENTITY, Vector::ZERO) };
-        assert!(t.sweep_shape_shared(&*shapes[0].0, &nan, 1.0, 0.01, &mut ws).is_err());
+        assert!(t.sweep_shape(&*shapes[0].0, &nan, 1.0, 0.01).is_err());
     }
 }
 

@@ -565,7 +565,7 @@ fn picture(args: &DemoArgs, fin: Final) -> anyhow::Result<PictureReport> {
         })
         .find(|eye| {
             let ray = voxterra::core::Ray::new(Point3::from(*eye), focus - eye);
-            fin.terrain.cast_ray_shared(&ray, 1.0).ok().flatten().is_none_or(|h| h.t > 0.9)
+            fin.terrain.cast_ray(&ray, 1.0).ok().flatten().is_none_or(|h| h.t > 0.9)
         })
         .unwrap_or(focus + Vector3::new(0.0, dist, 0.1));
     let mut world = World::new(fin.terrain);

@@ -65,7 +65,7 @@ impl Plaza {
 pub(crate) fn ground_at(t: &Terrain, x: f32, z: f32) -> Option<f32> {
     let top = t.extent().map_or(256.0, |e| e.max().y as f32 * t.voxel_size() + 8.0);
     let down = VRay::new(Point3::new(x, top, z), -Vector3::y());
-    t.cast_ray_shared(&down, top + 1024.0).ok().flatten().map(|h| h.point.y)
+    t.cast_ray(&down, top + 1024.0).ok().flatten().map(|h| h.point.y)
 }
 
 /// Levels the plaza: rock up to its height, air above, over a rectangle centered on a store-chunk

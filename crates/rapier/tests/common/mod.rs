@@ -142,7 +142,7 @@ impl Sim {
     pub fn ground_at(&self, x: f32, z: f32, top: f32) -> f32 {
         self.terrain(|t| {
             let down = VRay::new(Point3::new(x, top, z), -Vector3::y());
-            t.cast_ray_shared(&down, 1e4).unwrap().expect("ground").point.y
+            t.cast_ray(&down, 1e4).unwrap().expect("ground").point.y
         })
     }
 

@@ -1,0 +1,407 @@
+//! The terrain's collision queries, all from `&self`: contacts, intersection tests, shape casts,
+//! sweeps and mask overlaps, and collision readiness (building the cache ahead of the queries).
+//!
+//! A query picks the physics chunks its box needs from the masks, takes each chunk's collision data
+//! from the cache (building it into the cache when missing), and runs the narrowphase in voxel
+//! units. Scratch memory is one workspace per thread, so steady-state queries allocate nothing.
+
+use crate::collision_cache::{CacheStats, ChunkCollision, ChunkData};
+use crate::reach::SURFACE_SPILL;
+use crate::terrain::{Terrain, TerrainError};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::time::Instant;
+use voxterra_core::nalgebra::Point3;
+use voxterra_core::{Aabb, PhysicsChunkKey};
+use voxterra_mesher::MeshWorkspace;
+use voxterra_narrowphase::convert::FromParry;
+use voxterra_narrowphase::parry3d::math::{Pose, Vector};
+use voxterra_narrowphase::parry3d::query::sweep_toi::Sweep;
+use voxterra_narrowphase::parry3d::shape::Shape;
+use voxterra_narrowphase::{
+    CastOptions, ContactWorkspace, Manifold, NarrowphaseError, ShapeCastHit, SweepHit, TriangleSet,
+};
+
+/// One contact manifold against the terrain, in world units, and the physics chunk it is from.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct TerrainManifold {
+    /// The physics chunk whose triangles the points are on.
+    pub chunk: PhysicsChunkKey,
+    /// At most four points sharing a normal (world units).
+    pub manifold: Manifold,
+}
+
+/// A query's scratch: contact buffers and meshing buffers for chunks it builds.
+#[derive(Default)]
+pub(crate) struct QueryWorkspace {
+    pub(crate) contact: ContactWorkspace,
+    pub(crate) mesh: MeshWorkspace,
+}
+
+thread_local! {
+    /// One workspace per thread: queries come from any thread (physics engines, rayon tasks).
+    static WORKSPACE: RefCell<QueryWorkspace> = RefCell::new(QueryWorkspace::default());
+}
+
+/// Runs `f` with this thread's workspace (a fresh one for a query made inside another, which
+/// holds the thread's).
+pub(crate) fn with_workspace<R>(f: impl FnOnce(&mut QueryWorkspace) -> R) -> R {
+    WORKSPACE.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut ws) => f(&mut ws),
+        Err(_) => f(&mut QueryWorkspace::default()),
+    })
+}
+
+impl Terrain {
+    /// `key`'s collision data from the cache, built into it if missing (`None`: no surface).
+    pub(crate) fn chunk(&self, key: PhysicsChunkKey, ws: &mut MeshWorkspace) -> ChunkData {
+        self.cache.get(&self.mesher, &self.store, key, ws)
+    }
+
+    /// Calls `f` with `key`'s collision data (see [`Terrain::chunk`]); `None` for a chunk without
+    /// a surface.
+    pub(crate) fn with_chunk<R>(
+        &self,
+        key: PhysicsChunkKey,
+        ws: &mut MeshWorkspace,
+        f: impl FnOnce(&ChunkCollision) -> R,
+    ) -> Option<R> {
+        self.chunk(key, ws).as_deref().map(f)
+    }
+
+    /// The collision cache's statistics.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// Sets the collision cache's byte budget; least recently used chunks go first.
+    pub fn set_cache_budget(&mut self, bytes: usize) {
+        self.cache.set_budget(bytes);
+    }
+
+    /// The collision data the cache holds for `key`, without building it: `None` when not held,
+    /// `Some(None)` for a chunk with no surface (for debug drawing and tests).
+    pub fn cached_chunk(&self, key: PhysicsChunkKey) -> Option<ChunkData> {
+        self.cache.peek(key)
+    }
+
+    /// The chunks the collision cache holds, in key order.
+    pub fn cached_chunks(&self) -> Vec<PhysicsChunkKey> {
+        self.cache.keys()
+    }
+
+    /// The physics chunks a query inside `aabb` (world units) needs: those whose masks show
+    /// solid within reach of the box, in key order. A chunk's triangles reach
+    /// [`SURFACE_SPILL`](crate::reach::SURFACE_SPILL) past its box, so the box is grown by that
+    /// first: a body resting just above a chunk's floor touches triangles of the chunk below.
+    pub fn solid_chunks(&self, aabb: &Aabb) -> Vec<PhysicsChunkKey> {
+        let mut keys = Vec::new();
+        self.masks.query(&aabb.loosened(SURFACE_SPILL as f32 * self.voxel_size), |k, t| {
+            if t.solid {
+                keys.push(k);
+            }
+        });
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Collision readiness: builds, in parallel, every cache entry a query inside `aabb` (world
+    /// units) will need, so queries there build nothing (until an edit or the budget drops
+    /// them). Returns how many were built.
+    pub fn prepare(&self, aabb: &Aabb) -> usize {
+        self.prepare_boxes(std::slice::from_ref(aabb))
+    }
+
+    /// [`Terrain::prepare`] for many boxes at once (a frame's bodies): the chunks they need, each
+    /// once, built in one parallel batch. What `World` and `voxterra-rapier` call before a step.
+    /// Returns how many were built.
+    pub fn prepare_boxes(&self, boxes: &[Aabb]) -> usize {
+        self.prepare_chunks(boxes.iter().flat_map(|b| self.solid_chunks(b)).collect())
+    }
+
+    /// Builds the chunks the cache lacks among `keys`, in parallel: the one place collision data is
+    /// built ahead of the queries (`World` passes its bodies' solid contacts). Returns how many.
+    pub(crate) fn prepare_chunks(&self, mut keys: Vec<PhysicsChunkKey>) -> usize {
+        keys.sort_unstable();
+        keys.dedup();
+        self.cache.prepare(&self.mesher, &self.store, &keys)
+    }
+
+    /// Collision readiness within a budget, for a game's frame loop: builds the missing cache
+    /// entries around `boxes` (world units), nearest first (by distance from the chunk's center to
+    /// the nearest box), at most `max_chunks` of them and stopping once `max_time` has passed
+    /// (checked between parallel batches). Returns how many chunks were built and whether every
+    /// box is ready.
+    pub fn prepare_around(
+        &self,
+        boxes: &[Aabb],
+        max_chunks: usize,
+        max_time: std::time::Duration,
+    ) -> (usize, bool) {
+        let start = Instant::now();
+        let mut missing: Vec<(f32, PhysicsChunkKey)> = Vec::new();
+        let mut seen = BTreeSet::new();
+        for b in boxes {
+            for k in self.solid_chunks(b) {
+                if !self.cache.contains(k) && seen.insert(k) {
+                    let r = k.region().map(|r| r.min().map(|v| (v as f32 + 4.0) * self.voxel_size));
+                    let Ok(c) = r else { continue };
+                    let d = boxes
+                        .iter()
+                        .map(|b| {
+                            let q = Point3::new(
+                                c.x.clamp(b.mins.x, b.maxs.x),
+                                c.y.clamp(b.mins.y, b.maxs.y),
+                                c.z.clamp(b.mins.z, b.maxs.z),
+                            );
+                            (q - c).norm_squared()
+                        })
+                        .fold(f32::INFINITY, f32::min);
+                    missing.push((d, k));
+                }
+            }
+        }
+        missing.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        missing.truncate(max_chunks);
+        let keys: Vec<PhysicsChunkKey> = missing.into_iter().map(|(_, k)| k).collect();
+        let mut built = 0;
+        let batch = (rayon::current_num_threads() * 8).max(8);
+        for part in keys.chunks(batch) {
+            if start.elapsed() >= max_time {
+                break;
+            }
+            built += self.prepare_chunks(part.to_vec());
+        }
+        (built, boxes.iter().all(|b| self.is_ready(b)))
+    }
+
+    /// True when every chunk a query inside `aabb` needs is built.
+    pub fn is_ready(&self, aabb: &Aabb) -> bool {
+        self.solid_chunks(aabb).iter().all(|&k| self.cache.contains(k))
+    }
+
+    /// The contacts of `shape` at `pose` (world units) with the terrain within `prediction`:
+    /// the masks pick the physics chunks (only those showing solid near the shape's box), the
+    /// cache gives each chunk's mesh, edge flags and kD tree (built into it if missing), and the
+    /// narrowphase makes manifolds of at most four points per chunk and normal, ghost-free
+    /// across chunk seams, internal contacts dropped. A shape deep in the solid gets one contact
+    /// toward the nearest surface. Appended to `out` in chunk order; returns how many.
+    pub fn contacts(
+        &self,
+        shape: &dyn Shape,
+        pose: &Pose,
+        prediction: f32,
+        out: &mut Vec<TerrainManifold>,
+    ) -> Result<usize, TerrainError> {
+        check_pose(pose)?;
+        check_prediction(prediction)?;
+        let b = Aabb::from_parry(&shape.compute_aabb(pose));
+        let keys = self.solid_chunks(&b.loosened(prediction));
+        self.contacts_in(shape, pose, prediction, &keys, out)
+    }
+
+    /// The contacts of `shape` with the triangles of `keys` (world units, pose and prediction
+    /// already checked).
+    pub(crate) fn contacts_in(
+        &self,
+        shape: &dyn Shape,
+        pose: &Pose,
+        prediction: f32,
+        keys: &[PhysicsChunkKey],
+        out: &mut Vec<TerrainManifold>,
+    ) -> Result<usize, TerrainError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        // The layers below work in voxel units.
+        let k = 1.0 / self.voxel_size;
+        let scaled = scaled_to_voxels(shape, k)?;
+        let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
+        let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
+        let before = out.len();
+        with_workspace(|ws| {
+            let QueryWorkspace { contact, mesh } = ws;
+            contact.begin();
+            for (i, &key) in keys.iter().enumerate() {
+                self.with_chunk(key, mesh, |c| {
+                    let view = c.tree.with(&c.mesh);
+                    let set =
+                        TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags()).one_sided();
+                    contact.collect(local_shape, &local_pose, set, prediction * k, i as u32)
+                })
+                .transpose()?;
+            }
+            // Internal contacts are dropped across chunks: a seam is a crease like any other.
+            contact.finish(|i, m| {
+                out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size) });
+            });
+            Ok::<(), TerrainError>(())
+        })?;
+        // A shape in the solid that meets no triangle deep enough (wholly under the surface, or in
+        // all-solid chunks) is pushed toward the nearest surface all the same.
+        if !out[before..].iter().any(|m| m.manifold.min_dist() < 0.0)
+            && let Some(m) = self.interior_contact(shape, pose)?
+        {
+            out.push(m);
+        }
+        Ok(out.len() - before)
+    }
+
+    /// True when `shape` at `pose` (world units) touches or penetrates the terrain.
+    pub fn intersects(&self, shape: &dyn Shape, pose: &Pose) -> Result<bool, TerrainError> {
+        let mut out = Vec::new();
+        self.contacts(shape, pose, 0.0, &mut out)?;
+        Ok(out.iter().any(|m| m.manifold.min_dist() <= 0.0))
+    }
+
+    /// The first time `shape`, starting at `pose` and moving by `velocity` per unit time (world
+    /// units), touches the terrain with time of impact in `[0, max_toi]`, with [`CastOptions`] (a
+    /// target distance in world units, and whether a shape already penetrating stops at once);
+    /// inactive edges report their face's normal. Returns the hit (world units) and its chunk.
+    pub fn cast_shape(
+        &self,
+        shape: &dyn Shape,
+        pose: &Pose,
+        velocity: Vector,
+        max_toi: f32,
+        options: CastOptions,
+    ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
+        if !(velocity.is_finite() && max_toi.is_finite() && max_toi >= 0.0) {
+            return Err(
+                NarrowphaseError::InvalidParameter { what: "velocity or max_toi", value: max_toi }.into()
+            );
+        }
+        check_pose(pose)?;
+        check_prediction(options.target_distance)?;
+        let start = Aabb::from_parry(&shape.compute_aabb(pose));
+        let d = velocity * max_toi;
+        let swept = start.swept(&voxterra_core::nalgebra::Vector3::new(d.x, d.y, d.z));
+        let keys = self.solid_chunks(&swept.loosened(options.target_distance));
+        let k = 1.0 / self.voxel_size;
+        let scaled = scaled_to_voxels(shape, k)?;
+        let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
+        let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
+        let local_vel = velocity * k;
+        let local_options = CastOptions { target_distance: options.target_distance * k, ..options };
+        let mut best: Option<(PhysicsChunkKey, ShapeCastHit)> = None;
+        with_workspace(|ws| {
+            for &key in &keys {
+                let limit = best.map_or(max_toi, |b| b.1.toi);
+                let hit = self.with_chunk(key, &mut ws.mesh, |c| {
+                    let view = c.tree.with(&c.mesh);
+                    let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags());
+                    voxterra_narrowphase::cast_shape(
+                        local_shape,
+                        &local_pose,
+                        local_vel,
+                        limit,
+                        set,
+                        local_options,
+                    )
+                });
+                if let Some(h) = hit.transpose()?.flatten()
+                    && best.is_none_or(|b| h.toi < b.1.toi)
+                {
+                    best = Some((key, h));
+                }
+            }
+            Ok::<(), TerrainError>(())
+        })?;
+        let vs = self.voxel_size;
+        Ok(best.map(|(key, h)| {
+            let w = ShapeCastHit {
+                on_shape: Point3::from(h.on_shape.coords * vs),
+                on_triangle: Point3::from(h.on_triangle.coords * vs),
+                ..h
+            };
+            (key, w)
+        }))
+    }
+
+    /// Continuous collision over a step, rotation included, as rapier sweeps a body against a
+    /// triangle mesh ([`voxterra_narrowphase::sweep_shape`]): the earliest fraction in
+    /// `(0, max_fraction)` of `sweep` (world units, the shape's frame moving from its start to its
+    /// end pose) at which `shape` comes within `linear_slop` of the surface. A shape already
+    /// resting on the surface is stopped only where its core would pass through it. Returns the
+    /// hit (world units) and its chunk.
+    pub fn sweep_shape(
+        &self,
+        shape: &dyn Shape,
+        sweep: &Sweep,
+        max_fraction: f32,
+        linear_slop: f32,
+    ) -> Result<Option<(PhysicsChunkKey, SweepHit)>, TerrainError> {
+        check_pose(&sweep.transform_at(0.0))?;
+        check_pose(&sweep.final_transform())?;
+        check_prediction(linear_slop)?;
+        let end = sweep.transform_at(max_fraction.clamp(0.0, 1.0));
+        let swept = Aabb::from_parry(&shape.compute_aabb(&sweep.transform_at(0.0)))
+            .merged(&Aabb::from_parry(&shape.compute_aabb(&end)));
+        // The rotation between the ends may carry a point past both ends' boxes, by less than its
+        // distance from the center of mass times the quaternions' chord.
+        let sphere = shape.compute_local_bounding_sphere();
+        let reach = (sphere.center - sweep.local_center).length() + sphere.radius;
+        let chord = (2.0 - 2.0 * sweep.q1.dot(sweep.q2).abs()).max(0.0).sqrt();
+        let keys = self.solid_chunks(&swept.loosened(linear_slop + reach * chord));
+        let k = 1.0 / self.voxel_size;
+        let scaled = scaled_to_voxels(shape, k)?;
+        let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
+        let local =
+            Sweep { local_center: sweep.local_center * k, c1: sweep.c1 * k, c2: sweep.c2 * k, ..*sweep };
+        let mut best: Option<(PhysicsChunkKey, SweepHit)> = None;
+        with_workspace(|ws| {
+            for &key in &keys {
+                let limit = best.map_or(max_fraction, |b| b.1.fraction);
+                let hit = self.with_chunk(key, &mut ws.mesh, |c| {
+                    let view = c.tree.with(&c.mesh);
+                    let set = TriangleSet::new(&c.mesh, &view).one_sided();
+                    voxterra_narrowphase::sweep_shape(local_shape, &local, limit, linear_slop * k, set)
+                });
+                if let Some(h) = hit.transpose()?.flatten()
+                    && best.is_none_or(|b| h.fraction < b.1.fraction)
+                {
+                    best = Some((key, h));
+                }
+            }
+            Ok::<(), TerrainError>(())
+        })?;
+        Ok(best
+            .map(|(key, h)| (key, SweepHit { point: Point3::from(h.point.coords * self.voxel_size), ..h })))
+    }
+
+    /// Whether the box (world units) may touch solid and water, from the masks alone (no
+    /// meshes): for buoyancy and triggers. Conservative by the masks' one-voxel dilation.
+    pub fn overlap(&self, aabb: &Aabb) -> (bool, bool) {
+        let (mut solid, mut water) = (false, false);
+        self.masks.query(aabb, |_, t| {
+            solid |= t.solid;
+            water |= t.water;
+        });
+        (solid, water)
+    }
+}
+
+/// A NaN or infinite pose is an error.
+pub(crate) fn check_pose(pose: &Pose) -> Result<(), TerrainError> {
+    if pose.is_finite() { Ok(()) } else { Err(NarrowphaseError::NonFinitePose.into()) }
+}
+
+/// A prediction distance must be finite and non-negative.
+fn check_prediction(prediction: f32) -> Result<(), TerrainError> {
+    if prediction.is_finite() && prediction >= 0.0 {
+        Ok(())
+    } else {
+        Err(NarrowphaseError::InvalidParameter { what: "prediction distance", value: prediction }.into())
+    }
+}
+
+/// `shape` scaled by `k` (world to voxel units), or `None` when `k` is 1 and it is used as is.
+fn scaled_to_voxels(shape: &dyn Shape, k: f32) -> Result<Option<Box<dyn Shape>>, TerrainError> {
+    if k == 1.0 {
+        return Ok(None);
+    }
+    let s = shape
+        .scale_dyn(Vector::splat(k), 16)
+        .ok_or(NarrowphaseError::UnsupportedShape("a shape parry cannot scale"))?;
+    Ok(Some(s))
+}
