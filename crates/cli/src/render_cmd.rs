@@ -30,8 +30,8 @@ pub(crate) struct RenderArgs {
     /// The point the camera looks at (default: the world's center at ground level).
     #[arg(long, value_parser = parse_point, allow_hyphen_values = true)]
     target: Option<[f32; 3]>,
-    /// Vertical field of view, degrees.
-    #[arg(long, default_value_t = 50.0)]
+    /// Vertical field of view, degrees (above 0, below 180).
+    #[arg(long, default_value_t = 50.0, value_parser = parse_fov, allow_hyphen_values = true)]
     fov: f32,
     /// Picture size, W×H pixels.
     #[arg(long, default_value = "1280x720", value_parser = parse_resolution)]
@@ -50,6 +50,14 @@ pub(crate) fn parse_point(s: &str) -> Result<[f32; 3], String> {
     }
 }
 
+/// A vertical field of view in degrees: finite, above 0 and below 180.
+pub(crate) fn parse_fov(s: &str) -> Result<f32, String> {
+    match s.trim().parse::<f32>() {
+        Ok(f) if f > 0.0 && f < 180.0 => Ok(f),
+        _ => Err(format!("expected a field of view in degrees above 0 and below 180; got {s:?}")),
+    }
+}
+
 /// `W×H` as two positive integers of at most 16 384.
 pub(crate) fn parse_resolution(s: &str) -> Result<[u32; 2], String> {
     let v: Result<Vec<u32>, _> = s.split(['x', 'X']).map(|p| p.trim().parse::<u32>()).collect();
@@ -60,14 +68,14 @@ pub(crate) fn parse_resolution(s: &str) -> Result<[u32; 2], String> {
 }
 
 /// A camera over `terrain`'s extent: `eye` and `target` where given, else above a corner looking
-/// at the center.
+/// at the center. An eye on its target looks nowhere: refused.
 pub(crate) fn camera_for(
     terrain: &Terrain,
     eye: Option<[f32; 3]>,
     target: Option<[f32; 3]>,
     fov: f32,
     [width, height]: [u32; 2],
-) -> Camera {
+) -> anyhow::Result<Camera> {
     let (lo, hi) = terrain.extent().map_or(([0.0; 3], [64.0; 3]), |e| {
         let s = terrain.voxel_size();
         (e.min().map(|v| v as f32 * s).into(), e.max().map(|v| v as f32 * s).into())
@@ -75,13 +83,9 @@ pub(crate) fn camera_for(
     let size = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
     let center = [lo[0] + size[0] * 0.5, lo[1] + size[1] * 0.4, lo[2] + size[2] * 0.5];
     let eye = eye.unwrap_or([lo[0] + size[0] * 0.05, hi[1] + size[1] * 0.9, lo[2] + size[2] * 0.05]);
-    Camera {
-        eye: Point3::from(eye),
-        target: Point3::from(target.unwrap_or(center)),
-        fov: if fov.is_finite() { fov.clamp(1.0, 170.0) } else { 50.0 },
-        width,
-        height,
-    }
+    let (eye, target) = (Point3::from(eye), Point3::from(target.unwrap_or(center)));
+    anyhow::ensure!(eye != target, "the camera's eye is on its target ({eye}): it looks nowhere");
+    Ok(Camera { eye, target, fov, width, height })
 }
 
 pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
@@ -90,6 +94,9 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
         builder = builder.num_threads(n);
     }
     let pool = builder.build().context("starting the worker threads")?;
+    if let (Some(eye), Some(target)) = (args.eye, args.target) {
+        anyhow::ensure!(eye != target, "--eye and --target are the same point: the camera looks nowhere");
+    }
     pool.install(|| {
         let terrain = match &args.input {
             Some(path) => {
@@ -113,7 +120,7 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
                 t
             }
         };
-        let camera = camera_for(&terrain, args.eye, args.target, args.fov, args.resolution);
+        let camera = camera_for(&terrain, args.eye, args.target, args.fov, args.resolution)?;
         let table = terrain.materials().clone();
         let mut world = World::new(terrain);
         let bar = progress_bar(0, "rendering ", "rays", false)?;

@@ -1,18 +1,22 @@
 //! What world to make: seed, size, placement, and the checks that keep a request within memory.
 
-use voxterra_core::{Region, VoxelPos};
+use voxterra_core::{Region, StoreChunkKey, VoxelPos};
 
 /// The parameters of a world. Same parameters, same voxels, on every machine and thread count.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct WorldParams {
     /// Seeds every noise field.
     pub seed: u64,
-    /// Voxels along X, Y (up), Z.
+    /// Voxels along X, Y (up), Z. Any size from one voxel up is made: a world under two voxels
+    /// tall is one layer of ground.
     pub size: [u32; 3],
     /// The world's minimum corner.
     pub origin: VoxelPos,
     /// Refuse worlds of more voxels than this (a guard against sizes that exhaust memory).
     pub max_voxels: u64,
+    /// Refuse worlds touching more 32³ storage chunks than this: a thin world of few voxels can
+    /// touch millions of chunks, each with its own bookkeeping.
+    pub max_chunks: u64,
 }
 
 impl WorldParams {
@@ -20,10 +24,18 @@ impl WorldParams {
     pub const DEFAULT_SIZE: [u32; 3] = [512, 128, 512];
     /// The default guard: 2^34 voxels (about 17 G; ~7 GB at the store's ~0.4 bytes per voxel).
     pub const DEFAULT_MAX_VOXELS: u64 = 1 << 34;
+    /// The default chunk guard: 2^19 chunks (a full 2^34-voxel world; a few GB of bookkeeping).
+    pub const DEFAULT_MAX_CHUNKS: u64 = 1 << 19;
 
     /// A world of `size` with `seed` at the origin.
     pub fn new(seed: u64, size: [u32; 3]) -> Self {
-        WorldParams { seed, size, origin: VoxelPos::origin(), max_voxels: Self::DEFAULT_MAX_VOXELS }
+        WorldParams {
+            seed,
+            size,
+            origin: VoxelPos::origin(),
+            max_voxels: Self::DEFAULT_MAX_VOXELS,
+            max_chunks: Self::DEFAULT_MAX_CHUNKS,
+        }
     }
 
     /// A smaller world for tests and examples: 96 × 64 × 96.
@@ -40,7 +52,13 @@ impl WorldParams {
         if voxels > self.max_voxels as u128 {
             return Err(WorldgenError::TooLarge { size: self.size, voxels, limit: self.max_voxels });
         }
-        Region::from_min_size(self.origin, self.size).map_err(|e| WorldgenError::Placement(e.to_string()))
+        let region = Region::from_min_size(self.origin, self.size)
+            .map_err(|e| WorldgenError::Placement(e.to_string()))?;
+        let chunks = StoreChunkKey::range(&region).map_or(0, |r| r.count());
+        if chunks > self.max_chunks as u128 {
+            return Err(WorldgenError::TooManyChunks { size: self.size, chunks, limit: self.max_chunks });
+        }
+        Ok(region)
     }
 }
 
@@ -68,6 +86,16 @@ pub enum WorldgenError<E: std::error::Error = std::convert::Infallible> {
         /// The limit in force.
         limit: u64,
     },
+    /// The world touches more storage chunks than the guard allows.
+    #[error("world size {size:?} touches {chunks} storage chunks, over the limit of {limit}")]
+    TooManyChunks {
+        /// Requested size.
+        size: [u32; 3],
+        /// The 32³ chunks it touches.
+        chunks: u128,
+        /// The limit in force.
+        limit: u64,
+    },
     /// Origin plus size leaves the i32 coordinate space.
     #[error("world placement: {0}")]
     Placement(String),
@@ -83,6 +111,9 @@ impl WorldgenError {
             WorldgenError::EmptySize(s) => WorldgenError::EmptySize(s),
             WorldgenError::TooLarge { size, voxels, limit } => {
                 WorldgenError::TooLarge { size, voxels, limit }
+            }
+            WorldgenError::TooManyChunks { size, chunks, limit } => {
+                WorldgenError::TooManyChunks { size, chunks, limit }
             }
             WorldgenError::Placement(p) => WorldgenError::Placement(p),
             WorldgenError::Write(e) => match e {},

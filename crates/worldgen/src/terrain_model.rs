@@ -133,7 +133,9 @@ impl TerrainModel {
         };
         let c = self.canyon.get_noise_2d(xf, zf).abs();
         let canyon = if c < 0.07 { smoothstep((0.07 - c) / 0.05) * low } else { 0.0 };
-        let height = (height - canyon * 0.2 * self.height).clamp(1.0, self.height - 1.0);
+        // At least one voxel of ground, at most one under the top (a world under two voxels tall
+        // is one layer of ground).
+        let height = (height - canyon * 0.2 * self.height).clamp(1.0, (self.height - 1.0).max(1.0));
         Column { height, biome, canyon, cold: self.temperature.get_noise_2d(xf, zf) < -0.35 }
     }
 

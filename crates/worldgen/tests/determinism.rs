@@ -79,6 +79,11 @@ fn bad_sizes_are_typed_errors() {
         generate(&WorldParams::new(1, [1 << 20, 1 << 10, 1 << 20]), &mut store, |_, _| {}),
         Err(WorldgenError::TooLarge { .. })
     ));
+    // Few voxels, millions of chunks: refused before any is made.
+    assert!(matches!(
+        generate(&WorldParams::new(1, [99_999_999, 1, 1]), &mut store, |_, _| {}),
+        Err(WorldgenError::TooManyChunks { chunks: 3_125_000, .. })
+    ));
     let mut p = WorldParams::new(1, [64, 64, 64]);
     p.origin = voxterra_core::VoxelPos::new(i32::MAX - 10, 0, 0);
     assert!(matches!(generate(&p, &mut store, |_, _| {}), Err(WorldgenError::Placement(_))));
@@ -91,4 +96,21 @@ fn bad_sizes_are_typed_errors() {
         Err(WorldgenError::Write(_))
     ));
     assert_eq!(store.chunk_count(), 0);
+}
+
+/// The thinnest and narrowest worlds are made, never a panic: one voxel tall is one layer of
+/// ground; one voxel wide or deep is a slice of the usual terrain.
+#[test]
+fn tiny_and_thin_sizes_make_worlds() {
+    for size in [[1, 1, 1], [1, 2, 1], [3, 1, 200], [200, 1, 3], [1, 64, 1], [2, 3, 2], [40_000, 1, 1]] {
+        let mut store = VoxelStore::new();
+        generate(&WorldParams::new(7, size), &mut store, |_, _| {}).unwrap();
+        let region = WorldParams::new(7, size).region().unwrap();
+        let mut v = vec![voxterra_core::Voxel::AIR; region.len().unwrap()];
+        store.read_box(&region, &mut v).unwrap();
+        assert!(v.iter().any(|v| !v.is_air()), "{size:?} has ground");
+        if size[1] == 1 {
+            assert!(v.iter().all(|v| !v.is_air()), "{size:?}: one layer of ground");
+        }
+    }
 }

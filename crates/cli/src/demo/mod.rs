@@ -50,7 +50,7 @@ pub(crate) struct DemoArgs {
     /// Seed of the world and the scene.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// World size, X×Y×Z voxels.
+    /// World size, X×Y×Z voxels (at least 128×32×128: the plaza, the course and the drop zones).
     #[arg(long, default_value = "512x128x512", value_parser = parse_size)]
     size: [u32; 3],
     /// Worker threads (default: all cores). The final state is the same for any count.
@@ -515,7 +515,21 @@ fn simulate(
     Ok((report, Final { terrain, bodies: shapes, focus }))
 }
 
+/// The smallest world the demo's scene fits in.
+const MIN_SIZE: [u32; 3] = [128, 32, 128];
+
 pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.size.iter().zip(MIN_SIZE).all(|(&s, m)| s >= m),
+        "the demo needs a world of at least {}x{}x{} voxels (the plaza, the character's course and the \
+         drop zones); got {}x{}x{}",
+        MIN_SIZE[0],
+        MIN_SIZE[1],
+        MIN_SIZE[2],
+        args.size[0],
+        args.size[1],
+        args.size[2]
+    );
     let mut builder = rayon::ThreadPoolBuilder::new();
     if let Some(n) = args.threads {
         builder = builder.num_threads(n);
