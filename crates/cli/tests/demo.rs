@@ -56,6 +56,7 @@ fn demo_on_one_and_two_threads() {
     for v in [&one, &two] {
         let r = &v["voxterra"];
         assert_eq!(r["fell_through"], 0);
+        assert_eq!(r["refused_queries"], 0);
         assert!(r["contacts_per_frame"].as_f64().unwrap() > 10.0, "bodies land: {r}");
         assert!(r["terrain_collision_bytes"].as_u64().unwrap() > 0);
         assert!(r["frame_ms"]["max"].as_f64().unwrap() >= r["frame_ms"]["p50"].as_f64().unwrap());

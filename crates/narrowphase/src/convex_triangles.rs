@@ -344,6 +344,20 @@ fn support_point(support: &dyn SupportMap, pose: &Pose, dir: &Vector3<f32>) -> P
     Point3::from_parry(support.support_point(pose, dir.to_parry()))
 }
 
+/// Whether the narrowphase collides `shape`: convex, or a compound of convex parts, with a finite
+/// extent. Every query refuses other shapes with this error; a caller can check once up front
+/// (before the shape meets any triangle, when a query finds no candidates and returns nothing).
+pub fn check_supported(shape: &dyn Shape) -> Result<(), NarrowphaseError> {
+    if let Some(c) = shape.as_compound() {
+        if c.shapes().iter().any(|(_, s)| s.as_compound().is_some() || !s.is_convex()) {
+            return Err(NarrowphaseError::UnsupportedShape("a compound part that is not convex"));
+        }
+    } else if !shape.is_convex() {
+        return Err(NarrowphaseError::UnsupportedShape(shape_name(shape)));
+    }
+    check_shape(shape)
+}
+
 /// The convex parts of `shape` with their world poses and compound part indices.
 pub(crate) fn flatten<'s>(
     shape: &'s dyn Shape,

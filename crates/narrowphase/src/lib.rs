@@ -79,7 +79,7 @@ mod sweep;
 mod tri_tri;
 
 pub use contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
-pub use convex_triangles::{ContactWorkspace, TriangleSet, contact_points, contacts};
+pub use convex_triangles::{ContactWorkspace, TriangleSet, check_supported, contact_points, contacts};
 pub use error::NarrowphaseError;
 pub use mesh_mesh::{
     HitData, MeshCollider, MeshMeshOptions, RigidBody, SideHit, apply_impulse, collide, meshes_intersect,

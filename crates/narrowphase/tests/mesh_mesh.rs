@@ -210,9 +210,9 @@ fn hit_data_points_and_normals_face_each_other() {
     let (_, stats) = intersecting_pairs(&a, &pa, &b, &far, &MeshMeshOptions::default());
     assert!(!stats.spheres_overlap && stats.triangle_pairs == 0);
     // A NaN pose is an error.
-    assert!(
-        collide(&a, &pa, &b, &Isometry::translation(f32::NAN, 0.0, 0.0), &MeshMeshOptions::default())
-            .is_err()
+    assert_eq!(
+        collide(&a, &pa, &b, &Isometry::translation(f32::NAN, 0.0, 0.0), &MeshMeshOptions::default()),
+        Err(voxterra_narrowphase::NarrowphaseError::NonFinitePose)
     );
 }
 

@@ -11,8 +11,9 @@ use rapier3d::parry::query::{
     Unsupported, WorkspaceData,
 };
 use rapier3d::parry::shape::{PackedFeatureId, Shape};
+use std::sync::atomic::{AtomicU64, Ordering};
 use voxterra::convert::ToParry;
-use voxterra::narrowphase::{CastOptions, FeatureId, NarrowphaseError, SweepHit, TriangleFeature};
+use voxterra::narrowphase::{CastOptions, FeatureId, SweepHit, TriangleFeature};
 use voxterra::{TerrainError, TerrainManifold};
 
 /// The query dispatcher that routes every pair with a [`TerrainShape`] to voxterra: contact
@@ -50,12 +51,48 @@ fn pair<'a>(pos12: &Pose, g1: &'a dyn Shape, g2: &'a dyn Shape) -> Result<Pair<'
     match (g1.as_shape::<TerrainShape>(), g2.as_shape::<TerrainShape>()) {
         (Some(terrain), None) => Ok(Pair { terrain, other: g2, pose: *pos12, flipped: false }),
         (None, Some(terrain)) => Ok(Pair { terrain, other: g1, pose: pos12.inverse(), flipped: true }),
-        _ => Err(Unsupported),
+        (Some(_), Some(_)) => {
+            Err(refuse("two terrain colliders meet: terrain against terrain is not answered"))
+        }
+        (None, None) => Err(Unsupported),
     }
+}
+
+/// Queries with the terrain the dispatcher refused.
+static REFUSED: AtomicU64 = AtomicU64::new(0);
+
+/// How many queries between the terrain and another collider the dispatcher refused since the
+/// program started. rapier drops a pair whose query fails without a word: its bodies then get no
+/// contact with the terrain at all. A refusal comes from a shape the terrain cannot collide (not
+/// convex nor a compound of convex parts: a TriMesh, a heightfield, a half-space), a pose that is
+/// not finite, two terrain colliders meeting, or a query voxterra does not answer (`distance`,
+/// `closest_points`). The first refusal is logged as a warning (the `log` crate), later ones at
+/// debug level. A game should check this stays 0.
+pub fn refused_queries() -> u64 {
+    REFUSED.load(Ordering::Relaxed)
+}
+
+/// Counts and logs a refused query; rapier hears [`Unsupported`].
+fn refuse(why: impl std::fmt::Display) -> Unsupported {
+    if REFUSED.fetch_add(1, Ordering::Relaxed) == 0 {
+        log::warn!("voxterra-rapier refused a query with the terrain (the pair gets no contacts): {why}");
+    } else {
+        log::debug!("voxterra-rapier refused a query with the terrain: {why}");
+    }
+    Unsupported
 }
 
 fn is_terrain(g: &dyn Shape) -> bool {
     g.as_shape::<TerrainShape>().is_some()
+}
+
+/// A query voxterra does not answer: refused (and counted) when the terrain is in it.
+fn unanswered(g1: &dyn Shape, g2: &dyn Shape, what: &str) -> Unsupported {
+    if is_terrain(g1) || is_terrain(g2) {
+        refuse(format_args!("`{what}` is not answered for the terrain"))
+    } else {
+        Unsupported
+    }
 }
 
 /// A terrain triangle's feature as parry packs it: three codes a triangle.
@@ -85,7 +122,7 @@ impl Pair<'_> {
     fn manifolds(&self, prediction: Real) -> Result<Vec<TerrainManifold>, Unsupported> {
         let terrain = self.terrain.terrain().read();
         let mut out = Vec::new();
-        terrain.contacts(self.other, &self.pose, prediction, &mut out).map_err(|_| Unsupported)?;
+        terrain.contacts(self.other, &self.pose, prediction, &mut out).map_err(refuse)?;
         Ok(out)
     }
 }
@@ -101,8 +138,8 @@ impl QueryDispatcher for TerrainDispatcher {
         Ok(ShapeIntersection::new(p.manifolds(0.0)?.iter().any(|m| m.manifold.min_dist() <= 0.0)))
     }
 
-    fn distance(&self, _: &Pose, _: &dyn Shape, _: &dyn Shape) -> Result<ShapeDistance, Unsupported> {
-        Err(Unsupported)
+    fn distance(&self, _: &Pose, g1: &dyn Shape, g2: &dyn Shape) -> Result<ShapeDistance, Unsupported> {
+        Err(unanswered(g1, g2, "distance"))
     }
 
     fn contact(
@@ -132,11 +169,11 @@ impl QueryDispatcher for TerrainDispatcher {
     fn closest_points(
         &self,
         _: &Pose,
-        _: &dyn Shape,
-        _: &dyn Shape,
+        g1: &dyn Shape,
+        g2: &dyn Shape,
         _: Real,
     ) -> Result<ClosestPoints, Unsupported> {
-        Err(Unsupported)
+        Err(unanswered(g1, g2, "closest_points"))
     }
 
     fn cast_shapes(
@@ -168,7 +205,10 @@ impl QueryDispatcher for TerrainDispatcher {
         let (m_terrain, m_other) = match (is_terrain(g1), is_terrain(g2)) {
             (true, false) => (motion1, motion2),
             (false, true) => (motion2, motion1),
-            _ => return Err(Unsupported),
+            (true, true) => {
+                return Err(refuse("two terrain colliders meet: terrain against terrain is not answered"));
+            }
+            (false, false) => return Err(Unsupported),
         };
         let span = end_time - start_time;
         if !(span.is_finite() && span >= 0.0) {
@@ -189,8 +229,8 @@ impl QueryDispatcher for TerrainDispatcher {
             match found {
                 Ok(hit) => return Ok(hit.map(|(_, h)| sweep_hit(&p, &sweep, &h, start_time, span))),
                 // Shapes without a point-cloud form (cylinders, cones): the linear cast below.
-                Err(TerrainError::Narrowphase(NarrowphaseError::UnsupportedShape(_))) => {}
-                Err(_) => return Err(Unsupported),
+                Err(TerrainError::UnsupportedShape(_)) => {}
+                Err(e) => return Err(refuse(e)),
             }
         }
         let vel = if span > 0.0 { (p1.translation - p0.translation) / span } else { Vector::ZERO };
@@ -239,7 +279,7 @@ fn cast(
         target_distance: options.target_distance,
         stop_at_penetration: options.stop_at_penetration,
     };
-    let hit = terrain.cast_shape(p.other, &p.pose, vel, max_toi, cast_options).map_err(|_| Unsupported)?;
+    let hit = terrain.cast_shape(p.other, &p.pose, vel, max_toi, cast_options).map_err(refuse)?;
     Ok(hit.map(|(_, h)| {
         let at = p.pose.append_translation(vel * h.toi);
         let on_other = at.inverse_transform_point(h.on_shape.to_parry());

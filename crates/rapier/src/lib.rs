@@ -18,6 +18,18 @@
 //!   (edits, then wakes the bodies whose ground changed).
 //! - [`CharacterController`]: rapier's `KinematicCharacterController` for a world with the
 //!   terrain (see below).
+//! - [`refused_queries`]: how many queries with the terrain the dispatcher refused (see below).
+//!
+//! ## When a query is refused
+//!
+//! rapier drops a pair whose query fails, silently: the bodies of that pair get no contact with
+//! the terrain. The dispatcher refuses a pair with a shape it cannot collide (a `TriMesh`, a
+//! heightfield, a half-space: anything neither convex nor a compound of convex parts), a pose that
+//! is not finite, and the queries voxterra does not answer (`distance`, `closest_points`). Each
+//! refusal is counted ([`refused_queries`]; the demo prints it) and logged through the `log` crate
+//! (the first as a warning). Forgetting [`dispatcher`] in the narrow phase leaves every pair with
+//! the terrain to parry's default dispatcher, which refuses them all without a count: the terrain's
+//! collider then has no contacts at all.
 //!
 //! ## Characters
 //!
@@ -82,5 +94,5 @@ mod shape;
 
 pub use character::CharacterController;
 pub use collider::RapierTerrain;
-pub use dispatcher::{TerrainDispatcher, dispatcher};
+pub use dispatcher::{TerrainDispatcher, dispatcher, refused_queries};
 pub use shape::{SharedTerrain, TerrainShape};

@@ -418,3 +418,25 @@ fn a_box_sliding_over_chunk_seams_sees_no_ghost_normal() {
     );
     assert!(normals > 50);
 }
+
+/// A shape the terrain cannot collide (a triangle mesh) gets no contacts with it, and the
+/// dispatcher counts the refusal rather than dropping it silently.
+#[test]
+fn refused_queries_are_counted() {
+    let shared = SharedTerrain::new(terrain());
+    let mut sim = Sim::new(&shared, 0.5);
+    let y = ground_at(&shared.read(), 32.0, 32.0);
+    let tri = TriMesh::new(
+        vec![Vector::new(-1.0, 0.0, -1.0), Vector::new(1.0, 0.0, -1.0), Vector::new(0.0, 0.0, 1.0)],
+        vec![[0, 2, 1]],
+    )
+    .unwrap();
+    let body = RigidBodyBuilder::dynamic().translation(Vector::new(32.0, y + 0.01, 32.0));
+    let (_, co) = sim.add(body, ColliderBuilder::new(SharedShape::new(tri)));
+    let before = voxterra_rapier::refused_queries();
+    for _ in 0..3 {
+        sim.step();
+    }
+    assert!(voxterra_rapier::refused_queries() > before, "the refusal was not counted");
+    assert!(sim.narrow_phase.contact_pairs_with(co).all(|p| !p.has_any_active_contact()));
+}

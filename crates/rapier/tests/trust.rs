@@ -90,6 +90,7 @@ fn hills_rising_under_resting_bodies_push_them_up() {
         assert!(ours.is_empty(), "voxel size {voxel_size} at {origin:?}: bodies {ours:?} under the hills");
         assert!(ours.len() <= trimesh.len());
     }
+    common::no_refusals();
 }
 
 #[test]
@@ -100,6 +101,7 @@ fn bodies_fall_into_craters_and_rest_on_their_floor() {
         assert!(ours.is_empty(), "voxel size {voxel_size} at {origin:?}: bodies {ours:?} under the craters");
         assert!(ours.len() <= trimesh.len());
     }
+    common::no_refusals();
 }
 
 /// 48 CCD bodies (balls of radius 0.25 and 0.08, a thin plate, a capsule) shot down at `speed`
@@ -168,6 +170,7 @@ fn ccd_bodies_never_pass_the_surface() {
     no_drop_passes("flat", 0.5, [0, 0, 0], [64, 24, 64], |_, _| 12.0);
     no_drop_passes("slope", 0.5, [-900, 40, 1200], [64, 56, 64], |x, z| 50.0 - 0.4 * (x + z) * diagonal);
     no_drop_passes("thin", 0.25, [0, 0, 0], [128, 16, 128], |_, _| 2.3);
+    common::no_refusals();
 }
 
 /// What a character walking a route saw.
@@ -275,6 +278,7 @@ fn the_character_walks_ramps_and_seams_grounded_as_on_the_trimesh() {
     let plain = walk(&mut Sim::voxterra(ramps(origin)), start, &route[..1], 600, true);
     println!("character route, rapier's own controller on the terrain: {plain:?}");
     assert_eq!(plain.grounded, 0, "{plain:?}");
+    common::no_refusals();
 }
 
 #[test]
@@ -286,6 +290,7 @@ fn the_character_slides_off_slopes_past_its_limit() {
     println!("character at a 55° slope: {ours:?}, trimesh {trimesh:?}");
     assert!(ours.climb < 1.0 && ours.climb <= trimesh.climb + 0.1, "{ours:?} vs trimesh {trimesh:?}");
     assert!(ours.grounded + 3 >= trimesh.grounded, "{ours:?} vs trimesh {trimesh:?}");
+    common::no_refusals();
 }
 
 /// A body dropped at `start` on `t`, over `frames` frames after the first 30: frames it touched
@@ -378,4 +383,5 @@ fn balls_roll_down_slopes_and_bowls_in_contact() {
         println!("{name}: {ours:?}, trimesh {trimesh:?}");
         assert!(fine, "{name}: {ours:?} vs trimesh {trimesh:?}");
     }
+    common::no_refusals();
 }

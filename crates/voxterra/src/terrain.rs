@@ -58,15 +58,55 @@ pub enum TerrainError {
     /// World generation failed.
     #[error(transparent)]
     Generate(#[from] WorldgenError<StoreError>),
-    /// The narrowphase refused a query (a non-finite pose, a degenerate or non-convex shape).
-    #[error(transparent)]
-    Narrowphase(#[from] NarrowphaseError),
+    /// A query's pose (or a sweep's end pose) with a NaN or infinite translation or rotation.
+    #[error("the query's pose is not finite")]
+    InvalidPose,
+    /// A ray with a NaN or infinite origin, or a zero, NaN or infinite direction.
+    #[error("invalid ray from {origin:?} along {dir:?}")]
+    InvalidRay {
+        /// The ray's origin.
+        origin: [f32; 3],
+        /// Its direction.
+        dir: [f32; 3],
+    },
+    /// A query parameter out of its range: a negative or NaN distance (`max_t`, a prediction, a
+    /// target distance, a slop), a non-finite velocity or point.
+    #[error("invalid {what}: {value}")]
+    InvalidParameter {
+        /// Which parameter.
+        what: &'static str,
+        /// Its value.
+        value: f32,
+    },
+    /// A shape whose bounding box is not finite or has no extent: it touches nothing.
+    #[error("the shape is degenerate: its bounding box is not finite or has no extent")]
+    DegenerateShape,
+    /// A shape the terrain cannot collide: not convex nor a compound of convex parts (or, for a
+    /// sweep, without a point-cloud form), or one parry cannot scale to the voxel size.
+    #[error("unsupported shape: {0}")]
+    UnsupportedShape(&'static str),
     /// Delta bytes were refused.
     #[error(transparent)]
     Delta(#[from] crate::delta::DeltaError),
     /// A history snapshot did not decode.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError<std::convert::Infallible>),
+}
+
+impl From<NarrowphaseError> for TerrainError {
+    /// The narrowphase's refusals, each as the terrain's own variant.
+    fn from(e: NarrowphaseError) -> Self {
+        match e {
+            NarrowphaseError::NonFinitePose => TerrainError::InvalidPose,
+            NarrowphaseError::DegenerateShape => TerrainError::DegenerateShape,
+            NarrowphaseError::UnsupportedShape(what) => TerrainError::UnsupportedShape(what),
+            NarrowphaseError::InvalidParameter { what, value } => {
+                TerrainError::InvalidParameter { what, value }
+            }
+            // The narrowphase's errors are all above; one added later reads as a bad parameter.
+            _ => TerrainError::InvalidParameter { what: "narrowphase query", value: f32::NAN },
+        }
+    }
 }
 
 /// What an edit did.

@@ -11,9 +11,7 @@ use voxterra_narrowphase::parry3d::math::Pose;
 use voxterra_narrowphase::parry3d::query::PointQueryWithLocation;
 use voxterra_narrowphase::parry3d::shape::Shape;
 use voxterra_narrowphase::parry3d::shape::{Triangle, TrianglePointLocation};
-use voxterra_narrowphase::{
-    ContactPoint, Correction, FeatureId, Manifold, NarrowphaseError, TriangleFeature,
-};
+use voxterra_narrowphase::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
 
 /// The terrain point nearest to a query point (world units).
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -43,12 +41,11 @@ impl Terrain {
         p: &Point3<f32>,
         max_dist: f32,
     ) -> Result<Option<TerrainProjection>, TerrainError> {
-        if !(p.iter().all(|v| v.is_finite()) && !max_dist.is_nan() && max_dist >= 0.0) {
-            return Err(NarrowphaseError::InvalidParameter {
-                what: "point or max distance",
-                value: max_dist,
-            }
-            .into());
+        if let Some(bad) = p.iter().find(|v| !v.is_finite()) {
+            return Err(TerrainError::InvalidParameter { what: "point", value: *bad });
+        }
+        if max_dist.is_nan() || max_dist < 0.0 {
+            return Err(TerrainError::InvalidParameter { what: "max_dist", value: max_dist });
         }
         let vs = self.voxel_size();
         let local = Point3::from(p.coords / vs);

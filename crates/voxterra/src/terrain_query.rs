@@ -18,9 +18,7 @@ use voxterra_narrowphase::convert::FromParry;
 use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 use voxterra_narrowphase::parry3d::query::sweep_toi::Sweep;
 use voxterra_narrowphase::parry3d::shape::Shape;
-use voxterra_narrowphase::{
-    CastOptions, ContactWorkspace, Manifold, NarrowphaseError, ShapeCastHit, SweepHit, TriangleSet,
-};
+use voxterra_narrowphase::{CastOptions, ContactWorkspace, Manifold, ShapeCastHit, SweepHit, TriangleSet};
 
 /// One contact manifold against the terrain, in world units, and the physics chunk it is from.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -194,7 +192,8 @@ impl Terrain {
         out: &mut Vec<TerrainManifold>,
     ) -> Result<usize, TerrainError> {
         check_pose(pose)?;
-        check_prediction(prediction)?;
+        check_distance("prediction", prediction)?;
+        voxterra_narrowphase::check_supported(shape)?;
         let b = Aabb::from_parry(&shape.compute_aabb(pose));
         let keys = self.solid_chunks(&b.loosened(prediction));
         self.contacts_in(shape, pose, prediction, &keys, out)
@@ -266,13 +265,15 @@ impl Terrain {
         max_toi: f32,
         options: CastOptions,
     ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
-        if !(velocity.is_finite() && max_toi.is_finite() && max_toi >= 0.0) {
-            return Err(
-                NarrowphaseError::InvalidParameter { what: "velocity or max_toi", value: max_toi }.into()
-            );
+        if !velocity.is_finite() {
+            return Err(TerrainError::InvalidParameter { what: "velocity", value: velocity.length() });
+        }
+        if !(max_toi.is_finite() && max_toi >= 0.0) {
+            return Err(TerrainError::InvalidParameter { what: "max_toi", value: max_toi });
         }
         check_pose(pose)?;
-        check_prediction(options.target_distance)?;
+        check_distance("target distance", options.target_distance)?;
+        voxterra_narrowphase::check_supported(shape)?;
         let start = Aabb::from_parry(&shape.compute_aabb(pose));
         let d = velocity * max_toi;
         let swept = start.swept(&voxterra_core::nalgebra::Vector3::new(d.x, d.y, d.z));
@@ -333,7 +334,10 @@ impl Terrain {
     ) -> Result<Option<(PhysicsChunkKey, SweepHit)>, TerrainError> {
         check_pose(&sweep.transform_at(0.0))?;
         check_pose(&sweep.final_transform())?;
-        check_prediction(linear_slop)?;
+        check_distance("linear slop", linear_slop)?;
+        if !(0.0..=1.0).contains(&max_fraction) {
+            return Err(TerrainError::InvalidParameter { what: "max_fraction", value: max_fraction });
+        }
         let end = sweep.transform_at(max_fraction.clamp(0.0, 1.0));
         let swept = Aabb::from_parry(&shape.compute_aabb(&sweep.transform_at(0.0)))
             .merged(&Aabb::from_parry(&shape.compute_aabb(&end)));
@@ -383,15 +387,15 @@ impl Terrain {
 
 /// A NaN or infinite pose is an error.
 pub(crate) fn check_pose(pose: &Pose) -> Result<(), TerrainError> {
-    if pose.is_finite() { Ok(()) } else { Err(NarrowphaseError::NonFinitePose.into()) }
+    if pose.is_finite() { Ok(()) } else { Err(TerrainError::InvalidPose) }
 }
 
-/// A prediction distance must be finite and non-negative.
-fn check_prediction(prediction: f32) -> Result<(), TerrainError> {
-    if prediction.is_finite() && prediction >= 0.0 {
+/// A distance (`what`) must be finite and non-negative.
+fn check_distance(what: &'static str, value: f32) -> Result<(), TerrainError> {
+    if value.is_finite() && value >= 0.0 {
         Ok(())
     } else {
-        Err(NarrowphaseError::InvalidParameter { what: "prediction distance", value: prediction }.into())
+        Err(TerrainError::InvalidParameter { what, value })
     }
 }
 
@@ -402,6 +406,6 @@ fn scaled_to_voxels(shape: &dyn Shape, k: f32) -> Result<Option<Box<dyn Shape>>,
     }
     let s = shape
         .scale_dyn(Vector::splat(k), 16)
-        .ok_or(NarrowphaseError::UnsupportedShape("a shape parry cannot scale"))?;
+        .ok_or(TerrainError::UnsupportedShape("a shape parry cannot scale"))?;
     Ok(Some(s))
 }

@@ -15,9 +15,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use voxterra_bit_broadphase::ChunkState;
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
-use voxterra_core::{
-    Aabb, CoreError, Culling, Material, PhysicsChunkKey, Ray, TriangleIndex, TriangleSource,
-};
+use voxterra_core::{Aabb, Culling, Material, PhysicsChunkKey, Ray, TriangleIndex, TriangleSource};
 use voxterra_mesher::MeshWorkspace;
 
 /// Where a ray meets the terrain (world units).
@@ -226,9 +224,11 @@ impl Terrain {
 }
 
 fn check_ray(ray: &Ray, max_t: f32) -> Result<(), TerrainError> {
-    Ray::try_new(ray.origin, ray.dir)?;
+    if Ray::try_new(ray.origin, ray.dir).is_err() {
+        return Err(TerrainError::InvalidRay { origin: ray.origin.into(), dir: ray.dir.into() });
+    }
     if max_t.is_nan() || max_t < 0.0 {
-        return Err(CoreError::InvalidRay { origin: ray.origin.into(), dir: ray.dir.into() }.into());
+        return Err(TerrainError::InvalidParameter { what: "max_t", value: max_t });
     }
     Ok(())
 }

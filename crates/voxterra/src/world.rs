@@ -19,13 +19,13 @@ use voxterra_bit_broadphase::{BodyContacts, ContactEvent, ContactKind};
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{Aabb, Broadphase, Material, PhysicsChunkKey, ProxyError, ProxyId, ProxyMove, Ray};
 use voxterra_dynamic_aabb_tree::DynamicAabbTree;
+use voxterra_narrowphase::CastOptions;
 use voxterra_narrowphase::convert::{FromParry, ToParry};
 use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 use voxterra_narrowphase::parry3d::query::{
     self, ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher, ShapeCastOptions,
 };
 use voxterra_narrowphase::parry3d::shape::{Shape, SharedShape};
-use voxterra_narrowphase::{CastOptions, NarrowphaseError};
 
 /// A body's handle: an index and a generation, so a handle of a removed body never names the
 /// body that reuses its slot.
@@ -149,7 +149,13 @@ pub enum WorldError {
     /// The handle names no live body.
     #[error("no live body {0:?}")]
     UnknownBody(BodyHandle),
-    /// A NaN or infinite pose or velocity, or a box the broadphase refuses.
+    /// A body pose with a NaN or infinite translation or rotation.
+    #[error("the body's pose is not finite")]
+    InvalidPose,
+    /// A body velocity with a NaN or infinite component.
+    #[error("the body's velocity is not finite")]
+    InvalidVelocity,
+    /// A box the broadphase refuses (past its coordinate range), or more bodies than it holds.
     #[error(transparent)]
     Proxy(#[from] ProxyError),
     /// A step length that is not finite and non-negative.
@@ -358,8 +364,13 @@ impl std::fmt::Debug for World {
 
 /// A valid pose and velocity: every component finite.
 fn check_motion(pose: &Pose, velocity: Option<Vector>) -> Result<(), WorldError> {
-    let finite = pose.is_finite() && velocity.is_none_or(|v| v.is_finite());
-    if finite { Ok(()) } else { Err(TerrainError::Narrowphase(NarrowphaseError::NonFinitePose).into()) }
+    if !pose.is_finite() {
+        return Err(WorldError::InvalidPose);
+    }
+    if !velocity.is_none_or(|v| v.is_finite()) {
+        return Err(WorldError::InvalidVelocity);
+    }
+    Ok(())
 }
 
 impl World {

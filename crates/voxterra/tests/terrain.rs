@@ -453,8 +453,19 @@ mod contacts {
         }
         let mut out = Vec::new();
         let ball = SharedShape::ball(1.0);
-        assert!(one.contacts(&*ball.0, &Pose::translation(f32::NAN, 0.0, 0.0), 0.0, &mut out).is_err());
-        assert!(one.contacts(&*ball.0, &Pose::translation(1.0, 1.0, 1.0), -1.0, &mut out).is_err());
+        let nan = Pose::translation(f32::NAN, 0.0, 0.0);
+        assert!(matches!(one.contacts(&*ball.0, &nan, 0.0, &mut out), Err(TerrainError::InvalidPose)));
+        assert!(matches!(
+            one.contacts(&*ball.0, &Pose::translation(1.0, 1.0, 1.0), -1.0, &mut out),
+            Err(TerrainError::InvalidParameter { what: "prediction", .. })
+        ));
+        let mesh =
+            voxterra::parry3d::shape::TriMesh::new(vec![Vector::ZERO, Vector::X, Vector::Z], vec![[0, 1, 2]])
+                .unwrap();
+        assert!(matches!(
+            one.contacts(&mesh, &Pose::translation(30.0, 30.0, 30.0), 0.0, &mut out),
+            Err(TerrainError::UnsupportedShape(_))
+        ));
     }
 
     #[test]
@@ -659,7 +670,14 @@ mod rays {
             }
         }
         assert!(inside > 10 && outside > 10, "{inside} inside, {outside} outside");
-        assert!(t.project_point(&Point3::new(f32::NAN, 0.0, 0.0), 1.0).is_err());
+        assert!(matches!(
+            t.project_point(&Point3::new(f32::NAN, 0.0, 0.0), 1.0),
+            Err(TerrainError::InvalidParameter { what: "point", .. })
+        ));
+        assert!(matches!(
+            t.project_point(&Point3::origin(), -1.0),
+            Err(TerrainError::InvalidParameter { what: "max_dist", .. })
+        ));
     }
 
     #[test]
@@ -671,12 +689,18 @@ mod rays {
         let b = half.cast_ray(&Ray::new(Point3::new(15.25, 35.0, 10.25), down), 50.0).unwrap().unwrap();
         assert!((a.t * 0.5 - b.t).abs() < 1e-4 && (a.point * 0.5 - b.point).norm() < 1e-4);
         assert!(a.normal.y > 0.0 && !a.material.is_air());
-        assert!(
-            one.cast_ray(&Ray::new(Point3::origin(), voxterra::core::nalgebra::Vector3::zeros()), 10.0)
-                .is_err()
-        );
-        assert!(one.cast_ray(&Ray::new(Point3::new(f32::NAN, 0.0, 0.0), down), 10.0).is_err());
-        assert!(one.cast_ray(&Ray::new(Point3::origin(), down), f32::NAN).is_err());
+        assert!(matches!(
+            one.cast_ray(&Ray::new(Point3::origin(), voxterra::core::nalgebra::Vector3::zeros()), 10.0),
+            Err(TerrainError::InvalidRay { .. })
+        ));
+        assert!(matches!(
+            one.cast_ray(&Ray::new(Point3::new(f32::NAN, 0.0, 0.0), down), 10.0),
+            Err(TerrainError::InvalidRay { .. })
+        ));
+        assert!(matches!(
+            one.cast_ray(&Ray::new(Point3::origin(), down), f32::NAN),
+            Err(TerrainError::InvalidParameter { what: "max_t", .. })
+        ));
         // Pointing away from the world, or an unbounded ray that misses: no hit, and it ends.
         assert_eq!(
             one.cast_ray(&Ray::new(Point3::new(30.0, 70.0, 30.0), -down), f32::INFINITY).unwrap(),
@@ -759,10 +783,14 @@ mod casts {
         );
         assert!(t.overlap(&Aabb::new(Point3::new(10.0, 1.0, 10.0), Point3::new(12.0, 3.0, 12.0))).0);
         let nan = Pose::translation(f32::NAN, 0.0, 0.0);
-        assert!(t.cast_shape(&*shapes[0].0, &nan, Vector::Y, 1.0, CastOptions::default()).is_err());
-        assert!(
-            t.cast_shape(&*shapes[0].0, &Pose::IDENTITY, Vector::Y, -1.0, CastOptions::default()).is_err()
-        );
+        assert!(matches!(
+            t.cast_shape(&*shapes[0].0, &nan, Vector::Y, 1.0, CastOptions::default()),
+            Err(TerrainError::InvalidPose)
+        ));
+        assert!(matches!(
+            t.cast_shape(&*shapes[0].0, &Pose::IDENTITY, Vector::Y, -1.0, CastOptions::default()),
+            Err(TerrainError::InvalidParameter { what: "max_toi", .. })
+        ));
     }
 
     /// Sweeps (continuous collision, rotation included) equal the earliest sweep over every
@@ -810,7 +838,12 @@ mod casts {
         assert!(hits > 12);
         let nan =
             Sweep { c2: Vector::new(0.0, f32::NAN, 0.0), ..Sweep::constant(&Pose::IDENTITY, Vector::ZERO) };
-        assert!(t.sweep_shape(&*shapes[0].0, &nan, 1.0, 0.01).is_err());
+        assert!(matches!(t.sweep_shape(&*shapes[0].0, &nan, 1.0, 0.01), Err(TerrainError::InvalidPose)));
+        let still = Sweep::constant(&Pose::IDENTITY, Vector::ZERO);
+        assert!(matches!(
+            t.sweep_shape(&*shapes[0].0, &still, 1.0, -1.0),
+            Err(TerrainError::InvalidParameter { what: "linear slop", .. })
+        ));
     }
 }
 
@@ -994,13 +1027,19 @@ mod deltas {
                 let mut bad = delta.clone();
                 bad[i] ^= flip;
                 let mut t = voxterra::fuzz::delta_target();
-                assert!(t.apply_delta(&bad).is_err(), "flip {flip:#x} at {i} accepted");
+                assert!(
+                    matches!(t.apply_delta(&bad), Err(TerrainError::Delta(_))),
+                    "flip {flip:#x} at {i} accepted"
+                );
                 voxterra::fuzz::apply_delta(&bad);
             }
         }
         for len in 0..delta.len() {
             voxterra::fuzz::apply_delta(&delta[..len]);
-            assert!(voxterra::fuzz::delta_target().apply_delta(&delta[..len]).is_err());
+            assert!(matches!(
+                voxterra::fuzz::delta_target().apply_delta(&delta[..len]),
+                Err(TerrainError::Delta(_))
+            ));
         }
         // The intact delta applies, and matches the server.
         let mut client = voxterra::fuzz::delta_target();

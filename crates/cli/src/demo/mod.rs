@@ -110,6 +110,8 @@ struct RunReport {
     character_grounded: f64,
     /// The character's steps that moved less than a tenth of the way asked.
     character_stuck_steps: usize,
+    /// Queries with the terrain the dispatcher refused (rapier drops such pairs): 0 expected.
+    refused_queries: u64,
     fell_through: usize,
     ghost_bumps: usize,
     /// Contacts checked for ghost bumps (on the plaza, away from its edges).
@@ -271,6 +273,7 @@ fn simulate(
     bar: &indicatif::ProgressBar,
 ) -> anyhow::Result<(RunReport, Final)> {
     let run_start = Instant::now();
+    let refused_before = voxterra_rapier::refused_queries();
     let (terrain, plaza, course) = scene_terrain(args)?;
     let mut rng = Rng::new(args.seed);
     let specs = scene::bodies(&terrain, args.size, &plaza, args.bodies as usize, &mut rng);
@@ -477,6 +480,11 @@ fn simulate(
         bodies_at_rest: at_rest,
         character_grounded: walker.grounded as f64 / walker.steps.max(1) as f64,
         character_stuck_steps: walker.stuck,
+        refused_queries: if baseline.is_none() {
+            voxterra_rapier::refused_queries() - refused_before
+        } else {
+            0
+        },
         fell_through: fallen.iter().filter(|&&f| f).count(),
         ghost_bumps,
         flat_contacts,
@@ -638,6 +646,7 @@ fn print_table(r: &Report) {
     row("bodies fell through", &|x| format!("{}", x.fell_through));
     row("character grounded", &|x| format!("{:.1}% of steps", 100.0 * x.character_grounded));
     row("character stuck steps", &|x| format!("{}", x.character_stuck_steps));
+    row("queries the terrain refused", &|x| format!("{}", x.refused_queries));
     row("ghost bumps on flat ground", &|x| format!("{} of {}", x.ghost_bumps, x.flat_contacts));
     row("run time", &|x| format!("{:.1} s", x.total_seconds));
     row("state hash", &|x| x.state_hash.clone());

@@ -160,6 +160,12 @@ impl Sim {
     }
 }
 
+/// Fails if the dispatcher refused any query with the terrain (the scenes hold only shapes it
+/// collides).
+pub fn no_refusals() {
+    assert_eq!(voxterra_rapier::refused_queries(), 0, "the dispatcher refused queries");
+}
+
 /// A height-field terrain: rock under `origin.y + height(x, z)` over `size` voxels from the voxel
 /// `origin` (`x`, `z` and the height in voxels from the origin), the surface between voxel
 /// centers by fractional occupancy.
