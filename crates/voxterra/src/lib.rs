@@ -116,6 +116,8 @@ mod terrain_point;
 mod terrain_query;
 mod terrain_ray;
 mod world;
+mod world_query;
+mod world_step;
 
 pub use atomic_file::AtomicFile;
 pub use brush::{Brush, BrushOp, BrushShape};
@@ -128,10 +130,9 @@ pub use terrain::{
 pub use terrain_point::TerrainProjection;
 pub use terrain_query::TerrainManifold;
 pub use terrain_ray::TerrainRayHit;
-pub use world::{
-    Body, BodyDesc, BodyHandle, BodyManifold, HitTarget, StepReport, World, WorldConfig, WorldContacts,
-    WorldError, WorldEvent, WorldRayHit, WorldShapeHit,
-};
+pub use world::{Body, BodyDesc, BodyHandle, World, WorldConfig, WorldError, WorldEvent};
+pub use world_query::{BodyManifold, HitTarget, WorldContacts, WorldRayHit, WorldShapeHit};
+pub use world_step::StepReport;
 
 pub use voxterra_bit_broadphase as terrain_broadphase;
 pub use voxterra_codec as codec;

@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::time::Instant;
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Aabb, PhysicsChunkKey};
+use voxterra_core::{Aabb, Material, PhysicsChunkKey};
 use voxterra_mesher::MeshWorkspace;
 use voxterra_narrowphase::convert::FromParry;
 use voxterra_narrowphase::parry3d::math::{Pose, Vector};
@@ -371,6 +371,25 @@ impl Terrain {
         })?;
         Ok(best
             .map(|(key, h)| (key, SweepHit { point: Point3::from(h.point.coords * self.voxel_size), ..h })))
+    }
+
+    /// The material of `triangle` in `chunk`'s physics mesh at its vertex nearest `point` (world
+    /// units), as ray hits report it; Air when the chunk holds no such triangle.
+    pub(crate) fn material_near(
+        &self,
+        chunk: PhysicsChunkKey,
+        triangle: u32,
+        point: &Point3<f32>,
+    ) -> Material {
+        let local = Point3::from(point.coords / self.voxel_size);
+        with_workspace(|ws| {
+            let data = self.chunk(chunk, &mut ws.mesh)?;
+            let corners = *data.mesh.triangles().get(triangle as usize)?;
+            let tri = voxterra_core::TriangleSource::triangle(&data.mesh, triangle as usize);
+            let near = (0..3).min_by(|&i, &j| (tri[i] - local).norm().total_cmp(&(tri[j] - local).norm()))?;
+            data.mesh.materials().get(corners[near] as usize).copied()
+        })
+        .unwrap_or(Material::AIR)
     }
 
     /// Whether the box (world units) may touch solid and water, from the masks alone (no

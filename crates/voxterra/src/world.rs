@@ -10,29 +10,22 @@
 use crate::brush::Brush;
 use crate::reach::CONTACT_REACH;
 use crate::terrain::{EditReport, Terrain, TerrainError};
-use crate::terrain_query::TerrainManifold;
-use crate::terrain_ray::TerrainRayHit;
-use rayon::prelude::*;
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
-use voxterra_bit_broadphase::{BodyContacts, ContactEvent, ContactKind};
-use voxterra_core::nalgebra::{Point3, Unit, Vector3};
-use voxterra_core::{Aabb, Broadphase, Material, PhysicsChunkKey, ProxyError, ProxyId, ProxyMove, Ray};
+use std::time::Duration;
+use voxterra_bit_broadphase::{BodyContacts, ContactKind};
+use voxterra_core::nalgebra::Point3;
+use voxterra_core::{Aabb, Broadphase, PhysicsChunkKey, ProxyError, ProxyId};
 use voxterra_dynamic_aabb_tree::DynamicAabbTree;
-use voxterra_narrowphase::CastOptions;
-use voxterra_narrowphase::convert::{FromParry, ToParry};
+use voxterra_narrowphase::convert::FromParry;
 use voxterra_narrowphase::parry3d::math::{Pose, Vector};
-use voxterra_narrowphase::parry3d::query::{
-    self, ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher, ShapeCastOptions,
-};
 use voxterra_narrowphase::parry3d::shape::{Shape, SharedShape};
 
 /// A body's handle: an index and a generation, so a handle of a removed body never names the
 /// body that reuses its slot.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct BodyHandle {
-    index: u32,
-    generation: u32,
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
 }
 
 impl BodyHandle {
@@ -69,11 +62,11 @@ impl std::fmt::Debug for BodyDesc {
 
 /// One body of a [`World`].
 pub struct Body {
-    desc: BodyDesc,
-    proxy: ProxyId,
+    pub(crate) desc: BodyDesc,
+    pub(crate) proxy: ProxyId,
     /// The box of the last step (world units, prediction included); `None` before its first step.
-    aabb: Option<Aabb>,
-    terrain: BodyContacts,
+    pub(crate) aabb: Option<Aabb>,
+    pub(crate) terrain: BodyContacts,
 }
 
 impl Body {
@@ -195,116 +188,9 @@ impl Default for WorldConfig {
     }
 }
 
-/// What a step did.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub struct StepReport {
-    /// Bodies whose boxes were moved in the tree.
-    pub moved: usize,
-    /// Bodies whose terrain contacts were updated (moved, or near an edit).
-    pub terrain_updated: usize,
-    /// Events this step added.
-    pub events: usize,
-    /// Live body–body pairs after the step.
-    pub pairs: usize,
-    /// Collision cache entries built for live solid contacts (required).
-    pub chunks_built: usize,
-    /// Entries built ahead of moving bodies (within the lookahead budget).
-    pub chunks_ahead: usize,
-    /// Time spent building cache entries.
-    pub build_time: Duration,
-    /// The whole step.
-    pub elapsed: Duration,
-}
-
-/// A manifold between two bodies, in world space.
-#[derive(Clone, Debug)]
-pub struct BodyManifold {
-    /// The first body (`a < b`).
-    pub a: BodyHandle,
-    /// The second body.
-    pub b: BodyHandle,
-    /// Unit normal from `a` toward `b`.
-    pub normal: Unit<Vector3<f32>>,
-    /// Points: (on `a`, on `b`, signed distance; negative when penetrating).
-    pub points: Vec<(Point3<f32>, Point3<f32>, f32)>,
-}
-
-/// Every manifold of one [`World::contacts`] call.
-#[derive(Clone, Debug, Default)]
-pub struct WorldContacts {
-    /// Body–terrain manifolds, by body then chunk.
-    pub terrain: Vec<(BodyHandle, TerrainManifold)>,
-    /// Body–body manifolds, by pair.
-    pub bodies: Vec<BodyManifold>,
-}
-
-impl WorldContacts {
-    /// Empties both lists, keeping their buffers.
-    pub fn clear(&mut self) {
-        self.terrain.clear();
-        self.bodies.clear();
-    }
-}
-
-/// What a ray or shape cast hit.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum HitTarget {
-    /// A body.
-    Body(BodyHandle),
-    /// The terrain: the physics chunk, the triangle's index in its physics mesh, and (for rays) the
-    /// material of the triangle's nearest vertex.
-    Terrain {
-        /// The physics chunk.
-        chunk: PhysicsChunkKey,
-        /// The triangle in its physics mesh.
-        triangle: u32,
-        /// The material (rays only; [`Material::AIR`] for shape casts).
-        material: Material,
-    },
-}
-
-/// A ray's first hit in a [`World`] (world units).
-#[derive(Clone, Copy, PartialEq, Debug)]
-pub struct WorldRayHit {
-    /// Ray parameter of the hit.
-    pub t: f32,
-    /// The point hit.
-    pub point: Point3<f32>,
-    /// The surface normal there, on the side the ray came from.
-    pub normal: Unit<Vector3<f32>>,
-    /// What was hit.
-    pub target: HitTarget,
-}
-
-impl From<TerrainRayHit> for WorldRayHit {
-    fn from(h: TerrainRayHit) -> Self {
-        WorldRayHit {
-            t: h.t,
-            point: h.point,
-            normal: h.normal,
-            target: HitTarget::Terrain { chunk: h.chunk, triangle: h.triangle, material: h.material },
-        }
-    }
-}
-
-/// A shape cast's first hit in a [`World`] (world units).
-#[derive(Clone, Copy, PartialEq, Debug)]
-pub struct WorldShapeHit {
-    /// Time of impact, in units of the velocity.
-    pub toi: f32,
-    /// The cast shape's point of first contact.
-    pub on_shape: Point3<f32>,
-    /// The point it meets on the target.
-    pub on_target: Point3<f32>,
-    /// The target's normal at the contact, toward the cast shape.
-    pub normal: Unit<Vector3<f32>>,
-    /// What was hit.
-    pub target: HitTarget,
-}
-
-struct Slot {
-    generation: u32,
-    body: Option<Body>,
+pub(crate) struct Slot {
+    pub(crate) generation: u32,
+    pub(crate) body: Option<Body>,
 }
 
 /// The collision world: bodies over a terrain. See the module docs.
@@ -338,18 +224,18 @@ struct Slot {
 /// # Ok::<(), voxterra::WorldError>(())
 /// ```
 pub struct World {
-    terrain: Terrain,
-    config: WorldConfig,
-    slots: Vec<Slot>,
+    pub(crate) terrain: Terrain,
+    pub(crate) config: WorldConfig,
+    pub(crate) slots: Vec<Slot>,
     free: Vec<u32>,
-    tree: DynamicAabbTree,
+    pub(crate) tree: DynamicAabbTree,
     /// Live pairs by (low, high) slot index.
-    pairs: BTreeSet<(u32, u32)>,
+    pub(crate) pairs: BTreeSet<(u32, u32)>,
     /// Slots moved or inserted since the last step.
-    moved: BTreeSet<u32>,
+    pub(crate) moved: BTreeSet<u32>,
     /// Edited regions (world units) since the last step: bodies near them re-read the masks.
-    edited: Vec<Aabb>,
-    events: Vec<WorldEvent>,
+    pub(crate) edited: Vec<Aabb>,
+    pub(crate) events: Vec<WorldEvent>,
 }
 
 impl std::fmt::Debug for World {
@@ -448,7 +334,7 @@ impl World {
             .map(|(i, s)| BodyHandle { index: i as u32, generation: s.generation })
     }
 
-    fn handle(&self, index: u32) -> BodyHandle {
+    pub(crate) fn handle(&self, index: u32) -> BodyHandle {
         BodyHandle { index, generation: self.slots[index as usize].generation }
     }
 
@@ -562,363 +448,4 @@ impl World {
             self.edited.push(Aabb::new(lo, hi));
         }
     }
-
-    /// The box a body is tracked with over a step of `dt`: the shape at its pose, swept by its
-    /// velocity, grown by the prediction distance.
-    fn step_box(&self, body: &Body, dt: f32) -> Aabb {
-        let d = &body.desc;
-        let b = Aabb::from_parry(&d.shape.compute_aabb(&d.pose));
-        let motion = d.velocity.map_or(Vector3::zeros(), |v| Vector3::from_parry(v * dt));
-        b.swept(&motion).loosened(self.config.prediction)
-    }
-
-    /// Settles everything that changed since the last step: moves the moved bodies' boxes in the
-    /// tree (one batch), updates the pairs, updates the terrain contacts of moved bodies and of
-    /// bodies near edits (old and new boxes), and builds the collision data of every live solid
-    /// contact (then some ahead of moving bodies, within the lookahead budget). Events go to
-    /// [`World::drain_events`].
-    pub fn step(&mut self, dt: f32) -> Result<StepReport, WorldError> {
-        if !(dt.is_finite() && dt >= 0.0) {
-            return Err(WorldError::InvalidStep(dt));
-        }
-        let start = Instant::now();
-        let events_before = self.events.len();
-        let moved: Vec<u32> = std::mem::take(&mut self.moved).into_iter().collect();
-        let mut moves = Vec::with_capacity(moved.len());
-        let mut boxes = Vec::with_capacity(moved.len());
-        for &i in &moved {
-            let Some(body) = self.slots[i as usize].body.as_ref() else { continue };
-            let b = self.step_box(body, dt);
-            let displacement = body.desc.velocity.map_or(Vector3::zeros(), |v| Vector3::from_parry(v * dt));
-            moves.push(ProxyMove { id: body.proxy, aabb: b, displacement });
-            boxes.push((i, b));
-        }
-        if let Err(e) = self.tree.move_proxies(&moves) {
-            // Nothing else has changed: put the moves back for the next try.
-            self.moved.extend(moved);
-            return Err(e.into());
-        }
-
-        // Pairs: the tree reports every overlapping pair with a moved member.
-        let mut reported = Vec::new();
-        self.tree.update_pairs_parallel(&mut |a, b| {
-            let (a, b) = (a.0, b.0);
-            reported.push((a, b));
-        });
-        let proxy_to_slot = |tree: &DynamicAabbTree, p: u32| tree.user_data(ProxyId(p)).map(|u| u as u32);
-        let mut now: BTreeSet<(u32, u32)> = BTreeSet::new();
-        for (a, b) in reported {
-            if let (Some(a), Some(b)) = (proxy_to_slot(&self.tree, a), proxy_to_slot(&self.tree, b)) {
-                now.insert((a.min(b), a.max(b)));
-            }
-        }
-        let moved_set: BTreeSet<u32> = boxes.iter().map(|b| b.0).collect();
-        let stopped: Vec<(u32, u32)> = self
-            .pairs
-            .iter()
-            .copied()
-            .filter(|p| (moved_set.contains(&p.0) || moved_set.contains(&p.1)) && !now.contains(p))
-            .collect();
-        let mut pair_events: Vec<(u32, u32, bool)> = Vec::new();
-        for p in stopped {
-            self.pairs.remove(&p);
-            pair_events.push((p.0, p.1, false));
-        }
-        for p in now {
-            if self.pairs.insert(p) {
-                pair_events.push((p.0, p.1, true));
-            }
-        }
-        pair_events.sort_unstable();
-        for (a, b, started) in pair_events {
-            let (a, b) = (self.handle(a), self.handle(b));
-            self.events.push(if started {
-                WorldEvent::PairStarted(a, b)
-            } else {
-                WorldEvent::PairStopped(a, b)
-            });
-        }
-
-        // Terrain contacts: moved bodies sweep old → new; bodies near an edit re-read in place.
-        let edited = std::mem::take(&mut self.edited);
-        let mut updates: Vec<(u32, Aabb, Aabb)> = Vec::new();
-        let mut b_iter = boxes.iter().peekable();
-        for (i, slot) in self.slots.iter().enumerate() {
-            let Some(body) = slot.body.as_ref() else { continue };
-            let i = i as u32;
-            if let Some(&&(_, new)) = b_iter.peek().filter(|b| b.0 == i) {
-                b_iter.next();
-                updates.push((i, body.aabb.unwrap_or(new), new));
-            } else if let Some(cur) = body.aabb
-                && edited.iter().any(|e| e.intersects(&cur))
-            {
-                updates.push((i, cur, cur));
-            }
-        }
-        let vs = self.terrain.voxel_size();
-        let mut new_events = Vec::new();
-        for &(i, old, new) in &updates {
-            let h = self.handle(i);
-            let body = self.slots[i as usize].body.as_mut().ok_or(WorldError::UnknownBody(h))?;
-            self.terrain.masks().update_contacts(
-                &mut body.terrain,
-                &old.loosened(vs),
-                &new.loosened(vs),
-                |e| {
-                    new_events.push(match e {
-                        ContactEvent::Added(c) => {
-                            WorldEvent::TerrainStarted { body: h, chunk: c.chunk, kind: c.kind }
-                        }
-                        ContactEvent::Removed(c) => {
-                            WorldEvent::TerrainStopped { body: h, chunk: c.chunk, kind: c.kind }
-                        }
-                    })
-                },
-            );
-            body.aabb = Some(new);
-        }
-        self.events.extend(new_events);
-
-        // Readiness: the chunk of every live solid contact is built; then look ahead.
-        let before = self.terrain.cache_stats();
-        let solid: Vec<PhysicsChunkKey> = self
-            .slots
-            .iter()
-            .filter_map(|s| s.body.as_ref())
-            .flat_map(|b| b.terrain.contacts())
-            .filter(|c| c.kind == ContactKind::Solid)
-            .map(|c| c.chunk)
-            .collect();
-        let chunks_built = self.terrain.prepare_chunks(solid);
-        let mut chunks_ahead = 0;
-        if self.config.lookahead > 0.0 && self.config.lookahead_chunks > 0 && !boxes.is_empty() {
-            let ahead: Vec<Aabb> = boxes.iter().map(|b| b.1.loosened(self.config.lookahead)).collect();
-            chunks_ahead = self
-                .terrain
-                .prepare_around(&ahead, self.config.lookahead_chunks, self.config.lookahead_time)
-                .0;
-        }
-        let after = self.terrain.cache_stats();
-        Ok(StepReport {
-            moved: boxes.len(),
-            terrain_updated: updates.len(),
-            events: self.events.len() - events_before,
-            pairs: self.pairs.len(),
-            chunks_built,
-            chunks_ahead,
-            build_time: after.build_time.saturating_sub(before.build_time),
-            elapsed: start.elapsed(),
-        })
-    }
-
-    /// The manifolds of every live contact as of the last step, in parallel (the same result on
-    /// any thread count): each body against the chunks of its solid terrain contacts, and each
-    /// live pair through parry. Chunks the cache lacks are built as the queries meet them.
-    pub fn contacts(&self, out: &mut WorldContacts) -> Result<(), WorldError> {
-        out.clear();
-        let prediction = self.config.prediction;
-        let terrain = &self.terrain;
-        let touching: Vec<(u32, &Body)> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.body.as_ref().map(|b| (i as u32, b)))
-            .filter(|(_, b)| b.terrain.contacts().iter().any(|c| c.kind == ContactKind::Solid))
-            .collect();
-        let per_body: Vec<Result<Vec<TerrainManifold>, TerrainError>> = touching
-            .par_iter()
-            .map_init(Vec::new, |keys, (_, b)| {
-                keys.clear();
-                keys.extend(
-                    b.terrain.contacts().iter().filter(|c| c.kind == ContactKind::Solid).map(|c| c.chunk),
-                );
-                let mut m = Vec::new();
-                terrain.contacts_in(b.shape(), b.pose(), prediction, keys, &mut m)?;
-                Ok(m)
-            })
-            .collect();
-        for ((i, _), r) in touching.iter().zip(per_body) {
-            let h = self.handle(*i);
-            out.terrain.extend(r?.into_iter().map(|m| (h, m)));
-        }
-
-        let pairs: Vec<(u32, u32)> = self.pairs.iter().copied().collect();
-        let slots = &self.slots;
-        let per_pair: Vec<Result<Option<BodyManifold>, WorldError>> = pairs
-            .par_iter()
-            .map(|&(a, b)| {
-                let (Some(ba), Some(bb)) = (slots[a as usize].body.as_ref(), slots[b as usize].body.as_ref())
-                else {
-                    return Ok(None);
-                };
-                let ha = BodyHandle { index: a, generation: slots[a as usize].generation };
-                let hb = BodyHandle { index: b, generation: slots[b as usize].generation };
-                body_manifold(ha, ba, hb, bb, prediction)
-            })
-            .collect();
-        for r in per_pair {
-            out.bodies.extend(r?);
-        }
-        Ok(())
-    }
-
-    /// The first hit of `ray` (world units) with `t` in `[0, max_t]` among the bodies and the
-    /// terrain; a tie goes to the terrain.
-    pub fn cast_ray(&self, ray: &Ray, max_t: f32) -> Result<Option<WorldRayHit>, WorldError> {
-        let terrain = self.terrain.cast_ray(ray, max_t)?;
-        let limit = terrain.map_or(max_t, |h| h.t);
-        Ok(match self.cast_ray_bodies(ray, limit) {
-            Some(b) if terrain.is_none_or(|t| b.t < t.t) => Some(b),
-            _ => terrain.map(WorldRayHit::from),
-        })
-    }
-
-    /// [`World::cast_ray`] for many rays, in parallel (the same hits on any thread count).
-    pub fn cast_rays(
-        &self,
-        rays: &[Ray],
-        max_t: f32,
-        hits: &mut Vec<Option<WorldRayHit>>,
-    ) -> Result<(), WorldError> {
-        let mut terrain = Vec::new();
-        self.terrain.cast_rays(rays, max_t, &mut terrain)?;
-        let this = self;
-        rays.par_iter()
-            .zip(terrain)
-            .map(|(r, t)| {
-                let limit = t.map_or(max_t, |h| h.t);
-                match this.cast_ray_bodies(r, limit) {
-                    Some(b) if t.is_none_or(|t| b.t < t.t) => Some(b),
-                    _ => t.map(WorldRayHit::from),
-                }
-            })
-            .collect_into_vec(hits);
-        Ok(())
-    }
-
-    /// The nearest body a ray hits with `t` in `[0, limit]`; ties to the lowest handle.
-    fn cast_ray_bodies(&self, ray: &Ray, limit: f32) -> Option<WorldRayHit> {
-        let pray = ray.to_parry();
-        let mut best: Option<WorldRayHit> = None;
-        self.tree.cast_ray(ray, limit, &mut |id, _, lim| {
-            let Some(i) = self.tree.user_data(id) else { return lim };
-            let h = self.handle(i as u32);
-            let Some(body) = self.slots[i as usize].body.as_ref() else { return lim };
-            match body.shape().cast_ray_and_get_normal(body.pose(), &pray, lim, true) {
-                Some(hit)
-                    if best.is_none_or(|b| {
-                        hit.time_of_impact < b.t || (hit.time_of_impact == b.t && h < body_of(&b))
-                    }) =>
-                {
-                    let normal = Unit::try_new(Vector3::from_parry(hit.normal), 1e-12)
-                        .unwrap_or(-Unit::new_normalize(ray.dir));
-                    best = Some(WorldRayHit {
-                        t: hit.time_of_impact,
-                        point: ray.point_at(hit.time_of_impact),
-                        normal,
-                        target: HitTarget::Body(h),
-                    });
-                    hit.time_of_impact
-                }
-                _ => lim,
-            }
-        });
-        best
-    }
-
-    /// The first time `shape`, starting at `pose` and moving by `velocity` per unit time (world
-    /// units), touches a body or the terrain with time of impact in `[0, max_toi]`; a tie goes to
-    /// the terrain, then the lowest handle. `exclude` names a body to ignore (the caster itself).
-    pub fn cast_shape(
-        &self,
-        shape: &dyn Shape,
-        pose: &Pose,
-        velocity: Vector,
-        max_toi: f32,
-        exclude: Option<BodyHandle>,
-    ) -> Result<Option<WorldShapeHit>, WorldError> {
-        let terrain = self.terrain.cast_shape(shape, pose, velocity, max_toi, CastOptions::default())?;
-        let mut best: Option<WorldShapeHit> = terrain.map(|(chunk, h)| WorldShapeHit {
-            toi: h.toi,
-            on_shape: h.on_shape,
-            on_target: h.on_triangle,
-            normal: h.normal,
-            target: HitTarget::Terrain { chunk, triangle: h.id.triangle, material: Material::AIR },
-        });
-        let start = Aabb::from_parry(&shape.compute_aabb(pose));
-        let swept = start.swept(&Vector3::from_parry(velocity * max_toi));
-        let mut candidates = Vec::new();
-        self.tree.query_aabb(&swept, &mut |id| {
-            candidates.extend(self.tree.user_data(id).map(|u| u as u32));
-            true
-        });
-        candidates.sort_unstable();
-        for i in candidates {
-            let h = self.handle(i);
-            if Some(h) == exclude {
-                continue;
-            }
-            let Some(body) = self.slots[i as usize].body.as_ref() else { continue };
-            let limit = best.map_or(max_toi, |b| b.toi);
-            let options = ShapeCastOptions { max_time_of_impact: limit, ..ShapeCastOptions::default() };
-            let hit =
-                query::cast_shapes(pose, velocity, shape, body.pose(), Vector::ZERO, body.shape(), options)
-                    .map_err(|_| WorldError::Unsupported)?;
-            if let Some(hit) = hit
-                && best.is_none_or(|b| hit.time_of_impact < b.toi)
-            {
-                let cast_pose = pose.append_translation(velocity * hit.time_of_impact);
-                let at_body = body.pose();
-                best = Some(WorldShapeHit {
-                    toi: hit.time_of_impact,
-                    on_shape: Point3::from_parry(cast_pose * hit.witness1),
-                    on_target: Point3::from_parry(at_body * hit.witness2),
-                    normal: Unit::from_parry(at_body.rotation * hit.normal2),
-                    target: HitTarget::Body(h),
-                });
-            }
-        }
-        Ok(best)
-    }
-}
-
-fn body_of(hit: &WorldRayHit) -> BodyHandle {
-    match hit.target {
-        HitTarget::Body(h) => h,
-        HitTarget::Terrain { .. } => BodyHandle { index: u32::MAX, generation: u32::MAX },
-    }
-}
-
-/// The manifold of two bodies through parry's dispatcher (world space), or `None` when they are
-/// farther apart than `prediction`.
-fn body_manifold(
-    ha: BodyHandle,
-    a: &Body,
-    hb: BodyHandle,
-    b: &Body,
-    prediction: f32,
-) -> Result<Option<BodyManifold>, WorldError> {
-    let pos12 = a.pose().inv_mul(b.pose());
-    let mut manifolds: Vec<ContactManifold<(), ()>> = Vec::new();
-    DefaultQueryDispatcher
-        .contact_manifolds(&pos12, a.shape(), b.shape(), prediction, &mut manifolds, &mut None)
-        .map_err(|_| WorldError::Unsupported)?;
-    let mut points = Vec::new();
-    let mut normal = None;
-    for m in &manifolds {
-        let pa = m.subshape_pos1().map_or(*a.pose(), |p| *a.pose() * *p);
-        let pb = m.subshape_pos2().map_or(*b.pose(), |p| *b.pose() * *p);
-        for c in &m.points {
-            if c.dist <= prediction {
-                normal.get_or_insert(pa.rotation * m.local_n1);
-                points.push((
-                    Point3::from_parry(pa * c.local_p1),
-                    Point3::from_parry(pb * c.local_p2),
-                    c.dist,
-                ));
-            }
-        }
-    }
-    let Some(n) = normal.and_then(|n| Unit::try_new(Vector3::from_parry(n), 1e-12)) else { return Ok(None) };
-    Ok(Some(BodyManifold { a: ha, b: hb, normal: n, points }))
 }

@@ -373,7 +373,10 @@ fn shape_casts_meet_the_nearest_target() {
     let top = ground + 5.0 + 0.6;
     assert!((hit.toi - (ground + 15.0 - 0.5 - top)).abs() < 1e-3, "toi {}", hit.toi);
     let past = world.cast_shape(&*ball, &start, -Vector::Y, 40.0, Some(crate_box)).unwrap().unwrap();
-    assert!(matches!(past.target, HitTarget::Terrain { .. }));
+    // The terrain hit names the ground's material, as the ray straight down does.
+    let under = world.terrain().cast_ray(&down, 100.0).unwrap().unwrap().material;
+    let HitTarget::Terrain { material, .. } = past.target else { panic!("{past:?} should hit the terrain") };
+    assert!(!material.is_air() && material == under, "{material:?} against the ray's {under:?}");
     assert!((past.toi - (ground + 15.0 - 0.5 - ground)).abs() < 0.1, "toi {}", past.toi);
 }
 
@@ -402,4 +405,36 @@ fn bad_input_is_refused() {
     assert_eq!(h2.index(), h.index());
     assert_ne!(h2, h);
     assert!(matches!(world.body(h), Err(WorldError::UnknownBody(_))));
+}
+
+/// A compound body touching another with two parts gets one manifold per part, each with its own
+/// normal (never one manifold under the first part's normal).
+#[test]
+fn a_compound_touching_with_two_parts_gets_two_manifolds() {
+    let mut world = World::new(terrain());
+    let tongs = SharedShape::compound(vec![
+        (Pose::translation(-1.0, 0.0, 0.0), SharedShape::ball(0.6)),
+        (Pose::translation(1.0, 0.0, 0.0), SharedShape::ball(0.6)),
+    ]);
+    let at = |x: f32, y: f32| Pose::translation(30.0 + x, 90.0 + y, 30.0);
+    let a =
+        world.insert(BodyDesc { shape: tongs, pose: at(0.0, 0.0), velocity: None, user_data: 0 }).unwrap();
+    let ball = SharedShape::ball(0.6);
+    let b = world.insert(BodyDesc { shape: ball, pose: at(0.0, 0.6), velocity: None, user_data: 1 }).unwrap();
+    world.step(0.0).unwrap();
+    let mut out = WorldContacts::default();
+    world.contacts(&mut out).unwrap();
+    assert!(out.terrain.is_empty());
+    assert_eq!(out.bodies.len(), 2, "{:?}", out.bodies);
+    let mut parts: Vec<u32> = out.bodies.iter().map(|m| m.part_a).collect();
+    parts.sort_unstable();
+    assert_eq!(parts, [0, 1]);
+    for m in &out.bodies {
+        assert_eq!((m.a, m.b), (a, b));
+        // From each ball of the tongs toward the ball between them: up and inward.
+        let side = if m.part_a == 0 { 1.0 } else { -1.0 };
+        let want = Vector3::new(side, 0.6, 0.0).normalize();
+        assert!(m.normal.dot(&want) > 0.999, "part {}: {:?}", m.part_a, m.normal);
+        assert!(m.points.iter().all(|p| p.2 < 0.0));
+    }
 }
