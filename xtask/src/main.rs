@@ -12,7 +12,7 @@ use std::process::{Command, ExitCode};
 // The same list, in the same order, as the `compare` binary's.
 const SUITES: &[&str] =
     &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree", "narrowphase", "terrain"];
-const FUZZ_TARGETS: &[&str] = &["decode_rle", "roundtrip", "open_world", "apply_delta"];
+const FUZZ_TARGETS: &[&str] = &["decode_rle", "roundtrip", "open_world", "decode_delta", "apply_delta"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace root").to_path_buf()

@@ -2,6 +2,7 @@
 //! committed corpus through them on stable. Each must never panic, and checks what must hold.
 
 use crate::block::{BlockScratch, Compression, decode_block, encode_voxels};
+use crate::delta::{self, encode_delta};
 use crate::rle;
 use crate::world::{ReadLimits, WorldReader};
 use voxterra_core::{Material, Voxel};
@@ -54,4 +55,20 @@ pub fn open_world(data: &[u8]) {
             let _ = r.read_chunk(k, &mut out);
         }
     }
+}
+
+/// Decodes arbitrary bytes as an edit delta (within a 2^18-voxel limit, every material known):
+/// errors or succeeds, never panics; what decodes re-encodes (voxels re-blocked) to bytes that
+/// decode to the same delta.
+pub fn decode_delta(data: &[u8]) {
+    if let Ok(d) = decode_delta_bytes(data) {
+        let mut block = Vec::new();
+        encode_voxels(&d.voxels, Compression::Lz4, &mut BlockScratch::default(), &mut block);
+        let again = encode_delta(d.seq, &d.region, &block);
+        assert_eq!(decode_delta_bytes(&again).as_ref(), Ok(&d), "a decoded delta re-encodes to itself");
+    }
+}
+
+fn decode_delta_bytes(data: &[u8]) -> Result<crate::Delta, crate::DeltaError> {
+    delta::decode_delta(data, 1 << 18, u64::MAX)
 }

@@ -44,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 pub mod block;
+pub mod delta;
 mod error;
 pub mod fuzz;
 pub mod rle;
@@ -51,6 +52,7 @@ mod snapshot;
 pub mod world;
 
 pub use block::{BlockScratch, Compression};
+pub use delta::{Delta, DeltaError};
 pub use error::{BlockError, DecodeError, SnapshotError, WorldFileError};
 pub use rle::RleEncoder;
 pub use snapshot::Snapshot;

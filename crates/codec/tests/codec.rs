@@ -242,3 +242,49 @@ fn malformed_rle_is_a_typed_error_with_offsets() {
     assert!(out.iter().all(|v| *v == Voxel::full(m::ROCK) || v.material() == m::GRASS));
     let _ = VoxelPos::origin();
 }
+
+/// The delta format's exact bytes for a small edit (uncompressed block), and each way a delta is
+/// refused, by its variant.
+#[test]
+fn delta_bytes_and_refusals() {
+    use voxterra_codec::delta::{DELTA_MAGIC, decode_delta, encode_delta};
+    use voxterra_codec::{Compression, DeltaError};
+    let region = Region::from_min_size(Point3::new(-1, 2, 3), [2, 1, 1]).unwrap();
+    let voxels = [Voxel::full(m::ROCK), Voxel::new(m::WATER, 127)];
+    let mut block = Vec::new();
+    encode_voxels(&voxels, Compression::None, &mut BlockScratch::default(), &mut block);
+    let bytes = encode_delta(42, &region, &block);
+    let hex: Vec<String> = bytes.chunks(16).map(|c| c.iter().map(|b| format!("{b:02x}")).collect()).collect();
+    insta::assert_snapshot!(hex.join("\n"));
+    assert_eq!(&bytes[..8], &DELTA_MAGIC);
+    let d = decode_delta(&bytes, 1 << 10, u64::MAX).unwrap();
+    assert_eq!((d.seq, d.region, d.voxels.as_slice()), (42, region, &voxels[..]));
+
+    let resealed = |mut b: Vec<u8>| {
+        let body = b.len() - 4;
+        let crc = crc32fast::hash(&b[..body]);
+        b[body..].copy_from_slice(&crc.to_le_bytes());
+        b
+    };
+    assert_eq!(decode_delta(&bytes[..47], 1 << 10, u64::MAX), Err(DeltaError::Truncated { len: 47 }));
+    let mut magic = bytes.clone();
+    magic[0] ^= 1;
+    assert_eq!(decode_delta(&magic, 1 << 10, u64::MAX), Err(DeltaError::BadMagic));
+    let mut flipped = bytes.clone();
+    flipped[20] ^= 1;
+    assert_eq!(decode_delta(&flipped, 1 << 10, u64::MAX), Err(DeltaError::Checksum));
+    let mut inverted = bytes.clone();
+    inverted[28..32].copy_from_slice(&(-5i32).to_le_bytes());
+    assert!(matches!(
+        decode_delta(&resealed(inverted), 1 << 10, u64::MAX),
+        Err(DeltaError::BadRegion { .. })
+    ));
+    assert_eq!(decode_delta(&bytes, 1, u64::MAX), Err(DeltaError::TooLarge { voxels: 2, limit: 1 }));
+    assert!(matches!(decode_delta(&bytes, 1 << 10, 0b11), Err(DeltaError::Block(_))), "water is unknown");
+    let mut long = bytes.clone();
+    long[40] = long[40].wrapping_add(1);
+    assert_eq!(
+        decode_delta(&resealed(long), 1 << 10, u64::MAX),
+        Err(DeltaError::Truncated { len: bytes.len() })
+    );
+}

@@ -29,3 +29,8 @@ fn roundtrip_corpus() {
 fn open_world_corpus() {
     replay("open_world", voxterra_codec::fuzz::open_world);
 }
+
+#[test]
+fn decode_delta_corpus() {
+    replay("decode_delta", voxterra_codec::fuzz::decode_delta);
+}
