@@ -32,6 +32,7 @@ use parry3d::shape::SharedShape;
 use parry3d::shape::{TriMesh, TriMeshFlags};
 use rayon::prelude::*;
 use std::cell::Cell;
+use voxterra::TerrainConfig;
 use voxterra::TerrainManifold;
 use voxterra::TerrainRayHit;
 use voxterra::convert::{FromParry, ToParry};
@@ -298,7 +299,8 @@ pub fn run(quick: bool) -> Report {
         ..Default::default()
     };
     let mut terrain =
-        Terrain::from_store(world.store.clone(), MaterialTable::default(), 1.0).expect("a valid terrain");
+        Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
+            .expect("a valid terrain");
     let mut peer_store = world.store.clone();
     let mesher = Mesher::new(&MaterialTable::default());
     let points = surface_points(&mut terrain, &wr, 16);
@@ -308,7 +310,9 @@ pub fn run(quick: bool) -> Report {
     }
     // Check once: one carve on each side leaves the same triangles in the touched chunks.
     {
-        let mut t = Terrain::from_store(world.store.clone(), MaterialTable::default(), 1.0).expect("valid");
+        let mut t =
+            Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
+                .expect("valid");
         let mut s = world.store.clone();
         let r = t.apply_brush(&sphere(points[0], true)).expect("an edit");
         let d = peer_brush(&mut s, points[0], true).expect("the peer's edit changes voxels");
@@ -382,7 +386,9 @@ pub fn run(quick: bool) -> Report {
     });
 
     // Memory: the whole world prepared.
-    let mut whole = Terrain::from_store(world.store.clone(), MaterialTable::default(), 1.0).expect("valid");
+    let mut whole =
+        Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
+            .expect("valid");
     let all = Aabb::new(wr.min().map(|v| v as f32 - 2.0), wr.max().map(|v| v as f32 + 2.0));
     whole.prepare(&all);
     let stats = whole.cache_stats();
@@ -501,7 +507,8 @@ pub fn run(quick: bool) -> Report {
         "report",
         || {
             let mut t =
-                Terrain::from_store(world.store.clone(), MaterialTable::default(), 1.0).expect("valid");
+                Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
+                    .expect("valid");
             let (_, ready) = t.prepare_around(&boxes, usize::MAX, std::time::Duration::MAX);
             assert!(ready);
             ours_frame(&mut t, &all, &bodies, &mut ours_out).0

@@ -107,7 +107,7 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
             let bar = progress_bar(store.chunk_count() as u64, "saving    ", "chunks", args.json)?;
             let start = Instant::now();
             let table = voxterra::core::MaterialTable::default();
-            let stats = voxterra::save(path, &store, &table, |done, _| bar.set_position(done as u64))
+            let stats = voxterra::save(path, &store, &table, |done, _| bar.set_position(done))
                 .with_context(|| format!("saving {}", path.display()))?;
             bar.finish_and_clear();
             Some(Saved {

@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
+use voxterra::TerrainConfig;
 use voxterra::core::MaterialTable;
 use voxterra::mesher::{Mesher, RenderMesh, ShapeMode, Surface};
 use voxterra::store::VoxelStore;
@@ -108,7 +109,8 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
     };
     let surface = if args.water { Surface::Liquid } else { Surface::Solid };
     let mesher = Mesher::new(&table).with_surface(surface).with_shape_mode(mode);
-    let terrain = Terrain::from_store(store, table.clone(), 1.0).context("preparing the terrain")?;
+    let terrain = Terrain::from_store(store, table.clone(), TerrainConfig::default())
+        .context("preparing the terrain")?;
     let keys = terrain.render_chunks();
     let bar = progress_bar(keys.len() as u64, "meshing   ", "chunks", args.json)?;
     let start = Instant::now();

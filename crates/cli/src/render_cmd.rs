@@ -5,6 +5,7 @@ use crate::gen_cmd::{parse_size, progress_bar};
 use crate::render::{Camera, render};
 use anyhow::Context;
 use std::path::PathBuf;
+use voxterra::TerrainConfig;
 use voxterra::core::nalgebra::Point3;
 use voxterra::worldgen::WorldParams;
 use voxterra::{Terrain, World};
@@ -101,9 +102,9 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
         let terrain = match &args.input {
             Some(path) => {
                 let bar = progress_bar(0, "loading   ", "chunks", false)?;
-                let t = Terrain::load(path, 1.0, |d, n| {
-                    bar.set_length(n as u64);
-                    bar.set_position(d as u64);
+                let t = Terrain::load_with_progress(path, TerrainConfig::default(), |d, n| {
+                    bar.set_length(n);
+                    bar.set_position(d);
                 })
                 .with_context(|| format!("loading {}", path.display()))?;
                 bar.finish_and_clear();
@@ -111,10 +112,14 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
             }
             None => {
                 let bar = progress_bar(0, "generating", "tiles", false)?;
-                let t = Terrain::generate(&WorldParams::new(args.seed, args.size), 1.0, |d, n| {
-                    bar.set_length(n);
-                    bar.set_position(d);
-                })
+                let t = Terrain::generate_with_progress(
+                    &WorldParams::new(args.seed, args.size),
+                    TerrainConfig::default(),
+                    |d, n| {
+                        bar.set_length(n);
+                        bar.set_position(d);
+                    },
+                )
                 .context("generating the world")?;
                 bar.finish_and_clear();
                 t

@@ -196,12 +196,12 @@ pub fn write_world<W: Write>(
     keys: &[StoreChunkKey],
     table: &MaterialTable,
     options: WriteOptions,
-    mut progress: impl FnMut(usize, usize),
+    mut progress: impl FnMut(u64, u64),
 ) -> Result<(W, SaveStats), WorldFileError> {
     let mut w = WorldWriter::new(out, table, options)?;
     for (i, key) in keys.iter().enumerate() {
         w.write_chunk(*key, source)?;
-        progress(i + 1, keys.len());
+        progress(i as u64 + 1, keys.len() as u64);
     }
     let chunks = w.chunks_written();
     let (out, bytes) = w.finish()?;
@@ -416,7 +416,7 @@ impl<R: Read + Seek> WorldReader<R> {
     pub fn read_all<W: VoxelWrite>(
         &mut self,
         dest: &mut W,
-        mut progress: impl FnMut(usize, usize),
+        mut progress: impl FnMut(u64, u64),
     ) -> Result<usize, WorldFileError> {
         let mut voxels = vec![Voxel::AIR; self.chunk_voxels()];
         let entries = self.entries.clone();
@@ -424,7 +424,7 @@ impl<R: Read + Seek> WorldReader<R> {
             self.read_entry(e, &mut voxels)?;
             let region = e.key.region().map_err(|err| WorldFileError::Voxels(err.to_string()))?;
             dest.write_box(&region, &voxels).map_err(|err| WorldFileError::Voxels(err.to_string()))?;
-            progress(i + 1, entries.len());
+            progress(i as u64 + 1, entries.len() as u64);
         }
         Ok(entries.len())
     }

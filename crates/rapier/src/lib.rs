@@ -62,7 +62,7 @@
 //! use voxterra::worldgen::WorldParams;
 //! use voxterra_rapier::{RapierTerrain, SharedTerrain, dispatcher};
 //!
-//! let terrain = voxterra::Terrain::generate(&WorldParams::new(3, [64, 48, 64]), 1.0, |_, _| {})?;
+//! let terrain = voxterra::Terrain::generate(&WorldParams::new(3, [64, 48, 64]), voxterra::TerrainConfig::default())?;
 //! let mut world = PhysicsWorld::default();
 //! world.narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
 //! let ground = RapierTerrain::insert(SharedTerrain::new(terrain), &mut world.colliders);

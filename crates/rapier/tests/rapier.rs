@@ -8,6 +8,7 @@
 
 use rapier3d::parry::query::{ContactManifold, PersistentQueryDispatcher, QueryDispatcher, ShapeCastOptions};
 use rapier3d::prelude::*;
+use voxterra::TerrainConfig;
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 use voxterra::core::{Ray as VRay, Region, Voxel, VoxelPos, materials};
@@ -16,7 +17,7 @@ use voxterra::{Brush, BrushOp, BrushShape, Terrain};
 use voxterra_rapier::{RapierTerrain, SharedTerrain, TerrainShape, dispatcher};
 
 fn terrain() -> Terrain {
-    Terrain::generate(&WorldParams::new(3, [64, 48, 64]), 1.0, |_, _| {}).unwrap()
+    Terrain::generate(&WorldParams::new(3, [64, 48, 64]), TerrainConfig::default()).unwrap()
 }
 
 fn ground_at(t: &Terrain, x: f32, z: f32) -> f32 {
@@ -355,7 +356,7 @@ fn bodies_on_edited_terrain_never_fall_through_and_runs_agree() {
 /// the same surface too.
 #[test]
 fn a_crater_wakes_the_body_resting_over_it() {
-    let mut t = Terrain::new(voxterra::core::MaterialTable::default(), 1.0).unwrap();
+    let mut t = Terrain::new(voxterra::core::MaterialTable::default(), TerrainConfig::default()).unwrap();
     let floor = Region::new(VoxelPos::new(0, 0, 0), VoxelPos::new(64, 12, 64)).unwrap();
     t.fill(&floor, Voxel::new(materials::ROCK, 255)).unwrap();
     let shared = SharedTerrain::new(t);
@@ -380,7 +381,7 @@ fn a_crater_wakes_the_body_resting_over_it() {
 /// A box slid across flat ground over many chunk seams: every contact normal is the floor's.
 #[test]
 fn a_box_sliding_over_chunk_seams_sees_no_ghost_normal() {
-    let mut t = Terrain::new(voxterra::core::MaterialTable::default(), 1.0).unwrap();
+    let mut t = Terrain::new(voxterra::core::MaterialTable::default(), TerrainConfig::default()).unwrap();
     let floor = Region::new(VoxelPos::new(0, 0, 0), VoxelPos::new(96, 8, 24)).unwrap();
     t.fill(&floor, Voxel::new(materials::ROCK, 255)).unwrap();
     let shared = SharedTerrain::new(t);

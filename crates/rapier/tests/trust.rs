@@ -15,6 +15,7 @@ mod common;
 use common::{Sim, height_field};
 use rapier3d::control::KinematicCharacterController;
 use rapier3d::prelude::*;
+use voxterra::TerrainConfig;
 use voxterra::convert::FromParry;
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{MaterialTable, Region, Voxel, VoxelPos, materials};
@@ -41,7 +42,7 @@ fn body_shape(i: usize, s: f32) -> ColliderBuilder {
 
 /// A slab of rock 20 voxels thick, 48 across, from the voxel `origin`.
 fn slab(voxel_size: f32, origin: [i32; 3]) -> Terrain {
-    let mut t = Terrain::new(MaterialTable::default(), voxel_size).unwrap();
+    let mut t = Terrain::new(MaterialTable::default(), TerrainConfig::with_voxel_size(voxel_size)).unwrap();
     let r = Region::from_min_size(VoxelPos::new(origin[0], origin[1], origin[2]), [48, 20, 48]).unwrap();
     t.fill(&r, Voxel::full(materials::ROCK)).unwrap();
     t

@@ -73,12 +73,68 @@ impl LoggedEdit {
     }
 }
 
+/// The delta log: the newest edits' deltas, oldest first, within a byte budget, and the sequence
+/// number the next edit gets.
+#[derive(Debug, Clone)]
+pub(crate) struct DeltaLog {
+    next: u64,
+    entries: std::collections::VecDeque<LoggedEdit>,
+    bytes: usize,
+    budget: usize,
+}
+
+impl DeltaLog {
+    pub(crate) fn new(budget: usize) -> Self {
+        DeltaLog { next: 0, entries: Default::default(), bytes: 0, budget }
+    }
+
+    /// The sequence number the next edit gets.
+    pub(crate) fn sequence(&self) -> u64 {
+        self.next
+    }
+
+    /// Logs `region` of `src` as the next edit.
+    pub(crate) fn record(&mut self, src: &impl VoxelRead, region: &Region) -> Result<(), TerrainError> {
+        let e = LoggedEdit::capture(self.next, src, region)?;
+        self.next += 1;
+        self.bytes += e.bytes();
+        self.entries.push_back(e);
+        self.trim();
+        Ok(())
+    }
+
+    fn trim(&mut self) {
+        while self.bytes > self.budget {
+            let Some(old) = self.entries.pop_front() else { break };
+            self.bytes -= old.bytes();
+        }
+    }
+
+    /// A new budget; the oldest deltas go first.
+    pub(crate) fn set_budget(&mut self, budget: usize) {
+        self.budget = budget;
+        self.trim();
+    }
+
+    /// Restarts the numbering at `seq`, emptying the log (its numbers belonged to the old count).
+    pub(crate) fn restart(&mut self, seq: u64) {
+        self.next = seq;
+        self.entries.clear();
+        self.bytes = 0;
+    }
+
+    /// The logged edits numbered `seq` and after, oldest first.
+    pub(crate) fn since(&self, seq: u64) -> impl Iterator<Item = &LoggedEdit> {
+        self.entries.iter().filter(move |e| e.seq >= seq)
+    }
+}
+
 impl Terrain {
     /// The serialized deltas of every logged edit with a sequence number of at least `seq`, in
     /// order: send them to a client that has applied everything before `seq`. Edits older than the
     /// log's byte budget are gone (a client that far behind needs the world file).
     pub fn edits_since(&self, seq: u64) -> Vec<Vec<u8>> {
-        self.delta_log().filter(|e| e.seq >= seq).map(LoggedEdit::to_bytes).collect()
+        self.log.since(seq).map(LoggedEdit::to_bytes).collect()
     }
 
     /// Replays one delta from [`Terrain::edits_since`] (of a terrain with the same material table)

@@ -1,18 +1,18 @@
 //! Fuzz target bodies, here so the tests can replay the committed corpus on stable
 //! (`fuzz/fuzz_targets/*` call these).
 
-use crate::{DeltaError, Terrain, TerrainError};
+use crate::{DeltaError, Terrain, TerrainConfig, TerrainError};
 
 use voxterra_core::{MaterialTable, Region, Voxel, VoxelPos, VoxelRead, materials};
 
 /// The terrain every `apply_delta` input lands on: rock below y = 4 and a brick block, 48³.
 pub fn delta_target() -> Terrain {
-    let mut t = Terrain::new(MaterialTable::default(), 1.0).expect("a valid voxel size");
+    let config = TerrainConfig { max_edit_voxels: 1 << 18, ..TerrainConfig::default() };
+    let mut t = Terrain::new(MaterialTable::default(), config).expect("a valid voxel size");
     let ground = Region::from_min_size(VoxelPos::new(0, 0, 0), [48, 4, 48]).expect("small");
     t.fill(&ground, Voxel::full(materials::ROCK)).expect("a small fill");
     let block = Region::from_min_size(VoxelPos::new(10, 4, 10), [6, 6, 6]).expect("small");
     t.fill(&block, Voxel::full(materials::BRICK)).expect("a small fill");
-    t.set_max_edit_voxels(1 << 18);
     t
 }
 

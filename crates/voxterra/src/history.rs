@@ -33,11 +33,23 @@ impl History {
         self.trim();
     }
 
+    /// Drops the oldest undo snapshots until within budget, then (none left) the redo snapshots
+    /// farthest from the present.
     fn trim(&mut self) {
         while self.bytes > self.budget {
-            let Some(s) = self.undo.pop_front() else { break };
+            let s = match self.undo.pop_front() {
+                Some(s) => s,
+                None if !self.redo.is_empty() => self.redo.remove(0),
+                None => break,
+            };
             self.bytes -= cost(&s);
         }
+    }
+
+    /// A new budget, trimmed to as [`History::trim`] does.
+    pub(crate) fn set_budget(&mut self, budget: usize) {
+        self.budget = budget;
+        self.trim();
     }
 
     pub(crate) fn pop_undo(&mut self) -> Option<Snapshot> {

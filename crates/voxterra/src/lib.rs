@@ -21,12 +21,10 @@
 //! and voxel writes report the dirty region and the physics chunks whose masks they rebuilt.
 //!
 //! ```
-//! use voxterra::core::nalgebra::Point3;
-//! use voxterra::core::materials;
+//! use voxterra::prelude::*;
 //! use voxterra::worldgen::WorldParams;
-//! use voxterra::{Brush, BrushOp, BrushShape, Terrain};
 //!
-//! let mut terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), 1.0, |_, _| {})?;
+//! let mut terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
 //! let crater = Brush { shape: BrushShape::Sphere { center: Point3::new(32.0, 20.0, 32.0), radius: 4.0 }, op: BrushOp::Subtract };
 //! let report = terrain.apply_brush(&crater)?;
 //! assert!(report.dirty.is_some() && report.masks_rebuilt > 0);
@@ -37,13 +35,13 @@
 //!
 //! // A ray straight down into the crater, then a ball resting where it hits: contacts from the
 //! // chunks around it, in world units.
-//! let down = voxterra::core::Ray::new(Point3::new(32.0, 60.0, 32.0), -voxterra::core::nalgebra::Vector3::y());
+//! let down = Ray::new(Point3::new(32.0, 60.0, 32.0), -Vector3::y());
 //! let hit = terrain.cast_ray(&down, 100.0)?.expect("the crater's floor");
 //! assert!(hit.normal.y > 0.5);
-//! let ball = voxterra::parry3d::shape::Ball::new(1.0);
-//! let pose = voxterra::parry3d::math::Pose::translation(32.0, hit.point.y + 0.99, 32.0);
+//! let ball = SharedShape::ball(1.0);
+//! let pose = Pose::translation(32.0, hit.point.y + 0.99, 32.0);
 //! let mut manifolds = Vec::new();
-//! terrain.contacts(&ball, &pose, 0.02, &mut manifolds)?;
+//! terrain.contacts(&*ball, &pose, 0.02, &mut manifolds)?;
 //! assert!(manifolds.iter().any(|m| m.manifold.min_dist() < 0.0));
 //! assert!(terrain.cache_stats().builds > 0);
 //! # Ok::<(), voxterra::TerrainError>(())
@@ -107,10 +105,12 @@
 mod atomic_file;
 mod brush;
 mod collision_cache;
+mod config;
 mod delta;
 pub mod fuzz;
 mod history;
 pub mod reach;
+mod render_updates;
 mod terrain;
 mod terrain_point;
 mod terrain_query;
@@ -122,11 +122,12 @@ mod world_step;
 pub use atomic_file::AtomicFile;
 pub use brush::{Brush, BrushOp, BrushShape};
 pub use collision_cache::{CacheStats, ChunkCollision, ChunkData};
-pub use delta::DeltaError;
-pub use terrain::{
-    DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS, EditReport,
-    Terrain, TerrainError,
+pub use config::{
+    DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS,
+    TerrainConfig,
 };
+pub use delta::DeltaError;
+pub use terrain::{EditReport, Terrain, TerrainError};
 pub use terrain_point::TerrainProjection;
 pub use terrain_query::TerrainManifold;
 pub use terrain_ray::TerrainRayHit;
@@ -156,7 +157,7 @@ pub fn save(
     path: impl AsRef<Path>,
     store: &VoxelStore,
     table: &MaterialTable,
-    progress: impl FnMut(usize, usize),
+    progress: impl FnMut(u64, u64),
 ) -> Result<SaveStats, WorldFileError> {
     let keys = store.chunk_keys();
     let file = AtomicFile::create(path)?;
@@ -168,10 +169,23 @@ pub fn save(
 /// Loads the world file at `path` into a new store, with its material table.
 pub fn load(
     path: impl AsRef<Path>,
-    progress: impl FnMut(usize, usize),
+    progress: impl FnMut(u64, u64),
 ) -> Result<(VoxelStore, MaterialTable), WorldFileError> {
     let mut reader = WorldReader::open_path(path, ReadLimits::default())?;
     let mut store = VoxelStore::new();
     reader.read_all(&mut store, progress)?;
     Ok((store, reader.material_table().clone()))
+}
+
+/// What most programs use: `use voxterra::prelude::*;`.
+pub mod prelude {
+    pub use crate::convert::{FromParry, ToParry};
+    pub use crate::core::nalgebra::{Point3, Vector3};
+    pub use crate::core::{Aabb, MaterialTable, Ray, Region, Voxel, VoxelPos, materials};
+    pub use crate::parry3d::math::{Pose, Vector};
+    pub use crate::parry3d::shape::SharedShape;
+    pub use crate::{
+        BodyDesc, BodyHandle, Brush, BrushOp, BrushShape, EditReport, Terrain, TerrainConfig, TerrainError,
+        TerrainManifold, World, WorldError, WorldEvent,
+    };
 }

@@ -3,10 +3,12 @@
 
 use crate::brush::{self, Brush, BrushOp};
 use crate::collision_cache::CollisionCache;
-use crate::delta::LoggedEdit;
+use crate::config::TerrainConfig;
+use crate::delta::DeltaLog;
 use crate::history::History;
+use crate::render_updates::RenderUpdates;
 use rayon::prelude::*;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::{BitBroadphase, BroadphaseError};
@@ -26,6 +28,14 @@ pub enum TerrainError {
     /// The voxel size is not finite and positive.
     #[error("invalid voxel size {0}: it must be finite and positive")]
     InvalidVoxelSize(f32),
+    /// A new configuration with another voxel size: a terrain keeps the one it was made with.
+    #[error("the voxel size is {current} for good; asked for {asked}")]
+    VoxelSizeFixed {
+        /// The terrain's voxel size.
+        current: f32,
+        /// The one asked for.
+        asked: f32,
+    },
     /// A brush with a NaN or infinite parameter, a radius that is not positive, or an inverted box.
     #[error("invalid brush {0:?}")]
     InvalidBrush(Box<Brush>),
@@ -133,44 +143,31 @@ pub struct Terrain {
     pub(crate) store: VoxelStore,
     table: MaterialTable,
     pub(crate) voxel_size: f32,
+    config: TerrainConfig,
     pub(crate) masks: BitBroadphase,
     history: History,
-    max_edit_voxels: usize,
     pub(crate) mesher: Mesher,
     pub(crate) cache: CollisionCache,
     /// A region holding every stored voxel: the store's bounds, grown by each edit's dirty
     /// region (never shrunk; rays clip to it, and recomputing it walks every chunk).
     extent: Option<Region>,
-    /// Storage chunks whose render mesh edits changed since the last hand-out.
-    render_dirty: BTreeSet<StoreChunkKey>,
-    /// The next edit's sequence number, and the delta log (oldest first) within its budget.
-    seq: u64,
-    log: VecDeque<LoggedEdit>,
-    log_bytes: usize,
-    log_budget: usize,
+    render: RenderUpdates,
+    pub(crate) log: DeltaLog,
 }
-
-/// Default history budget: 64 MiB of snapshots.
-pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
-/// Default largest edit: 2^24 voxels (a 256³ box).
-pub const DEFAULT_MAX_EDIT_VOXELS: usize = 1 << 24;
-/// Default delta log budget: 16 MiB.
-pub const DEFAULT_DELTA_LOG_BYTES: usize = 16 << 20;
-/// Default collision cache budget: 256 MiB.
-pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 
 impl Terrain {
     /// An empty terrain.
-    pub fn new(table: MaterialTable, voxel_size: f32) -> Result<Self, TerrainError> {
-        Self::from_store(VoxelStore::new(), table, voxel_size)
+    pub fn new(table: MaterialTable, config: TerrainConfig) -> Result<Self, TerrainError> {
+        Self::from_store(VoxelStore::new(), table, config)
     }
 
     /// A terrain over an existing store; its masks are built here.
     pub fn from_store(
         store: VoxelStore,
         table: MaterialTable,
-        voxel_size: f32,
+        config: TerrainConfig,
     ) -> Result<Self, TerrainError> {
+        let voxel_size = config.voxel_size;
         if !(voxel_size.is_finite() && voxel_size > 0.0) {
             return Err(TerrainError::InvalidVoxelSize(voxel_size));
         }
@@ -184,48 +181,80 @@ impl Terrain {
             store,
             table,
             voxel_size,
+            config,
             masks,
-            history: History::new(DEFAULT_HISTORY_BYTES),
-            max_edit_voxels: DEFAULT_MAX_EDIT_VOXELS,
+            history: History::new(config.history_bytes),
             mesher,
-            cache: CollisionCache::new(DEFAULT_CACHE_BYTES),
+            cache: CollisionCache::new(config.cache_bytes),
             extent,
-            render_dirty: BTreeSet::new(),
-            seq: 0,
-            log: VecDeque::new(),
-            log_bytes: 0,
-            log_budget: DEFAULT_DELTA_LOG_BYTES,
+            render: RenderUpdates::default(),
+            log: DeltaLog::new(config.delta_log_bytes),
         })
     }
 
-    /// Generates the world of `params` (default materials); `progress(done, total)` as tiles finish.
-    pub fn generate(
+    /// Generates the world of `params` (default materials).
+    pub fn generate(params: &WorldParams, config: TerrainConfig) -> Result<Self, TerrainError> {
+        Self::generate_with_progress(params, config, |_, _| {})
+    }
+
+    /// [`Terrain::generate`], calling `progress(done, total)` as tiles finish.
+    pub fn generate_with_progress(
         params: &WorldParams,
-        voxel_size: f32,
+        config: TerrainConfig,
         progress: impl FnMut(u64, u64),
     ) -> Result<Self, TerrainError> {
         let mut store = VoxelStore::new();
         voxterra_worldgen::generate(params, &mut store, progress)?;
-        Self::from_store(store, MaterialTable::default(), voxel_size)
+        Self::from_store(store, MaterialTable::default(), config)
     }
 
     /// Loads a world file (see [`crate::load`]).
-    pub fn load(
+    pub fn load(path: impl AsRef<Path>, config: TerrainConfig) -> Result<Self, TerrainError> {
+        Self::load_with_progress(path, config, |_, _| {})
+    }
+
+    /// [`Terrain::load`], calling `progress(done, total)` as chunks are read.
+    pub fn load_with_progress(
         path: impl AsRef<Path>,
-        voxel_size: f32,
-        progress: impl FnMut(usize, usize),
+        config: TerrainConfig,
+        progress: impl FnMut(u64, u64),
     ) -> Result<Self, TerrainError> {
         let (store, table) = crate::load(path, progress)?;
-        Self::from_store(store, table, voxel_size)
+        Self::from_store(store, table, config)
     }
 
     /// Saves the voxels atomically (see [`crate::save`]); the history is not saved.
-    pub fn save(
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), TerrainError> {
+        self.save_with_progress(path, |_, _| {})
+    }
+
+    /// [`Terrain::save`], calling `progress(done, total)` as chunks are written.
+    pub fn save_with_progress(
         &self,
         path: impl AsRef<Path>,
-        progress: impl FnMut(usize, usize),
+        progress: impl FnMut(u64, u64),
     ) -> Result<(), TerrainError> {
         crate::save(path, &self.store, &self.table, progress)?;
+        Ok(())
+    }
+
+    /// The voxel size and budgets in force.
+    pub fn config(&self) -> TerrainConfig {
+        self.config
+    }
+
+    /// Changes the budgets (the voxel size is the terrain's for good: a different one is
+    /// [`TerrainError::VoxelSizeFixed`]). Shrinking a budget drops the oldest of what it holds:
+    /// cache entries least recently used, undo snapshots oldest first (redo snapshots only once
+    /// no undo snapshot is left), deltas oldest first.
+    pub fn reconfigure(&mut self, config: TerrainConfig) -> Result<(), TerrainError> {
+        if config.voxel_size != self.voxel_size {
+            return Err(TerrainError::VoxelSizeFixed { current: self.voxel_size, asked: config.voxel_size });
+        }
+        self.cache.set_budget(config.cache_bytes);
+        self.history.set_budget(config.history_bytes);
+        self.log.set_budget(config.delta_log_bytes);
+        self.config = config;
         Ok(())
     }
 
@@ -251,26 +280,7 @@ impl Terrain {
 
     /// The largest edit, in voxels; larger edits are refused.
     pub fn max_edit_voxels(&self) -> usize {
-        self.max_edit_voxels
-    }
-
-    /// Sets the largest edit allowed, in voxels.
-    pub fn set_max_edit_voxels(&mut self, voxels: usize) {
-        self.max_edit_voxels = voxels;
-    }
-
-    /// Sets the history's byte budget; the oldest snapshots go first.
-    pub fn set_history_budget(&mut self, bytes: usize) {
-        let mut h = History::new(bytes);
-        std::mem::swap(&mut h, &mut self.history);
-        // Keep the newest edits that fit.
-        let mut kept = Vec::new();
-        while let Some(s) = h.pop_undo() {
-            kept.push(s);
-        }
-        for s in kept.into_iter().rev() {
-            self.history.push_undo(s);
-        }
+        self.config.max_edit_voxels
     }
 
     /// Edits that can be undone, and redone.
@@ -284,8 +294,9 @@ impl Terrain {
     }
 
     fn check_region(&self, region: &Region) -> Result<(), TerrainError> {
-        if region.volume() > self.max_edit_voxels as u128 {
-            return Err(TerrainError::EditTooLarge { voxels: region.volume(), limit: self.max_edit_voxels });
+        let limit = self.config.max_edit_voxels;
+        if region.volume() > limit as u128 {
+            return Err(TerrainError::EditTooLarge { voxels: region.volume(), limit });
         }
         Ok(())
     }
@@ -319,7 +330,7 @@ impl Terrain {
             report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
             report.cache_dropped = self.cache.invalidate(&d);
             self.mark_changed(&d);
-            self.log_edit(&d)?;
+            self.log.record(&self.store, &d)?;
         }
         report.elapsed = start.elapsed();
         Ok(report)
@@ -393,13 +404,13 @@ impl Terrain {
 
     fn restore(&mut self, s: &Snapshot) -> Result<EditReport, TerrainError> {
         let start = Instant::now();
-        let voxels = s.decode(self.max_edit_voxels)?;
+        let voxels = s.decode(self.config.max_edit_voxels)?;
         let dirty = self.store.write_box(s.region(), &voxels)?;
         let masks_rebuilt = dirty.map_or(0, |d| self.masks.rebuild_region(&self.store, &d));
         let cache_dropped = dirty.map_or(0, |d| self.cache.invalidate(&d));
         if let Some(d) = dirty {
             self.mark_changed(&d);
-            self.log_edit(&d)?;
+            self.log.record(&self.store, &d)?;
         }
         Ok(EditReport { dirty, masks_rebuilt, cache_dropped, elapsed: start.elapsed() })
     }
@@ -419,9 +430,7 @@ impl Terrain {
     /// mesh reads its voxels (their padded read reaches it).
     fn mark_changed(&mut self, dirty: &Region) {
         self.extent = Some(self.extent.map_or(*dirty, |e| e.union(dirty)));
-        if let Some(range) = StoreChunkKey::range(&dirty.expanded(1)) {
-            self.render_dirty.extend(range.iter());
-        }
+        self.render.mark(dirty);
     }
 
     /// The render meshes of every storage chunk edits have changed since the last call, meshed in
@@ -431,7 +440,7 @@ impl Terrain {
         &mut self,
         mesher: &Mesher,
     ) -> Result<Vec<(StoreChunkKey, RenderMesh)>, MeshError> {
-        let keys: Vec<StoreChunkKey> = std::mem::take(&mut self.render_dirty).into_iter().collect();
+        let keys = self.render.take();
         self.render_meshes_of(mesher, &keys)
     }
 
@@ -477,51 +486,23 @@ impl Terrain {
         keys.into_iter().collect()
     }
 
-    /// Logs edit number `seq`'s dirty region as it now is, for [`Terrain::edits_since`].
-    fn log_edit(&mut self, dirty: &Region) -> Result<(), TerrainError> {
-        let e = LoggedEdit::capture(self.seq, &self.store, dirty)?;
-        self.seq += 1;
-        self.log_bytes += e.bytes();
-        self.log.push_back(e);
-        while self.log_bytes > self.log_budget {
-            let Some(old) = self.log.pop_front() else { break };
-            self.log_bytes -= old.bytes();
-        }
-        Ok(())
-    }
-
-    pub(crate) fn delta_log(&self) -> impl Iterator<Item = &LoggedEdit> {
-        self.log.iter()
-    }
-
     /// The sequence number the next edit that changes voxels will get (edits, undo and redo
     /// alike); a client that applied every delta up to here is in step.
     pub fn sequence(&self) -> u64 {
-        self.seq
+        self.log.sequence()
     }
 
     /// Makes this terrain a replica of a source after `seq` edits — loaded from the source's world
     /// file saved at [`Terrain::sequence`] `seq`, say — so the source's deltas from `seq` on apply.
     /// Empties the delta log (its numbers belonged to the old sequence).
     pub fn set_sequence(&mut self, seq: u64) {
-        self.seq = seq;
-        self.log.clear();
-        self.log_bytes = 0;
+        self.log.restart(seq);
     }
 
     /// Logs `region` under the next sequence number though no voxel changed: a replica's copy of a
     /// source edit that found the voxels already in place.
     pub(crate) fn log_unchanged(&mut self, region: &Region) -> Result<(), TerrainError> {
-        self.log_edit(region)
-    }
-
-    /// Sets the delta log's byte budget; the oldest deltas go first.
-    pub fn set_delta_log_budget(&mut self, bytes: usize) {
-        self.log_budget = bytes;
-        while self.log_bytes > self.log_budget {
-            let Some(old) = self.log.pop_front() else { break };
-            self.log_bytes -= old.bytes();
-        }
+        self.log.record(&self.store, region)
     }
 
     /// Writes `voxels` into `region` through the edit path (history, masks, cache, render

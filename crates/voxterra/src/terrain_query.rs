@@ -72,11 +72,6 @@ impl Terrain {
         self.cache.stats()
     }
 
-    /// Sets the collision cache's byte budget; least recently used chunks go first.
-    pub fn set_cache_budget(&mut self, bytes: usize) {
-        self.cache.set_budget(bytes);
-    }
-
     /// The collision data the cache holds for `key`, without building it: `None` when not held,
     /// `Some(None)` for a chunk with no surface (for debug drawing and tests).
     pub fn cached_chunk(&self, key: PhysicsChunkKey) -> Option<ChunkData> {

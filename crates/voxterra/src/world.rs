@@ -199,9 +199,9 @@ pub(crate) struct Slot {
 /// use voxterra::narrowphase::parry3d::math::Pose;
 /// use voxterra::narrowphase::parry3d::shape::SharedShape;
 /// use voxterra::worldgen::WorldParams;
-/// use voxterra::{BodyDesc, Terrain, World, WorldEvent};
+/// use voxterra::{BodyDesc, Terrain, TerrainConfig, World, WorldEvent};
 ///
-/// let terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), 1.0, |_, _| {})?;
+/// let terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
 /// let mut world = World::new(terrain);
 /// let ball = world.insert(BodyDesc {
 ///     shape: SharedShape::ball(0.5),

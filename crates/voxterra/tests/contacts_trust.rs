@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use proptest::prelude::*;
+use voxterra::TerrainConfig;
 use voxterra::convert::ToParry;
 use voxterra::core::nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 use voxterra::core::{MaterialTable, Ray, Region, Voxel, VoxelPos, materials as m};
@@ -16,7 +17,7 @@ use voxterra::{Brush, BrushOp, BrushShape, Terrain};
 /// Flat rock ground 20 voxels deep in a 48² block whose corner is at `origin` (voxels), with hills
 /// raised on it (sphere centers below the ground, so the surface stays a height field).
 fn ground(voxel_size: f32, origin: [i32; 3], hills: &[(f32, f32, f32)]) -> Terrain {
-    let mut t = Terrain::new(MaterialTable::default(), voxel_size).unwrap();
+    let mut t = Terrain::new(MaterialTable::default(), TerrainConfig::with_voxel_size(voxel_size)).unwrap();
     let block = Region::from_min_size(VoxelPos::new(origin[0], origin[1], origin[2]), [48, 20, 48]).unwrap();
     t.fill(&block, Voxel::full(m::ROCK)).unwrap();
     let top = (origin[1] + 20) as f32 * voxel_size;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use proptest::prelude::*;
+use voxterra::TerrainConfig;
 use voxterra::core::nalgebra::Point3;
 use voxterra::core::{MaterialTable, PhysicsChunkKey, Region, Voxel, VoxelPos, VoxelRead, materials as m};
 use voxterra::terrain_broadphase::BitBroadphase;
@@ -11,7 +12,7 @@ use voxterra::worldgen::WorldParams;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainError};
 
 fn world() -> Terrain {
-    Terrain::generate(&WorldParams::new(5, [64, 48, 64]), 1.0, |_, _| {}).unwrap()
+    Terrain::generate(&WorldParams::new(5, [64, 48, 64]), TerrainConfig::default()).unwrap()
 }
 
 /// Everything edits may touch in these tests.
@@ -115,7 +116,7 @@ proptest! {
 
 #[test]
 fn brushes_do_what_they_say() {
-    let mut t = Terrain::new(MaterialTable::default(), 0.5).unwrap();
+    let mut t = Terrain::new(MaterialTable::default(), TerrainConfig::with_voxel_size(0.5)).unwrap();
     // World units: a sphere of radius 2 (4 voxels) at (5, 5, 5) (voxel 10, 10, 10).
     let ball = BrushShape::Sphere { center: Point3::new(5.0, 5.0, 5.0), radius: 2.0 };
     let r = t.apply_brush(&Brush { shape: ball, op: BrushOp::Add(m::ROCK) }).unwrap();
@@ -181,9 +182,12 @@ fn bad_edits_are_refused_and_change_nothing() {
         t.apply_brush(&Brush { shape: ok, op: BrushOp::Paint(voxterra::core::Material::AIR) }),
         Err(TerrainError::BadMaterial(0))
     ));
-    assert!(matches!(Terrain::new(MaterialTable::default(), 0.0), Err(TerrainError::InvalidVoxelSize(_))));
     assert!(matches!(
-        Terrain::new(MaterialTable::default(), f32::NAN),
+        Terrain::new(MaterialTable::default(), TerrainConfig::with_voxel_size(0.0)),
+        Err(TerrainError::InvalidVoxelSize(_))
+    ));
+    assert!(matches!(
+        Terrain::new(MaterialTable::default(), TerrainConfig::with_voxel_size(f32::NAN)),
         Err(TerrainError::InvalidVoxelSize(_))
     ));
     assert!(matches!(t.redo(), Err(TerrainError::NoHistory(_))));
@@ -195,7 +199,7 @@ fn bad_edits_are_refused_and_change_nothing() {
 #[test]
 fn the_history_keeps_the_newest_edits_within_its_budget() {
     let mut t = world();
-    t.set_history_budget(4096);
+    t.reconfigure(TerrainConfig { history_bytes: 4096, ..t.config() }).unwrap();
     for i in 0..20 {
         let c = Point3::new(10.0 + i as f32 * 2.0, 20.0, 30.0);
         t.apply_brush(&Brush { shape: BrushShape::Sphere { center: c, radius: 3.0 }, op: BrushOp::Subtract })
@@ -208,6 +212,32 @@ fn the_history_keeps_the_newest_edits_within_its_budget() {
         t.undo().unwrap();
     }
     assert!(matches!(t.undo(), Err(TerrainError::NoHistory(_))));
+}
+
+/// Shrinking the history's budget drops the oldest undo snapshots first and keeps what can be
+/// redone; the voxel size cannot change.
+#[test]
+fn reconfiguring_keeps_the_redo_stack_and_the_voxel_size() {
+    let mut t = world();
+    for i in 0..8 {
+        let c = Point3::new(10.0 + i as f32 * 5.0, 20.0, 30.0);
+        t.apply_brush(&Brush { shape: BrushShape::Sphere { center: c, radius: 3.0 }, op: BrushOp::Subtract })
+            .unwrap();
+    }
+    t.undo().unwrap();
+    t.undo().unwrap();
+    assert_eq!(t.history_len(), (6, 2));
+    let half = t.history_bytes() / 2;
+    t.reconfigure(TerrainConfig { history_bytes: half, ..t.config() }).unwrap();
+    let (undos, redos) = t.history_len();
+    assert!(undos < 6 && redos == 2 && t.history_bytes() <= half, "{undos} undo, {redos} redo");
+    t.redo().unwrap();
+    t.redo().unwrap();
+    assert!(matches!(
+        t.reconfigure(TerrainConfig::with_voxel_size(0.5)),
+        Err(TerrainError::VoxelSizeFixed { current: 1.0, asked: 0.5 })
+    ));
+    assert_eq!(t.config().history_bytes, half);
 }
 
 #[test]
@@ -300,7 +330,7 @@ mod contacts {
         fn cached_contacts_equal_fresh_ones(brushes in proptest::collection::vec(arb_brush(), 1..5), tiny: bool) {
             let mut t = world();
             if tiny {
-                t.set_cache_budget(1);
+                t.reconfigure(TerrainConfig { cache_bytes: 1, ..t.config() }).unwrap();
             }
             let probes = probes();
             let mut any = 0;
@@ -436,7 +466,12 @@ mod contacts {
     #[test]
     fn contacts_are_in_world_units() {
         let one = world();
-        let half = Terrain::from_store(one.store().clone(), one.materials().clone(), 0.5).unwrap();
+        let half = Terrain::from_store(
+            one.store().clone(),
+            one.materials().clone(),
+            TerrainConfig::with_voxel_size(0.5),
+        )
+        .unwrap();
         for (s, p) in probes().into_iter().take(24) {
             let a = ours(&one, &s, &p, 0.05);
             // The same shape, twice as small, at half the coordinates, on half-size voxels.
@@ -472,7 +507,7 @@ mod contacts {
     fn a_body_just_above_a_chunk_floor_touches_the_chunk_below() {
         // Ground whose surface lies a third of a voxel above y = 8, a physics chunk boundary:
         // its triangles belong to the chunks below, whose boxes end at 8.
-        let mut t = Terrain::new(MaterialTable::default(), 1.0).unwrap();
+        let mut t = Terrain::new(MaterialTable::default(), TerrainConfig::default()).unwrap();
         t.fill(&Region::new(VoxelPos::new(0, 0, 0), VoxelPos::new(16, 8, 16)).unwrap(), Voxel::full(m::ROCK))
             .unwrap();
         let top = Voxel::with_occupancy(m::ROCK, 0.4);
@@ -594,7 +629,7 @@ mod rays {
             assert!(hits == want, "{threads} threads");
         }
         let mut tiny = world();
-        tiny.set_cache_budget(1);
+        tiny.reconfigure(TerrainConfig { cache_bytes: 1, ..tiny.config() }).unwrap();
         let got: Vec<_> = rays.iter().map(|r| tiny.cast_ray(r, 200.0).unwrap()).collect();
         assert!(got == want);
         let mut hits = Vec::new();
@@ -617,7 +652,7 @@ mod rays {
         // The byte budget holds while 4 threads fill and evict it; eviction changes no answer.
         let mut small = world();
         let budget = cold.cache_stats().bytes / 4;
-        small.set_cache_budget(budget);
+        small.reconfigure(TerrainConfig { cache_bytes: budget, ..small.config() }).unwrap();
         let got: Vec<_> =
             pool.install(|| rays.par_iter().map(|r| small.cast_ray(r, 200.0).unwrap()).collect());
         assert!(got == want);
@@ -683,7 +718,12 @@ mod rays {
     #[test]
     fn rays_are_in_world_units_and_bad_rays_are_errors() {
         let one = world();
-        let half = Terrain::from_store(one.store().clone(), one.materials().clone(), 0.5).unwrap();
+        let half = Terrain::from_store(
+            one.store().clone(),
+            one.materials().clone(),
+            TerrainConfig::with_voxel_size(0.5),
+        )
+        .unwrap();
         let down = voxterra::core::nalgebra::Vector3::new(0.0, -1.0, 0.0);
         let a = one.cast_ray(&Ray::new(Point3::new(30.5, 70.0, 20.5), down), 100.0).unwrap().unwrap();
         let b = half.cast_ray(&Ray::new(Point3::new(15.25, 35.0, 10.25), down), 50.0).unwrap().unwrap();
@@ -711,7 +751,7 @@ mod rays {
 
     #[test]
     fn rays_find_voxels_written_past_the_first_extent() {
-        let mut t = Terrain::new(MaterialTable::default(), 1.0).unwrap();
+        let mut t = Terrain::new(MaterialTable::default(), TerrainConfig::default()).unwrap();
         let down = voxterra::core::nalgebra::Vector3::new(0.0, -1.0, 0.0);
         let from = |x: f32| Ray::new(Point3::new(x, 40.0, 4.5), down);
         assert_eq!(t.extent(), None);
@@ -801,7 +841,12 @@ mod casts {
         use voxterra::parry3d::math::Rotation;
         use voxterra::parry3d::query::sweep_toi::Sweep;
         let t = world();
-        let half = Terrain::from_store(t.store().clone(), t.materials().clone(), 0.5).unwrap();
+        let half = Terrain::from_store(
+            t.store().clone(),
+            t.materials().clone(),
+            TerrainConfig::with_voxel_size(0.5),
+        )
+        .unwrap();
         let shapes =
             [SharedShape::ball(0.7), SharedShape::cuboid(1.2, 0.1, 0.8), SharedShape::capsule_y(0.9, 0.3)];
         let mut hits = 0;
@@ -992,7 +1037,8 @@ mod deltas {
         let mut server = world();
         let all = four_edits(&mut server);
         let mut replica =
-            Terrain::from_store(server.store().clone(), server.materials().clone(), 1.0).unwrap();
+            Terrain::from_store(server.store().clone(), server.materials().clone(), TerrainConfig::default())
+                .unwrap();
         replica.set_sequence(0);
         for d in &all {
             let (report, _) = replica.apply_delta(d).unwrap();

@@ -7,6 +7,7 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeSet;
+use voxterra::TerrainConfig;
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 use voxterra::core::{Aabb, Ray};
@@ -21,7 +22,7 @@ use voxterra::{
 };
 
 fn terrain() -> Terrain {
-    Terrain::generate(&WorldParams::new(5, [64, 48, 64]), 1.0, |_, _| {}).unwrap()
+    Terrain::generate(&WorldParams::new(5, [64, 48, 64]), TerrainConfig::default()).unwrap()
 }
 
 fn shape(kind: u8, size: f32) -> SharedShape {

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use timed::Timed;
+use voxterra::TerrainConfig;
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::mesher::Mesher;
@@ -198,7 +199,7 @@ fn chunk_collider(mesh: &voxterra::mesher::RenderMesh) -> anyhow::Result<Option<
 /// The scene's starting terrain: the generated world with its plaza leveled and the character's
 /// course built beside it.
 fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza, Course)> {
-    let mut t = Terrain::generate(&WorldParams::new(args.seed, args.size), 1.0, |_, _| {})
+    let mut t = Terrain::generate(&WorldParams::new(args.seed, args.size), TerrainConfig::default())
         .context("generating the world")?;
     let plaza = scene::build_plaza(&mut t, args.size)?;
     let course = scene::build_course(&mut t, &plaza)?;

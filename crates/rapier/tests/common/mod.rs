@@ -6,6 +6,7 @@
 
 use rapier3d::prelude::*;
 use std::collections::BTreeMap;
+use voxterra::TerrainConfig;
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{PhysicsChunkKey, Ray as VRay, Region};
@@ -73,8 +74,12 @@ impl Sim {
     /// Both sides of a scene: voxterra first.
     pub fn both(terrain: &Terrain) -> [Self; 2] {
         let copy = || {
-            Terrain::from_store(terrain.store().clone(), terrain.materials().clone(), terrain.voxel_size())
-                .unwrap()
+            Terrain::from_store(
+                terrain.store().clone(),
+                terrain.materials().clone(),
+                TerrainConfig::with_voxel_size(terrain.voxel_size()),
+            )
+            .unwrap()
         };
         [Sim::voxterra(copy()), Sim::trimesh(copy())]
     }
@@ -188,5 +193,5 @@ pub fn height_field(
     }
     let mut store = VoxelStore::new();
     store.write_box(&region, &voxels).unwrap();
-    Terrain::from_store(store, MaterialTable::default(), voxel_size).unwrap()
+    Terrain::from_store(store, MaterialTable::default(), TerrainConfig::with_voxel_size(voxel_size)).unwrap()
 }

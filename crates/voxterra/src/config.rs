@@ -1,0 +1,57 @@
+//! [`TerrainConfig`]: a terrain's voxel size and budgets, set when it is made.
+
+/// Default collision cache budget: 256 MiB.
+pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
+/// Default history budget: 64 MiB of undo and redo snapshots.
+pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
+/// Default delta log budget: 16 MiB.
+pub const DEFAULT_DELTA_LOG_BYTES: usize = 16 << 20;
+/// Default largest edit: 2^24 voxels (a 256³ box).
+pub const DEFAULT_MAX_EDIT_VOXELS: usize = 1 << 24;
+
+/// How a terrain is set up: the voxel size (the one place world units meet voxels) and what it
+/// may hold. [`Terrain::reconfigure`](crate::Terrain::reconfigure) changes the budgets later.
+///
+/// ```
+/// use voxterra::{Terrain, TerrainConfig};
+/// use voxterra::core::MaterialTable;
+///
+/// let config = TerrainConfig { cache_bytes: 64 << 20, ..TerrainConfig::with_voxel_size(0.5) };
+/// let terrain = Terrain::new(MaterialTable::default(), config)?;
+/// assert_eq!(terrain.voxel_size(), 0.5);
+/// # Ok::<(), voxterra::TerrainError>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct TerrainConfig {
+    /// World units per voxel: finite and positive.
+    pub voxel_size: f32,
+    /// The collision cache's byte budget; least recently used chunks go first.
+    pub cache_bytes: usize,
+    /// The edit history's byte budget; the oldest undo snapshots go first.
+    pub history_bytes: usize,
+    /// The delta log's byte budget ([`Terrain::edits_since`](crate::Terrain::edits_since)); the
+    /// oldest deltas go first.
+    pub delta_log_bytes: usize,
+    /// The largest edit, in voxels; larger edits (and deltas) are refused.
+    pub max_edit_voxels: usize,
+}
+
+impl Default for TerrainConfig {
+    /// Voxels of one world unit and the default budgets.
+    fn default() -> Self {
+        TerrainConfig {
+            voxel_size: 1.0,
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            history_bytes: DEFAULT_HISTORY_BYTES,
+            delta_log_bytes: DEFAULT_DELTA_LOG_BYTES,
+            max_edit_voxels: DEFAULT_MAX_EDIT_VOXELS,
+        }
+    }
+}
+
+impl TerrainConfig {
+    /// The default budgets with voxels of `voxel_size` world units.
+    pub fn with_voxel_size(voxel_size: f32) -> Self {
+        TerrainConfig { voxel_size, ..TerrainConfig::default() }
+    }
+}
