@@ -10,20 +10,7 @@ use voxterra_kdtree::KdTree;
 
 /// A bumpy `n` × `n` quad grid.
 fn grid(n: u32) -> TriangleMesh {
-    let mut mesh = TriangleMesh::default();
-    for z in 0..=n {
-        for x in 0..=n {
-            mesh.positions.push(Point3::new(x as f32, ((x * 7 + z * 3) % 11) as f32 * 0.2, z as f32));
-        }
-    }
-    for z in 0..n {
-        for x in 0..n {
-            let i = z * (n + 1) + x;
-            mesh.triangles.push([i, i + n + 1, i + 1]);
-            mesh.triangles.push([i + 1, i + n + 1, i + n + 2]);
-        }
-    }
-    mesh
+    voxterra_test_support::grid_mesh(n, 1.0, |x, z| ((x as u32 * 7 + z as u32 * 3) % 11) as f32 * 0.2)
 }
 
 fn kdtree(c: &mut Criterion) {

@@ -13,9 +13,9 @@ fn store(c: &mut Criterion) {
     let w = bench_world(true);
     let world = w.params.region().unwrap();
     let [sx, sy, sz] = world.size();
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     let points: Vec<_> =
-        (0..4096).map(|_| world.min() + Vector3::new(rng.below(sx), rng.below(sy), rng.below(sz))).collect();
+        (0..4096).map(|_| world.min() + Vector3::new(rng.coord(sx), rng.coord(sy), rng.coord(sz))).collect();
     // Check the answer before timing.
     let expect: u64 = points.iter().map(|p| w.dense.voxel(*p).to_bits() as u64).sum();
     assert_eq!(points.iter().map(|p| w.store.get(*p).to_bits() as u64).sum::<u64>(), expect);

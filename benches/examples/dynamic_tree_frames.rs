@@ -55,7 +55,7 @@ fn main() {
     }
     if std::env::var("QUERIES").is_ok() {
         // The suite's query mix on the moved tree: 2 m boxes, their centers, 20 m rays.
-        let mut rng = voxterra_benches::world::Rng(9);
+        let mut rng = voxterra_benches::world::Rng::new(9);
         let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
         let side = scene.side;
         let mut pick = || Point3::new(unit() * side, unit() * side, unit() * side);

@@ -16,7 +16,7 @@ fn main() {
     let tree = KdTree::build(&mesh).unwrap_or_else(|e| panic!("{e}"));
     let view = tree.with(&mesh);
     // As the suite: the down rays are drawn first from the same generator.
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     let down = rays(&mut rng, tree.bounds(), 100_000, false);
     let oblique = rays(&mut rng, tree.bounds(), 100_000, true);
     let set = if std::env::var("DOWN").is_ok() { down } else { oblique };

@@ -44,7 +44,7 @@ fn main() {
     let tree = KdTree::build(&mesh).unwrap_or_else(|e| panic!("{e}"));
     let parry = ParryTriangles::build(&mesh);
     let view = tree.with(&mesh);
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     let mut out = vec![None::<RayHit>; block_len];
     for (name, oblique) in [("down", false), ("oblique", true)] {
         let set = rays(&mut rng, tree.bounds(), 100_000, oblique);

@@ -124,9 +124,9 @@ fn boxes(
         tries += 1;
         let p = world.min()
             + voxterra_core::nalgebra::Vector3::new(
-                rng.below(sx - 16),
-                rng.below(sy - 16),
-                rng.below(sz - 16),
+                rng.coord(sx - 16),
+                rng.coord(sy - 16),
+                rng.coord(sz - 16),
             );
         let surface =
             (0..sy as i32).rev().find(|&y| !w.store.get(Point3::new(p.x, y, p.z)).is_air()).unwrap_or(0);
@@ -202,7 +202,7 @@ pub fn run(quick: bool) -> Report {
 
     // Queries: the peer scans the dense dilated flags.
     let flags = DenseFlags::new(&w.store, world, &table);
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     let n = if quick { 2000 } else { 20000 };
     let near_surface = |v: voxterra_core::Voxel, y: i32, s: i32| v.is_air() && (s..s + 3).contains(&y);
     let chars = boxes(&w, &mut rng, n, [1.0, 2.0, 1.0], near_surface);
@@ -241,7 +241,7 @@ pub fn run(quick: bool) -> Report {
     let third = total / 3;
     let mut sets = Vec::new();
     let sizes =
-        |rng: &mut Rng| [1.0 + rng.below(4) as f32, 1.0 + rng.below(4) as f32, 1.0 + rng.below(4) as f32];
+        |rng: &mut Rng| [1.0 + rng.coord(4) as f32, 1.0 + rng.coord(4) as f32, 1.0 + rng.coord(4) as f32];
     let size = sizes(&mut rng);
     sets.push(("in caves", boxes(&w, &mut rng, third, size, |v, y, s| v.is_air() && y < s - 4)));
     let size = sizes(&mut rng);

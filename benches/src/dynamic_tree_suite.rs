@@ -56,7 +56,7 @@ pub struct Scene {
 impl Scene {
     /// `n` boxes, a `share` of them moving, from `seed`.
     pub fn new(n: usize, share: f64, seed: u64) -> Self {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
         let side = (4.0 * n as f32).cbrt();
         let mut s = Scene { pos: vec![], vel: vec![], half: vec![], moving: vec![], movers: vec![], side };
@@ -426,7 +426,7 @@ pub struct QuerySet {
 impl QuerySet {
     /// The suite's set for a cube of side `side` (fixed seed).
     pub fn new(side: f32) -> Self {
-        let mut rng = Rng(9);
+        let mut rng = Rng::new(9);
         let mut unit = || (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
         let boxes: Vec<Aabb> = (0..4096)
             .map(|_| {

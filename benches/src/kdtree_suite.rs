@@ -54,11 +54,11 @@ pub fn rays(rng: &mut Rng, bounds: &Aabb, n: usize, oblique: bool) -> Vec<Ray> {
     let e = bounds.extents();
     (0..n)
         .map(|_| {
-            let fx = rng.below(1 << 20) as f32 / (1 << 20) as f32;
-            let fz = rng.below(1 << 20) as f32 / (1 << 20) as f32;
+            let fx = rng.coord(1 << 20) as f32 / (1 << 20) as f32;
+            let fz = rng.coord(1 << 20) as f32 / (1 << 20) as f32;
             let target = Point3::new(bounds.mins.x + fx * e.x, bounds.mins.y, bounds.mins.z + fz * e.z);
             let dir = if oblique {
-                let a = rng.below(360) as f32 * std::f32::consts::PI / 180.0;
+                let a = rng.coord(360) as f32 * std::f32::consts::PI / 180.0;
                 Vector3::new(a.cos(), -1.0, a.sin()).normalize()
             } else {
                 Vector3::new(0.0, -1.0, 0.0)
@@ -83,7 +83,7 @@ pub fn boxes(rng: &mut Rng, mesh: &impl TriangleSource, n: usize, size: f32) -> 
     let p = mesh.positions();
     (0..n)
         .map(|_| {
-            let c = p.get(rng.below(p.len() as u32) as usize);
+            let c = p.get(rng.coord(p.len() as u32) as usize);
             let h = Vector3::repeat(size * 0.5);
             Aabb::new(c - h + Vector3::new(0.3, 0.2, 0.1), c + h + Vector3::new(0.3, 0.2, 0.1))
         })
@@ -200,7 +200,7 @@ pub fn run(quick: bool) -> Report {
     });
 
     // Rays on the big terrain.
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     let n = if quick { 20_000 } else { 100_000 };
     let view = tree.with(&big);
     for (name, oblique) in [("down", false), ("oblique", true)] {

@@ -122,8 +122,8 @@ fn bodies(chunks: &[Chunk], area: &Region, n: usize, rng: &mut Rng) -> Vec<Body>
     let mut tries = 0;
     while out.len() < n && tries < n * 20 {
         tries += 1;
-        let x = area.min().x as f32 + 2.0 + rng.below(sx - 4) as f32 + 0.37;
-        let z = area.min().z as f32 + 2.0 + rng.below(sz - 4) as f32 + 0.61;
+        let x = area.min().x as f32 + 2.0 + rng.coord(sx - 4) as f32 + 0.37;
+        let z = area.min().z as f32 + 2.0 + rng.coord(sz - 4) as f32 + 0.61;
         let ray = Ray::new(Point3::new(x, area.max().y as f32, z), -Vector3::y());
         let mut best = f32::INFINITY;
         for c in chunks {
@@ -140,7 +140,7 @@ fn bodies(chunks: &[Chunk], area: &Region, n: usize, rng: &mut Rng) -> Vec<Body>
             continue;
         }
         let shape = out.len() % all.len();
-        let yaw = (rng.below(628) as f32) / 100.0;
+        let yaw = (rng.coord(628) as f32) / 100.0;
         let rot = UnitQuaternion::from_euler_angles(0.0, yaw, 0.0).to_parry();
         let local = all[shape].0.compute_local_aabb();
         let ground = ray.origin.y - best;
@@ -312,7 +312,7 @@ fn debug_disagreements(chunks: &[Chunk], bodies: &[Body], od: &[f32], pd: &[f32]
 }
 
 fn contact_cases(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &Region, n: usize) {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let mut resting = bodies(chunks, area, n, &mut rng);
     let mut ws = ContactWorkspace::new();
     let mut out = Vec::new();
@@ -364,7 +364,7 @@ fn contact_cases(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &R
     // Per shape, cold.
     for (s, (_, name)) in shapes().iter().enumerate() {
         let these: Vec<Body> =
-            bodies(chunks, area, n, &mut Rng(11)).into_iter().filter(|b| b.shape == s).collect();
+            bodies(chunks, area, n, &mut Rng::new(11)).into_iter().filter(|b| b.shape == s).collect();
         let mut st = HashMap::new();
         report.cases.push(compare_prechecked(
             budget,
@@ -721,7 +721,7 @@ fn profile_area() -> (Region, Vec<Chunk>) {
 /// The resting-contact case, ours only, `rounds` times over (for profilers); returns the points.
 pub fn profile_contacts(rounds: usize) -> usize {
     let (area, chunks) = profile_area();
-    let resting = bodies(&chunks, &area, 200, &mut Rng(7));
+    let resting = bodies(&chunks, &area, 200, &mut Rng::new(7));
     let (mut ws, mut out) = (ContactWorkspace::new(), Vec::new());
     (0..rounds).map(|_| ours_frame(&chunks, &resting, &mut ws, &mut out).0).sum()
 }
@@ -740,7 +740,7 @@ pub fn profile_casts(rounds: usize) -> usize {
 
 /// Resting bodies raised 2.5 voxels, each with the chunks its cast down may reach.
 fn lifted_bodies(chunks: &[Chunk], area: &Region, n: usize) -> Vec<Body> {
-    let mut lifted = bodies(chunks, area, n, &mut Rng(13));
+    let mut lifted = bodies(chunks, area, n, &mut Rng::new(13));
     for b in &mut lifted {
         b.pose.translation.y += 2.5;
         let bb = Aabb::from_parry(&shapes()[b.shape].0.compute_aabb(&b.pose));

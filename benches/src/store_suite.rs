@@ -43,9 +43,9 @@ fn random_box(rng: &mut Rng, world: &Region, size: u32) -> Region {
     let [sx, sy, sz] = world.size();
     let min = world.min()
         + voxterra_core::nalgebra::Vector3::new(
-            rng.below(sx - size),
-            rng.below(sy - size),
-            rng.below(sz - size),
+            rng.coord(sx - size),
+            rng.coord(sy - size),
+            rng.coord(sz - size),
         );
     Region::from_min_size(min, [size; 3]).expect("inside the world")
 }
@@ -64,12 +64,12 @@ pub fn run(quick: bool) -> Report {
         ),
         ..Report::default()
     };
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
 
     // Random single-voxel reads.
     let points: Vec<VoxelPos> = (0..1_000_000)
         .map(|_| {
-            world.min() + voxterra_core::nalgebra::Vector3::new(rng.below(sx), rng.below(sy), rng.below(sz))
+            world.min() + voxterra_core::nalgebra::Vector3::new(rng.coord(sx), rng.coord(sy), rng.coord(sz))
         })
         .collect();
     let (store, dense) = (&w.store, &w.dense);

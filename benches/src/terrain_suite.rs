@@ -51,12 +51,12 @@ const RADIUS: f32 = 4.0;
 
 /// Surface points to edit at: where downward rays first meet the terrain.
 fn surface_points(t: &mut Terrain, area: &Region, n: usize) -> Vec<Point3<f32>> {
-    let mut rng = Rng(21);
+    let mut rng = Rng::new(21);
     let [sx, sy, sz] = area.size();
     let mut out = Vec::new();
     while out.len() < n {
-        let x = area.min().x as f32 + 8.0 + rng.below(sx - 16) as f32 + 0.5;
-        let z = area.min().z as f32 + 8.0 + rng.below(sz - 16) as f32 + 0.5;
+        let x = area.min().x as f32 + 8.0 + rng.coord(sx - 16) as f32 + 0.5;
+        let z = area.min().z as f32 + 8.0 + rng.coord(sz - 16) as f32 + 0.5;
         let ray = Ray::new(Point3::new(x, (area.min().y + sy as i32) as f32 + 1.0, z), -Vector3::y());
         if let Some(h) = t.cast_ray(&ray, 1000.0).expect("a valid ray") {
             out.push(h.point);
@@ -127,7 +127,7 @@ fn peer_rebuild(store: &VoxelStore, mesher: &Mesher, ws: &mut MeshWorkspace, dir
 fn ray_mix(dense: &DenseVoxels, n: usize) -> Vec<Ray> {
     let r = *dense.region();
     let [sx, sy, sz] = r.size();
-    let mut rng = Rng(77);
+    let mut rng = Rng::new(77);
     let unit = |rng: &mut Rng| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
     let top = (r.min().y + sy as i32) as f32 + 1.0;
     let mut out = Vec::with_capacity(n);
@@ -179,19 +179,19 @@ struct Body {
 /// Bodies resting on the terrain: each dropped along a ray to the ground, cast down onto it from
 /// 3 voxels above, and sunk 1 cm.
 fn place_bodies(t: &mut Terrain, all: &[(SharedShape, &str)], area: &Region, n: usize) -> Vec<Body> {
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     let [sx, sy, sz] = area.size();
     let mut out = Vec::new();
     while out.len() < n {
-        let x = area.min().x as f32 + 4.0 + rng.below(sx - 8) as f32 + 0.37;
-        let z = area.min().z as f32 + 4.0 + rng.below(sz - 8) as f32 + 0.61;
+        let x = area.min().x as f32 + 4.0 + rng.coord(sx - 8) as f32 + 0.37;
+        let z = area.min().z as f32 + 4.0 + rng.coord(sz - 8) as f32 + 0.61;
         let top = (area.min().y + sy as i32) as f32 + 1.0;
         let Some(g) = t.cast_ray(&Ray::new(Point3::new(x, top, z), -Vector3::y()), 1000.0).expect("a ray")
         else {
             continue;
         };
         let shape = out.len() % all.len();
-        let rot = UnitQuaternion::from_euler_angles(0.0, rng.below(628) as f32 / 100.0, 0.0).to_parry();
+        let rot = UnitQuaternion::from_euler_angles(0.0, rng.coord(628) as f32 / 100.0, 0.0).to_parry();
         let local = all[shape].0.compute_local_aabb();
         let above = Pose::from_parts(Vector::new(x, g.point.y - local.mins.y + 3.0, z), rot);
         let hit = t

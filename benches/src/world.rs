@@ -26,21 +26,5 @@ pub fn bench_world(quick: bool) -> BenchWorld {
     BenchWorld { params, store, dense }
 }
 
-/// A small deterministic generator (splitmix64) for query positions.
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: u32) -> i32 {
-        (self.next_u64() % n as u64) as i32
-    }
-}
+/// The seeded generator the suites draw query positions from.
+pub use voxterra_test_support::Rng;

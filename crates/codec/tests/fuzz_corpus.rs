@@ -1,19 +1,6 @@
 //! Replays the committed fuzz corpus (fuzz/corpus/<target>/*) through the target bodies on stable.
 
-use std::path::Path;
-
-fn replay(target: &str, body: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.expect("readable corpus directory").path();
-        if path.is_file() {
-            body(&std::fs::read(&path).expect("readable corpus file"));
-            n += 1;
-        }
-    }
-    assert!(n > 0, "the corpus of {target} is empty");
-}
+use voxterra_test_support::replay_corpus as replay;
 
 #[test]
 fn decode_rle_corpus() {

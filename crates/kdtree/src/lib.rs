@@ -69,22 +69,9 @@ pub use tree::{InvalidKdTree, KdTree, KdTreeError, KdTreeStats, KdTreeView, MAX_
 #[cfg(test)]
 mod test_util {
     use voxterra_core::TriangleMesh;
-    use voxterra_core::nalgebra::Point3;
 
-    /// A `side × side` grid of quads (two triangles each) at heights `h(x, z)`.
+    /// A `side × side` grid of unit quads (two triangles each) at heights `h(x, z)`.
     pub(crate) fn grid(side: u32, h: impl Fn(u32, u32) -> f32) -> TriangleMesh {
-        let mut m = TriangleMesh::default();
-        for z in 0..=side {
-            for x in 0..=side {
-                m.positions.push(Point3::new(x as f32, h(x, z), z as f32));
-            }
-        }
-        for z in 0..side {
-            for x in 0..side {
-                let i = z * (side + 1) + x;
-                m.triangles.extend([[i, i + side + 1, i + 1], [i + 1, i + side + 1, i + side + 2]]);
-            }
-        }
-        m
+        voxterra_test_support::grid_mesh(side, 1.0, |x, z| h(x as u32, z as u32))
     }
 }

@@ -67,21 +67,10 @@ impl TriangleSource for Quantized {
     }
 }
 
-/// A terrain-like grid of `n × n` quads with heights from `h`, offset by `origin`.
+/// A terrain-like grid of `n × n` unit quads with heights from `h`, offset by `origin`.
 fn grid(n: u32, origin: Vector3<f32>, h: impl Fn(u32, u32) -> f32) -> TriangleMesh {
-    let mut m = TriangleMesh::default();
-    for z in 0..=n {
-        for x in 0..=n {
-            m.positions.push(Point3::new(x as f32, h(x, z), z as f32) + origin);
-        }
-    }
-    for z in 0..n {
-        for x in 0..n {
-            let i = z * (n + 1) + x;
-            m.triangles.push([i, i + n + 1, i + 1]);
-            m.triangles.push([i + 1, i + n + 1, i + n + 2]);
-        }
-    }
+    let mut m = voxterra_test_support::grid_mesh(n, 1.0, |x, z| h(x as u32, z as u32));
+    m.positions.iter_mut().for_each(|p| *p += origin);
     m
 }
 

@@ -12,33 +12,26 @@ use voxterra_core::{
     TriangleIndex, TriangleSource, Voxel, VoxelPos, VoxelRead, VoxelWrite, materials,
 };
 use voxterra_mesher::{MeshError, MeshWorkspace, Mesher, PhysicsMesh, RenderMesh, ShapeMode, Surface};
+use voxterra_test_support::Rng;
 use voxterra_voxel_store::VoxelStore;
 
 fn region(min: [i32; 3], size: [u32; 3]) -> Region {
     Region::from_min_size(min.into(), size).unwrap()
 }
 
-fn splitmix(seed: &mut u64) -> u64 {
-    *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *seed;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// Random blobs: a few balls with soft edges, random solid materials (smooth and sharp), some water,
 /// and occasional random speckles, strictly inside `inner` so the surface is closed.
-fn blobs(domain: Region, inner: Region, mut seed: u64) -> DenseVoxels {
+fn blobs(domain: Region, inner: Region, seed: u64) -> DenseVoxels {
+    let mut rng = Rng::new(seed);
     let mut d = DenseVoxels::new(domain, 1 << 22).unwrap();
     let palette = [materials::ROCK, materials::GRASS, materials::BASALT, materials::BRICK, materials::WATER];
     let (lo, hi) = (inner.min(), inner.max());
-    let balls: Vec<([f32; 3], f32, Material)> = (0..1 + splitmix(&mut seed) % 4)
+    let balls: Vec<([f32; 3], f32, Material)> = (0..1 + rng.next_u64() % 4)
         .map(|_| {
-            let c = [0, 1, 2].map(|a| {
-                lo[a] as f32 + (splitmix(&mut seed) % 1000) as f32 / 1000.0 * (hi[a] - lo[a]) as f32
-            });
-            let r = 1.0 + (splitmix(&mut seed) % 1000) as f32 / 1000.0 * 5.0;
-            (c, r, palette[(splitmix(&mut seed) % palette.len() as u64) as usize])
+            let c = [0, 1, 2]
+                .map(|a| lo[a] as f32 + (rng.next_u64() % 1000) as f32 / 1000.0 * (hi[a] - lo[a]) as f32);
+            let r = 1.0 + (rng.next_u64() % 1000) as f32 / 1000.0 * 5.0;
+            (c, r, palette[(rng.next_u64() % palette.len() as u64) as usize])
         })
         .collect();
     for p in inner.iter() {
@@ -51,7 +44,7 @@ fn blobs(domain: Region, inner: Region, mut seed: u64) -> DenseVoxels {
                 best = Some((occ, m));
             }
         }
-        let noise = splitmix(&mut seed);
+        let noise = rng.next_u64();
         let v = match best {
             Some((occ, m)) => Voxel::with_occupancy(m, occ),
             None if noise.is_multiple_of(23) => {
@@ -369,9 +362,9 @@ fn errors_are_typed() {
     // A speckled box needs more vertices than u16 indices address.
     let r = region([0, 0, 0], [44, 44, 44]);
     let mut speckle = DenseVoxels::new(r.expanded(1), 1 << 20).unwrap();
-    let mut seed = 5;
+    let mut rng = Rng::new(5);
     for p in r.iter() {
-        if splitmix(&mut seed).is_multiple_of(2) {
+        if rng.next_u64().is_multiple_of(2) {
             speckle.set(p, Voxel::full(materials::ROCK));
         }
     }

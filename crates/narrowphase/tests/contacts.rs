@@ -2,9 +2,6 @@
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-mod common;
-
-use common::rolling_ground;
 use parry3d::math::{Pose, Vector};
 use parry3d::shape::{
     Ball, Capsule, Compound, Cone, ConvexPolyhedron, Cuboid, Cylinder, RoundCuboid, Shape, SharedShape,
@@ -19,6 +16,7 @@ use voxterra_narrowphase::{
     ContactPoint, ContactWorkspace, Correction, FeatureId, NarrowphaseError, TriangleFeature, TriangleSet,
     contact_points, contacts,
 };
+use voxterra_test_support::grid_mesh;
 
 fn one_triangle(t: [Point3<f32>; 3]) -> TriangleMesh {
     TriangleMesh { positions: t.to_vec(), triangles: vec![[0, 1, 2]] }
@@ -338,7 +336,7 @@ fn bad_input_is_refused_or_touches_nothing() {
 /// The kD tree and the brute-force index find the same contacts, in the same order.
 #[test]
 fn any_index_gives_the_same_contacts() {
-    let mesh = rolling_ground(24, |x, z| (x * 0.7).sin() * 0.4 + (z * 0.3).cos() * 0.3);
+    let mesh = grid_mesh(24, 0.5, |x, z| (x * 0.7).sin() * 0.4 + (z * 0.3).cos() * 0.3);
     let tree = voxterra_kdtree::KdTree::build(&mesh).unwrap();
     let view = tree.with(&mesh);
     let brute = BruteForceTriangles(&mesh);

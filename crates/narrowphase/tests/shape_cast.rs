@@ -2,9 +2,6 @@
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-mod common;
-
-use common::rolling_ground;
 use parry3d::math::{Pose, Vector};
 use parry3d::query::ShapeCastOptions;
 use parry3d::shape::{SharedShape, TriMesh};
@@ -13,9 +10,10 @@ use voxterra_core::nalgebra::{Isometry3, UnitQuaternion, Vector3};
 use voxterra_core::{BruteForceTriangles, TriangleMesh};
 use voxterra_narrowphase::convert::ToParry;
 use voxterra_narrowphase::{CastOptions, NarrowphaseError, TriangleSet, cast_shape};
+use voxterra_test_support::grid_mesh;
 
 fn terrain() -> TriangleMesh {
-    rolling_ground(16, |x, z| (x * 0.9).sin() * 0.5 + (z * 0.4).cos() * 0.4)
+    grid_mesh(16, 0.5, |x, z| (x * 0.9).sin() * 0.5 + (z * 0.4).cos() * 0.4)
 }
 
 proptest! {

@@ -4,9 +4,6 @@
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-mod common;
-
-use common::rolling_ground;
 use parry3d::math::{Pose, Rotation, Vector};
 use parry3d::query::sweep_toi::{
     Sweep, SweepCompositeFastShape, SweepToiStatus, ToiProxy, sweep_time_of_impact_composite,
@@ -19,12 +16,13 @@ use voxterra_core::nalgebra::{Point3, UnitQuaternion};
 use voxterra_core::{BruteForceTriangles, TriangleMesh};
 use voxterra_narrowphase::convert::ToParry;
 use voxterra_narrowphase::{CastOptions, NarrowphaseError, TriangleSet, cast_shape, sweep_shape};
+use voxterra_test_support::grid_mesh;
 
 const SLOP: f32 = 0.005;
 
 /// Rolling ground, counter-clockwise from above (its front faces +y).
 fn terrain() -> TriangleMesh {
-    rolling_ground(16, |x, z| (x * 0.9).sin() * 0.5 + (z * 0.4).cos() * 0.4)
+    grid_mesh(16, 0.5, |x, z| (x * 0.9).sin() * 0.5 + (z * 0.4).cos() * 0.4)
 }
 
 fn shapes() -> Vec<SharedShape> {

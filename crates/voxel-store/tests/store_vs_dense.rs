@@ -6,6 +6,7 @@
 use proptest::prelude::*;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{CoreError, DenseVoxels, Material, Region, Voxel, VoxelPos, VoxelRead, VoxelWrite};
+use voxterra_test_support::Rng;
 use voxterra_voxel_store::{StoreError, StoreLimits, VoxelStore};
 
 /// The reference world: [-40, 40)³, so chunks -2..=1 on each axis, negative coordinates included.
@@ -14,15 +15,6 @@ const SIZE: u32 = 80;
 
 fn domain() -> Region {
     Region::from_min_size(Point3::new(LO, LO, LO), [SIZE; 3]).unwrap()
-}
-
-/// Small deterministic generator for box contents.
-fn splitmix(seed: &mut u64) -> u64 {
-    *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *seed;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 fn voxel_from(bits: u64) -> Voxel {
@@ -69,16 +61,17 @@ fn arb_op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn box_content(region: &Region, kind: u8, mut seed: u64) -> Vec<Voxel> {
-    let base = voxel_from(splitmix(&mut seed));
+fn box_content(region: &Region, kind: u8, seed: u64) -> Vec<Voxel> {
+    let mut rng = Rng::new(seed);
+    let base = voxel_from(rng.next_u64());
     let layers: Vec<Voxel> =
-        (0..region.size()[1]).map(|_| voxel_from(splitmix(&mut seed) & !0x300 | 0x100)).collect();
+        (0..region.size()[1]).map(|_| voxel_from(rng.next_u64() & !0x300 | 0x100)).collect();
     region
         .iter()
         .map(|p| match kind {
             0 => base,
             1 => layers[(p.y - region.min().y) as usize],
-            _ => voxel_from(splitmix(&mut seed)),
+            _ => voxel_from(rng.next_u64()),
         })
         .collect()
 }

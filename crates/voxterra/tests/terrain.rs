@@ -1096,15 +1096,6 @@ mod deltas {
 
     #[test]
     fn the_fuzz_corpus_replays() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/apply_delta");
-        let mut n = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_file() {
-                voxterra::fuzz::apply_delta(&std::fs::read(&path).unwrap());
-                n += 1;
-            }
-        }
-        assert!(n > 0, "the apply_delta corpus is empty");
+        voxterra_test_support::replay_corpus("apply_delta", voxterra::fuzz::apply_delta);
     }
 }

@@ -180,17 +180,11 @@ pub fn height_field(
     size: [i32; 3],
     height: impl Fn(f32, f32) -> f32,
 ) -> Terrain {
-    use voxterra::core::{MaterialTable, Voxel, VoxelPos, materials};
+    use voxterra::core::{MaterialTable, VoxelPos, materials};
     use voxterra::store::VoxelStore;
     let min = VoxelPos::new(origin[0], origin[1], origin[2]);
     let region = Region::from_min_size(min, size.map(|s| s as u32)).unwrap();
-    let mut voxels = Vec::with_capacity(region.len().unwrap());
-    for p in region.iter() {
-        let local = p - min;
-        let h = height(local.x as f32 + 0.5, local.z as f32 + 0.5);
-        let occ = (h - (local.y as f32 + 0.5) + 0.5).clamp(0.0, 1.0);
-        voxels.push(if occ > 0.0 { Voxel::with_occupancy(materials::ROCK, occ) } else { Voxel::AIR });
-    }
+    let voxels = voxterra_test_support::height_field(&region, materials::ROCK, height);
     let mut store = VoxelStore::new();
     store.write_box(&region, &voxels).unwrap();
     Terrain::from_store(store, MaterialTable::default(), TerrainConfig::with_voxel_size(voxel_size)).unwrap()
