@@ -444,6 +444,56 @@ mod contacts {
         }
     }
 
+    /// Every query answers the same from a cold cache, a prepared one, a cache too small to keep
+    /// anything, and from four threads at once on one cold terrain while its cache fills:
+    /// contacts, casts, sweeps and point projections alike; the budget holds throughout.
+    #[test]
+    fn queries_answer_the_same_on_any_cache_and_from_many_threads() {
+        use rayon::prelude::*;
+        use voxterra::narrowphase::CastOptions;
+        use voxterra::parry3d::query::sweep_toi::Sweep;
+        #[derive(PartialEq, Debug)]
+        struct Answers {
+            contacts: Vec<TerrainManifold>,
+            cast: Option<f32>,
+            sweep: Option<f32>,
+            projection: Option<(f32, bool)>,
+        }
+        let probes = probes();
+        let ask = |t: &Terrain, (s, p): &(SharedShape, Pose)| {
+            let mut contacts = Vec::new();
+            t.contacts(&*s.0, p, 0.05, &mut contacts).unwrap();
+            let down = Vector::new(0.1, -1.0, 0.05);
+            let cast = t.cast_shape(&*s.0, p, down, 30.0, CastOptions::default()).unwrap().map(|h| h.1.toi);
+            let end = Pose::from_parts(p.translation + down * 30.0, p.rotation);
+            let sweep = t.sweep_shape(&*s.0, &Sweep::from_poses(p, &end, Vector::ZERO), 1.0, 0.01).unwrap();
+            let at = voxterra::core::nalgebra::Point3::from_parry(p.translation);
+            let projection = t.project_point(&at, 50.0).unwrap().map(|pr| (pr.distance, pr.inside));
+            Answers { contacts, cast, sweep: sweep.map(|h| h.1.fraction), projection }
+        };
+        let cold = world();
+        let want: Vec<Answers> = probes.iter().map(|q| ask(&cold, q)).collect();
+        assert!(want.iter().filter(|a| !a.contacts.is_empty()).count() > 10);
+        let prepared = world();
+        prepared.prepare(&Aabb::new(Point3::new(-16.0, -16.0, -16.0), Point3::new(80.0, 64.0, 80.0)));
+        let built = prepared.cache_stats().builds;
+        assert!(probes.iter().map(|q| ask(&prepared, q)).collect::<Vec<_>>() == want);
+        assert_eq!(prepared.cache_stats().builds, built, "a prepared terrain builds nothing");
+        let mut tiny = world();
+        tiny.reconfigure(TerrainConfig { cache_bytes: 1, ..tiny.config() }).unwrap();
+        assert!(probes.iter().map(|q| ask(&tiny, q)).collect::<Vec<_>>() == want);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        let shared = world();
+        let got: Vec<Answers> = pool.install(|| probes.par_iter().map(|q| ask(&shared, q)).collect());
+        assert!(got == want, "four threads filling one cache");
+        let mut small = world();
+        let budget = cold.cache_stats().bytes / 3;
+        small.reconfigure(TerrainConfig { cache_bytes: budget, ..small.config() }).unwrap();
+        let got: Vec<Answers> = pool.install(|| probes.par_iter().map(|q| ask(&small, q)).collect());
+        assert!(got == want, "four threads filling and evicting one cache");
+        assert!(small.cache_stats().bytes <= budget);
+    }
+
     #[test]
     fn prepare_around_builds_nearest_first_within_its_budget() {
         let t = world();
