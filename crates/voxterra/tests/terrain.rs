@@ -956,11 +956,10 @@ mod render {
         fn render_updates_keep_meshes_current(brushes in proptest::collection::vec(arb_brush(), 1..5)) {
             let mut t = world();
             let mesher = Mesher::new(t.materials());
-            let mut map: BTreeMap<(i32, i32, i32), RenderMesh> = t
+            let mut map: BTreeMap<voxterra::core::StoreChunkKey, RenderMesh> = t
                 .render_meshes_of(&mesher, &t.render_chunks())
                 .unwrap()
                 .into_iter()
-                .map(|(k, m)| ((k.y, k.z, k.x), m))
                 .collect();
             prop_assert!(t.take_render_updates(&mesher).unwrap().is_empty());
             // A slot carved through the ground ending exactly at a chunk border (x = 32): the
@@ -971,13 +970,12 @@ mod render {
             }
             t.undo().ok();
             for (k, m) in t.take_render_updates(&mesher).unwrap() {
-                map.insert((k.y, k.z, k.x), m);
+                map.insert(k, m);
             }
-            let fresh: BTreeMap<(i32, i32, i32), RenderMesh> = t
+            let fresh: BTreeMap<voxterra::core::StoreChunkKey, RenderMesh> = t
                 .render_meshes_of(&mesher, &t.render_chunks())
                 .unwrap()
                 .into_iter()
-                .map(|(k, m)| ((k.y, k.z, k.x), m))
                 .collect();
             for (k, m) in &fresh {
                 // A chunk never meshed counts as empty.

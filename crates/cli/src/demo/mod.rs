@@ -153,7 +153,7 @@ enum Ground {
     Trimesh {
         terrain: Box<Terrain>,
         mesher: Mesher,
-        colliders: BTreeMap<(i32, i32, i32), (ColliderHandle, usize)>,
+        colliders: BTreeMap<voxterra::core::StoreChunkKey, (ColliderHandle, usize)>,
     },
 }
 
@@ -299,7 +299,7 @@ fn simulate(
             let mut map = BTreeMap::new();
             for (k, mesh) in meshes {
                 if let Some((c, bytes)) = chunk_collider(&mesh)? {
-                    map.insert((k.y, k.z, k.x), (colliders.insert(c), bytes));
+                    map.insert(k, (colliders.insert(c), bytes));
                 }
             }
             let np = NarrowPhase::with_query_dispatcher(Timed {
@@ -364,7 +364,7 @@ fn simulate(
                 Ground::Trimesh { terrain, mesher, colliders: map } => {
                     terrain.apply_brush(b)?;
                     for (k, mesh) in terrain.take_render_updates(mesher)? {
-                        let key = (k.y, k.z, k.x);
+                        let key = k;
                         if let Some((old, _)) = map.remove(&key) {
                             colliders.remove(old, &mut islands, &mut bodies, &mut soft_bodies, true);
                         }
