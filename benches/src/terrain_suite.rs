@@ -528,3 +528,31 @@ pub fn run(quick: bool) -> Report {
     });
     report
 }
+
+/// The suite's contacts case for voxterra alone: 1 000 bodies resting on the default world (all
+/// chunks prepared), `rounds` frames; returns the points. A profiling target.
+pub fn profile_contacts(rounds: usize) -> usize {
+    let world = bench_world(false);
+    let wr = world.params.region().expect("valid world");
+    let mut t = Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
+        .expect("a valid terrain");
+    let all = shapes();
+    let bodies = place_bodies(&mut t, &all, &wr, 1000);
+    let mut out = Vec::new();
+    (0..rounds).map(|_| ours_frame(&mut t, &all, &bodies, &mut out).0).sum()
+}
+
+/// The suite's ray mix for voxterra alone, `n` rays cast `rounds` times on one thread after a
+/// first round that builds the cache; returns the hits and the time per ray of the timed rounds.
+/// A profiling target.
+pub fn profile_rays(n: usize, rounds: usize) -> (usize, std::time::Duration) {
+    let world = bench_world(false);
+    let t = Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
+        .expect("a valid terrain");
+    let rays = ray_mix(&world.dense, n);
+    let cast = || rays.iter().filter(|r| t.cast_ray(r, 4096.0).expect("a valid ray").is_some()).count();
+    cast();
+    let start = std::time::Instant::now();
+    let hits = (0..rounds).map(|_| cast()).sum();
+    (hits, start.elapsed() / (rounds * n).max(1) as u32)
+}

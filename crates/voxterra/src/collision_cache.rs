@@ -71,7 +71,8 @@ struct Held {
 /// Per-chunk collision data under a byte budget, shared by every query.
 pub(crate) struct CollisionCache {
     held: RwLock<Held>,
-    /// The use clock: an entry's `used` is the clock when it was last looked up.
+    /// The use clock, moved by each insert: an entry's `used` is the clock when it was last
+    /// looked up (entries used between two inserts tie; the least recently used goes first).
     clock: AtomicU64,
     budget: AtomicUsize,
     hits: AtomicU64,
@@ -183,7 +184,12 @@ impl CollisionCache {
         {
             let held = self.read();
             if let Some(e) = held.entries.get(&key) {
-                e.used.store(self.clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+                // PERF: the clock moves on inserts only, and an entry's stamp is written only when
+                // it changes: lookups from many threads read shared memory without writing it.
+                let now = self.clock.load(Ordering::Relaxed);
+                if e.used.load(Ordering::Relaxed) != now {
+                    e.used.store(now, Ordering::Relaxed);
+                }
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 return e.data.clone();
             }

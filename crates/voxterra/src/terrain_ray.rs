@@ -7,6 +7,7 @@
 //! (it is adjacent to no cell passed so far), so a hit nearer than that exit and than every pending
 //! entry is final.
 
+use crate::collision_cache::ChunkCollision;
 use crate::reach::SURFACE_SPILL;
 use crate::terrain::{Terrain, TerrainError};
 use crate::terrain_query::with_workspace;
@@ -35,7 +36,8 @@ pub struct TerrainRayHit {
     pub triangle: u32,
 }
 
-/// A pending chunk, ordered by entry (then key, for a deterministic order).
+/// A pending chunk, ordered by where the ray enters its grown box (then key, for a deterministic
+/// order).
 #[derive(PartialEq, Clone, Copy)]
 struct Pending(f32, PhysicsChunkKey);
 
@@ -125,30 +127,51 @@ impl Terrain {
         let mut heap = BinaryHeap::new();
         let mut best: Option<TerrainRayHit> = None;
         let mut best_t = t_end;
-        // The axis and direction of the last step: the DDA moves monotonically along each axis,
-        // so after a step only the 9 neighbors on the leading face are new.
-        let mut entered: Option<(usize, i32)> = None;
+        // The previous cell's reach (below) and the step from it: a chunk it already considered
+        // is skipped (testing a chunk twice would only cost time).
+        let mut previous: Option<([[bool; 3]; 3], usize, i32)> = None;
+        let mut t_in = t_start;
         loop {
             let t_out = t_max.x.min(t_max.y).min(t_max.z);
-            // The new chunks around this cell, by where the ray enters their grown boxes.
+            // Which neighbors the segment in this cell can reach: across a face only where it
+            // comes within the spill of that face (their grown boxes reach no further in).
+            let t_last = t_out.min(best_t);
+            let mut near = [[false, true, false]; 3];
+            for (a, near) in near.iter_mut().enumerate() {
+                let (p0, p1) =
+                    (local.origin[a] + local.dir[a] * t_in, local.origin[a] + local.dir[a] * t_last);
+                let lo = cell.to_array()[a] as f32 * size;
+                near[0] = p0.min(p1) < lo + spill;
+                near[2] = p0.max(p1) > lo + size - spill;
+            }
+            let reaches = |near: &[[bool; 3]; 3], d: [i32; 3]| (0..3).all(|a| near[a][(d[a] + 1) as usize]);
+            // The chunks around this cell, by where the ray enters their grown boxes.
             for dy in -1..=1 {
                 for dz in -1..=1 {
                     for dx in -1..=1 {
                         let d = [dx, dy, dz];
-                        if entered.is_some_and(|(a, s)| d[a] != s) {
+                        if !reaches(&near, d) {
                             continue;
+                        }
+                        if let Some((prev, a, s)) = previous {
+                            let mut from_prev = d;
+                            from_prev[a] += s;
+                            if from_prev[a].abs() <= 1 && reaches(&prev, from_prev) {
+                                continue;
+                            }
                         }
                         let n = PhysicsChunkKey::new(
                             cell.x.saturating_add(dx),
                             cell.y.saturating_add(dy),
                             cell.z.saturating_add(dz),
                         );
-                        if !self.has_solid(n) {
-                            continue;
-                        }
-                        let Ok(r) = n.region() else { continue };
-                        let (lo, hi) = (r.min().map(|v| v as f32 - spill), r.max().map(|v| v as f32 + spill));
-                        if let Some((te, _)) = Aabb::new(lo, hi).clip_ray(&local, best_t) {
+                        // Where the ray enters the chunk's grown box first (cheap), then whether
+                        // its masks show solid (a map lookup).
+                        let lo = n.to_point().map(|v| v as f32 * size - spill);
+                        let hi = lo.map(|v| v + size + 2.0 * spill);
+                        if let Some((te, _)) = Aabb::new(lo, hi).clip_ray(&local, best_t)
+                            && self.has_solid(n)
+                        {
                             heap.push(Pending(te, n));
                         }
                     }
@@ -156,12 +179,14 @@ impl Terrain {
             }
             // Every chunk not seen yet is entered after `t_out`: test the pending ones entered
             // before it (and before the best hit), nearest first.
-            while let Some(&Pending(te, n)) = heap.peek() {
+            while let Some(&Pending(te, heap_key)) = heap.peek() {
                 if te > t_out.min(best_t) {
                     break;
                 }
                 heap.pop();
-                if let Some(h) = self.ray_chunk(&local, n, best_t, ws)
+                let n = heap_key;
+                if let Some(data) = self.chunk(n, ws)
+                    && let Some(h) = ray_chunk(&local, n, &data, best_t)
                     && best
                         .is_none_or(|b| h.t < b.t || (h.t == b.t && (n, h.triangle) < (b.chunk, b.triangle)))
                 {
@@ -185,42 +210,35 @@ impl Terrain {
                 1 => cell.y = cell.y.saturating_add(step[1]),
                 _ => cell.z = cell.z.saturating_add(step[2]),
             }
-            entered = Some((a, step[a]));
+            previous = Some((near, a, step[a]));
+            t_in = t_out;
             t_max[a] += t_delta[a];
         }
         // Back to world units: the parameter is the same, the point scales.
         best.map(|h| TerrainRayHit { point: Point3::from(h.point.coords * self.voxel_size()), ..h })
     }
+}
 
-    /// The closest hit in chunk `n` below `max_t` (voxel units).
-    fn ray_chunk(
-        &self,
-        ray: &Ray,
-        n: PhysicsChunkKey,
-        max_t: f32,
-        ws: &mut MeshWorkspace,
-    ) -> Option<TerrainRayHit> {
-        let data = self.chunk(n, ws)?;
-        let c = &*data;
-        let h = c.tree.with(&c.mesh).cast_ray(ray, max_t, Culling::None)?;
-        let tri = c.mesh.triangle(h.triangle as usize);
-        let face = (tri[1] - tri[0]).cross(&(tri[2] - tri[0]));
-        let face = if face.dot(&ray.dir) > 0.0 { -face } else { face };
-        let normal = Unit::try_new(face, 0.0).unwrap_or(Vector3::y_axis());
-        let corners = c.mesh.triangles()[h.triangle as usize];
-        // The nearest corner's material: by the barycentric weights.
-        let w = [1.0 - h.u - h.v, h.u, h.v];
-        let near = (0..3).max_by(|&i, &j| w[i].total_cmp(&w[j])).unwrap_or(0);
-        let material = c.mesh.materials()[corners[near] as usize];
-        Some(TerrainRayHit {
-            t: h.t,
-            point: ray.origin + ray.dir * h.t,
-            normal,
-            material,
-            chunk: n,
-            triangle: h.triangle,
-        })
-    }
+/// The closest hit in chunk `n` (its collision data `c`) below `max_t` (voxel units).
+fn ray_chunk(ray: &Ray, n: PhysicsChunkKey, c: &ChunkCollision, max_t: f32) -> Option<TerrainRayHit> {
+    let h = c.tree.with(&c.mesh).cast_ray(ray, max_t, Culling::None)?;
+    let tri = c.mesh.triangle(h.triangle as usize);
+    let face = (tri[1] - tri[0]).cross(&(tri[2] - tri[0]));
+    let face = if face.dot(&ray.dir) > 0.0 { -face } else { face };
+    let normal = Unit::try_new(face, 0.0).unwrap_or(Vector3::y_axis());
+    let corners = c.mesh.triangles()[h.triangle as usize];
+    // The nearest corner's material: by the barycentric weights.
+    let w = [1.0 - h.u - h.v, h.u, h.v];
+    let near = (0..3).max_by(|&i, &j| w[i].total_cmp(&w[j])).unwrap_or(0);
+    let material = c.mesh.materials()[corners[near] as usize];
+    Some(TerrainRayHit {
+        t: h.t,
+        point: ray.origin + ray.dir * h.t,
+        normal,
+        material,
+        chunk: n,
+        triangle: h.triangle,
+    })
 }
 
 fn check_ray(ray: &Ray, max_t: f32) -> Result<(), TerrainError> {
