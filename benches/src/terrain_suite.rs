@@ -542,15 +542,24 @@ pub fn profile_contacts(rounds: usize) -> usize {
     (0..rounds).map(|_| ours_frame(&mut t, &all, &bodies, &mut out).0).sum()
 }
 
-/// The suite's ray mix for voxterra alone, `n` rays cast `rounds` times on one thread after a
-/// first round that builds the cache; returns the hits and the time per ray of the timed rounds.
+/// The suite's ray mix for voxterra alone, `n` rays cast `rounds` times (on one thread, or on the rayon
+/// pool with `parallel`) after a first round that builds the cache; returns the hits and the time per
+/// ray of the timed rounds.
 /// A profiling target.
-pub fn profile_rays(n: usize, rounds: usize) -> (usize, std::time::Duration) {
+pub fn profile_rays(n: usize, rounds: usize, parallel: bool) -> (usize, std::time::Duration) {
     let world = bench_world(false);
     let t = Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
         .expect("a valid terrain");
     let rays = ray_mix(&world.dense, n);
-    let cast = || rays.iter().filter(|r| t.cast_ray(r, 4096.0).expect("a valid ray").is_some()).count();
+    let mut hits = Vec::new();
+    let mut cast = || {
+        if parallel {
+            t.cast_rays(&rays, 4096.0, &mut hits).expect("valid rays");
+            hits.iter().filter(|h| h.is_some()).count()
+        } else {
+            rays.iter().filter(|r| t.cast_ray(r, 4096.0).expect("a valid ray").is_some()).count()
+        }
+    };
     cast();
     let start = std::time::Instant::now();
     let hits = (0..rounds).map(|_| cast()).sum();

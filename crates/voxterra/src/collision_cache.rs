@@ -109,6 +109,58 @@ pub(crate) fn build(
     Some(ChunkCollision { mesh, tree })
 }
 
+/// One query's lookups: holds the cache's read lock between them (released before a build) and
+/// counts its hits once, when dropped.
+///
+/// PERF: a ray tests about four chunks; taking the lock and counting a hit per chunk wrote shared
+/// memory on every lookup, which threads casting at once contend for. A held lock makes an insert
+/// from another thread wait for the query's end: queries are short.
+pub(crate) struct CacheReader<'a> {
+    cache: &'a CollisionCache,
+    held: Option<std::sync::RwLockReadGuard<'a, Held>>,
+    hits: u64,
+}
+
+impl CacheReader<'_> {
+    /// Calls `f` with `key`'s data, built now (and kept) if the cache lacks it; `None` for a chunk
+    /// without a surface.
+    pub(crate) fn with<R>(
+        &mut self,
+        mesher: &Mesher,
+        src: &(impl VoxelRead + ?Sized),
+        key: PhysicsChunkKey,
+        ws: &mut MeshWorkspace,
+        f: impl FnOnce(&ChunkCollision) -> R,
+    ) -> Option<R> {
+        let cache = self.cache;
+        let held = self.held.get_or_insert_with(|| cache.read());
+        if let Some(e) = held.entries.get(&key) {
+            // PERF: the clock moves on inserts only, and an entry's stamp is written only when
+            // it changes: lookups from many threads read shared memory without writing it.
+            let now = cache.clock.load(Ordering::Relaxed);
+            if e.used.load(Ordering::Relaxed) != now {
+                e.used.store(now, Ordering::Relaxed);
+            }
+            self.hits += 1;
+            return e.data.as_deref().map(f);
+        }
+        // Building takes the write lock: this reader's read lock goes first.
+        self.held = None;
+        cache.misses.fetch_add(1, Ordering::Relaxed);
+        let data = cache.timed_build(mesher, src, key, ws);
+        let data = cache.insert(&mut cache.write(), key, data);
+        data.as_deref().map(f)
+    }
+}
+
+impl Drop for CacheReader<'_> {
+    fn drop(&mut self) {
+        if self.hits > 0 {
+            self.cache.hits.fetch_add(self.hits, Ordering::Relaxed);
+        }
+    }
+}
+
 /// What an entry costs beyond its data (the map's slot and bookkeeping).
 const ENTRY_BYTES: usize = 64;
 
@@ -173,31 +225,9 @@ impl CollisionCache {
         k
     }
 
-    /// The chunk's data, built now (and kept) if the cache lacks it.
-    pub(crate) fn get(
-        &self,
-        mesher: &Mesher,
-        src: &(impl VoxelRead + ?Sized),
-        key: PhysicsChunkKey,
-        ws: &mut MeshWorkspace,
-    ) -> ChunkData {
-        {
-            let held = self.read();
-            if let Some(e) = held.entries.get(&key) {
-                // PERF: the clock moves on inserts only, and an entry's stamp is written only when
-                // it changes: lookups from many threads read shared memory without writing it.
-                let now = self.clock.load(Ordering::Relaxed);
-                if e.used.load(Ordering::Relaxed) != now {
-                    e.used.store(now, Ordering::Relaxed);
-                }
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                return e.data.clone();
-            }
-        }
-        self.misses.fetch_add(1, Ordering::Relaxed);
-        let data = self.timed_build(mesher, src, key, ws);
-        let mut held = self.write();
-        self.insert(&mut held, key, data)
+    /// A reader for one query's lookups (see [`CacheReader`]).
+    pub(crate) fn reader(&self) -> CacheReader<'_> {
+        CacheReader { cache: self, held: None, hits: 0 }
     }
 
     fn timed_build(

@@ -153,6 +153,15 @@ pub struct Terrain {
     extent: Option<Region>,
     render: RenderUpdates,
     pub(crate) log: DeltaLog,
+    /// See [`Terrain::revision`].
+    revision: u64,
+}
+
+/// Revisions are unique across every terrain of the process: a terrain swapped for another behind
+/// a shared handle never shows a revision the first one had.
+fn next_revision() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Terrain {
@@ -189,6 +198,7 @@ impl Terrain {
             extent,
             render: RenderUpdates::default(),
             log: DeltaLog::new(config.delta_log_bytes),
+            revision: next_revision(),
         })
     }
 
@@ -426,11 +436,12 @@ impl Terrain {
         self.store.voxel(p)
     }
 
-    /// Records a write to `dirty`: grows the extent and marks the storage chunks whose render
+    /// Records a write to `dirty`: grows the extent, moves the revision on and marks the storage chunks whose render
     /// mesh reads its voxels (their padded read reaches it).
     fn mark_changed(&mut self, dirty: &Region) {
         self.extent = Some(self.extent.map_or(*dirty, |e| e.union(dirty)));
         self.render.mark(dirty);
+        self.revision = next_revision();
     }
 
     /// The render meshes of every storage chunk edits have changed since the last call, meshed in
@@ -484,6 +495,14 @@ impl Terrain {
             }
         }
         keys.into_iter().collect()
+    }
+
+    /// A number that changes whenever the terrain's geometry may have changed (an edit, undo or
+    /// redo that changed voxels), unique among every terrain of the process: what a query made
+    /// earlier on this terrain revision still answers. Physics integrations key contacts they
+    /// keep between steps on it.
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
     /// The sequence number the next edit that changes voxels will get (edits, undo and redo

@@ -70,8 +70,9 @@ impl Terrain {
             let b = Aabb::new(local - Vector3::repeat(r_now), local + Vector3::repeat(r_now));
             let world_box = Aabb::new(Point3::from(b.mins.coords * vs), Point3::from(b.maxs.coords * vs));
             let mut best: Option<(f32, TerrainProjection)> = None;
+            let mut reader = self.reader();
             for key in self.solid_chunks(&world_box) {
-                self.with_chunk(key, &mut ws, |c| {
+                reader.with(key, &mut ws, |c| {
                     c.tree.with(&c.mesh).triangles_in_aabb(&b, &mut |t| {
                         let [a, bb, cc] = c.mesh.triangle(t as usize);
                         let tri = Triangle::new(a.to_parry(), bb.to_parry(), cc.to_parry());

@@ -41,6 +41,25 @@ thread_local! {
     static WORKSPACE: RefCell<QueryWorkspace> = RefCell::new(QueryWorkspace::default());
 }
 
+/// One query's access to the collision cache (see [`Terrain::reader`]).
+pub(crate) struct ChunkReader<'a> {
+    terrain: &'a Terrain,
+    cache: crate::collision_cache::CacheReader<'a>,
+}
+
+impl ChunkReader<'_> {
+    /// Calls `f` with `key`'s collision data, built into the cache if missing; `None` for a chunk
+    /// without a surface.
+    pub(crate) fn with<R>(
+        &mut self,
+        key: PhysicsChunkKey,
+        ws: &mut MeshWorkspace,
+        f: impl FnOnce(&ChunkCollision) -> R,
+    ) -> Option<R> {
+        self.cache.with(&self.terrain.mesher, &self.terrain.store, key, ws, f)
+    }
+}
+
 /// Runs `f` with this thread's workspace (a fresh one for a query made inside another, which
 /// holds the thread's).
 pub(crate) fn with_workspace<R>(f: impl FnOnce(&mut QueryWorkspace) -> R) -> R {
@@ -51,20 +70,9 @@ pub(crate) fn with_workspace<R>(f: impl FnOnce(&mut QueryWorkspace) -> R) -> R {
 }
 
 impl Terrain {
-    /// `key`'s collision data from the cache, built into it if missing (`None`: no surface).
-    pub(crate) fn chunk(&self, key: PhysicsChunkKey, ws: &mut MeshWorkspace) -> ChunkData {
-        self.cache.get(&self.mesher, &self.store, key, ws)
-    }
-
-    /// Calls `f` with `key`'s collision data (see [`Terrain::chunk`]); `None` for a chunk without
-    /// a surface.
-    pub(crate) fn with_chunk<R>(
-        &self,
-        key: PhysicsChunkKey,
-        ws: &mut MeshWorkspace,
-        f: impl FnOnce(&ChunkCollision) -> R,
-    ) -> Option<R> {
-        self.chunk(key, ws).as_deref().map(f)
+    /// A reader of the collision cache for one query: its lookups build what the cache lacks.
+    pub(crate) fn reader(&self) -> ChunkReader<'_> {
+        ChunkReader { terrain: self, cache: self.cache.reader() }
     }
 
     /// The collision cache's statistics.
@@ -216,14 +224,16 @@ impl Terrain {
         with_workspace(|ws| {
             let QueryWorkspace { contact, mesh } = ws;
             contact.begin();
+            let mut reader = self.reader();
             for (i, &key) in keys.iter().enumerate() {
-                self.with_chunk(key, mesh, |c| {
-                    let view = c.tree.with(&c.mesh);
-                    let set =
-                        TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags()).one_sided();
-                    contact.collect(local_shape, &local_pose, set, prediction * k, i as u32)
-                })
-                .transpose()?;
+                reader
+                    .with(key, mesh, |c| {
+                        let view = c.tree.with(&c.mesh);
+                        let set =
+                            TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags()).one_sided();
+                        contact.collect(local_shape, &local_pose, set, prediction * k, i as u32)
+                    })
+                    .transpose()?;
             }
             // Internal contacts are dropped across chunks: a seam is a crease like any other.
             contact.finish(|i, m| {
@@ -281,9 +291,10 @@ impl Terrain {
         let local_options = CastOptions { target_distance: options.target_distance * k, ..options };
         let mut best: Option<(PhysicsChunkKey, ShapeCastHit)> = None;
         with_workspace(|ws| {
+            let mut reader = self.reader();
             for &key in &keys {
                 let limit = best.map_or(max_toi, |b| b.1.toi);
-                let hit = self.with_chunk(key, &mut ws.mesh, |c| {
+                let hit = reader.with(key, &mut ws.mesh, |c| {
                     let view = c.tree.with(&c.mesh);
                     let set = TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags());
                     voxterra_narrowphase::cast_shape(
@@ -349,9 +360,10 @@ impl Terrain {
             Sweep { local_center: sweep.local_center * k, c1: sweep.c1 * k, c2: sweep.c2 * k, ..*sweep };
         let mut best: Option<(PhysicsChunkKey, SweepHit)> = None;
         with_workspace(|ws| {
+            let mut reader = self.reader();
             for &key in &keys {
                 let limit = best.map_or(max_fraction, |b| b.1.fraction);
-                let hit = self.with_chunk(key, &mut ws.mesh, |c| {
+                let hit = reader.with(key, &mut ws.mesh, |c| {
                     let view = c.tree.with(&c.mesh);
                     let set = TriangleSet::new(&c.mesh, &view).one_sided();
                     voxterra_narrowphase::sweep_shape(local_shape, &local, limit, linear_slop * k, set)
@@ -378,11 +390,15 @@ impl Terrain {
     ) -> Material {
         let local = Point3::from(point.coords / self.voxel_size);
         with_workspace(|ws| {
-            let data = self.chunk(chunk, &mut ws.mesh)?;
-            let corners = *data.mesh.triangles().get(triangle as usize)?;
-            let tri = voxterra_core::TriangleSource::triangle(&data.mesh, triangle as usize);
-            let near = (0..3).min_by(|&i, &j| (tri[i] - local).norm().total_cmp(&(tri[j] - local).norm()))?;
-            data.mesh.materials().get(corners[near] as usize).copied()
+            self.reader()
+                .with(chunk, &mut ws.mesh, |data| {
+                    let corners = *data.mesh.triangles().get(triangle as usize)?;
+                    let tri = voxterra_core::TriangleSource::triangle(&data.mesh, triangle as usize);
+                    let near = (0..3)
+                        .min_by(|&i, &j| (tri[i] - local).norm().total_cmp(&(tri[j] - local).norm()))?;
+                    data.mesh.materials().get(corners[near] as usize).copied()
+                })
+                .flatten()
         })
         .unwrap_or(Material::AIR)
     }

@@ -131,6 +131,7 @@ impl Terrain {
         // is skipped (testing a chunk twice would only cost time).
         let mut previous: Option<([[bool; 3]; 3], usize, i32)> = None;
         let mut t_in = t_start;
+        let mut reader = self.reader();
         loop {
             let t_out = t_max.x.min(t_max.y).min(t_max.z);
             // Which neighbors the segment in this cell can reach: across a face only where it
@@ -185,8 +186,7 @@ impl Terrain {
                 }
                 heap.pop();
                 let n = heap_key;
-                if let Some(data) = self.chunk(n, ws)
-                    && let Some(h) = ray_chunk(&local, n, &data, best_t)
+                if let Some(Some(h)) = reader.with(n, ws, |data| ray_chunk(&local, n, data, best_t))
                     && best
                         .is_none_or(|b| h.t < b.t || (h.t == b.t && (n, h.triangle) < (b.chunk, b.triangle)))
                 {

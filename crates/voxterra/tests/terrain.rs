@@ -1147,3 +1147,27 @@ mod deltas {
         voxterra_test_support::replay_corpus("apply_delta", voxterra::fuzz::apply_delta);
     }
 }
+
+#[test]
+fn the_revision_moves_on_exactly_when_voxels_change() {
+    let mut t = world();
+    let other = world();
+    assert_ne!(t.revision(), other.revision(), "two terrains never share a revision");
+    let r0 = t.revision();
+    let carve = |c: [f32; 3]| Brush {
+        shape: BrushShape::Sphere { center: Point3::new(c[0], c[1], c[2]), radius: 3.0 },
+        op: BrushOp::Subtract,
+    };
+    // Carving air changes no voxel: the revision stays.
+    t.apply_brush(&carve([32.0, 200.0, 32.0])).unwrap();
+    assert_eq!(t.revision(), r0);
+    // A carve into the ground, its undo and its redo each change voxels.
+    t.apply_brush(&carve([32.0, 20.0, 32.0])).unwrap();
+    let r1 = t.revision();
+    assert_ne!(r1, r0);
+    t.undo().unwrap();
+    let r2 = t.revision();
+    assert!(r2 != r1 && r2 != r0, "an undo restoring old voxels is still a new revision");
+    t.redo().unwrap();
+    assert!(t.revision() != r2 && t.revision() != r1);
+}
