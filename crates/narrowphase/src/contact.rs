@@ -72,6 +72,16 @@ impl ContactPoint {
     pub fn depth(&self) -> f32 {
         (-self.dist).max(0.0)
     }
+
+    /// The point with every length multiplied by `k` (points and distance; normal kept).
+    pub fn scaled(&self, k: f32) -> ContactPoint {
+        ContactPoint {
+            on_shape: Point3::from(self.on_shape.coords * k),
+            on_triangle: Point3::from(self.on_triangle.coords * k),
+            dist: self.dist * k,
+            ..*self
+        }
+    }
 }
 
 /// At most four contact points sharing one normal (within the grouping tolerance).
@@ -110,9 +120,7 @@ impl Manifold {
     pub fn scaled(&self, k: f32) -> Manifold {
         let mut m = *self;
         for p in &mut m.points[..m.len as usize] {
-            p.on_shape = Point3::from(p.on_shape.coords * k);
-            p.on_triangle = Point3::from(p.on_triangle.coords * k);
-            p.dist *= k;
+            *p = p.scaled(k);
         }
         m
     }

@@ -171,6 +171,13 @@ impl ContactWorkspace {
             start = end;
         }
     }
+
+    /// The points the last [`ContactWorkspace::finish`] reduced (the internal contacts dropped),
+    /// each with its group, in the order collected: what a caller keeping contacts between steps
+    /// moves with the shape and reduces again ([`reduce`](crate::manifold::reduce)).
+    pub fn reduced_points(&self) -> impl Iterator<Item = (u32, &ContactPoint)> {
+        self.groups.iter().copied().zip(&self.collected)
+    }
 }
 
 /// A triangle's three corners.

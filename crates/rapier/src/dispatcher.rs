@@ -12,9 +12,10 @@ use rapier3d::parry::query::{
 };
 use rapier3d::parry::shape::{PackedFeatureId, Shape};
 use std::sync::atomic::{AtomicU64, Ordering};
-use voxterra::convert::ToParry;
-use voxterra::narrowphase::{CastOptions, FeatureId, SweepHit, TriangleFeature};
-use voxterra::{TerrainError, TerrainManifold};
+use voxterra::convert::{FromParry, ToParry};
+use voxterra::core::nalgebra::Vector3;
+use voxterra::narrowphase::{CastOptions, ContactPoint, Correction, FeatureId, SweepHit, TriangleFeature};
+use voxterra::{TerrainContactPoint, TerrainError, TerrainManifold, reduce_points};
 
 /// The query dispatcher that routes every pair with a [`TerrainShape`] to voxterra: contact
 /// manifolds (ghost-free across chunk seams, feature ids stable for warm starting), contacts,
@@ -308,12 +309,88 @@ fn cast(
     }))
 }
 
-/// The pair workspace the dispatcher leaves in rapier's contact pair. It holds nothing: its
-/// presence tells rapier the pair is composite — manifolds come and go with the chunks and
-/// normals touched, so their order is not stable between updates (rapier then rebuilds its solver
-/// contact graph for the pair instead of patching it, as for its own triangle meshes).
-#[derive(Clone, Copy, Default, Debug)]
-struct TerrainPairWorkspace;
+/// The pair workspace the dispatcher leaves in rapier's contact pair: the pair's last query and
+/// the contact points its manifolds were reduced from. Its presence also tells rapier the pair is
+/// composite — manifolds come and go with the chunks and normals touched, so their order is not
+/// stable between updates (rapier then rebuilds its solver contact graph for the pair instead of
+/// patching it, as for its own triangle meshes).
+#[derive(Clone, Default, Debug)]
+struct TerrainPairWorkspace {
+    last: Option<LastQuery>,
+    /// The last query's points (world units, the terrain's frame), each with its point on the
+    /// other shape in that shape's frame.
+    points: Vec<(TerrainContactPoint, Vector)>,
+    /// Scratch: the points moved to the shape's pose, the query's points, the manifolds.
+    moved: Vec<TerrainContactPoint>,
+    found: Vec<TerrainManifold>,
+}
+
+/// How far past rapier's prediction a query reaches, as a fraction of the prediction: how far the
+/// other shape may move before the pair queries again. A quarter is rapier's allowed linear error
+/// (its linear slop) at its default prediction: contacts moved that far stay within what the
+/// solver tolerates, while the narrowphase's corrected contacts at creases (which appear and
+/// vanish as a shape crosses a face's edge, not as it moves) are never kept stale for long.
+const MARGIN: Real = 0.25;
+
+/// A query whose points the pair still holds.
+#[derive(Clone, Copy, Debug)]
+struct LastQuery {
+    /// The other shape's pose in the terrain's frame.
+    pose: Pose,
+    /// The terrain's revision.
+    revision: u64,
+    /// The prediction rapier asked for; the query reached `margin` further.
+    prediction: Real,
+    margin: Real,
+    /// How far any point of the other shape is from its local origin.
+    reach: Real,
+}
+
+impl LastQuery {
+    /// True when every contact within `prediction` of the shape at `pose` is one of the query's
+    /// points: the terrain is unchanged and no point of the shape moved more than the margin.
+    fn still_covers(&self, pose: &Pose, revision: u64, prediction: Real) -> bool {
+        if revision != self.revision || prediction != self.prediction {
+            return false;
+        }
+        // A rotation by angle a moves a point at distance r by 2 r sin(a / 2), and
+        // |cos(a / 2)| is the quaternions' dot product.
+        let cos_half = self.pose.rotation.dot(pose.rotation).abs().min(1.0);
+        let turn = 2.0 * self.reach * (1.0 - cos_half * cos_half).sqrt();
+        let moved = (pose.translation - self.pose.translation).length() + turn;
+        moved <= self.margin
+    }
+}
+
+/// The query's points moved with the other shape, now at `pose` in the terrain's frame, as parry
+/// moves a triangle mesh's contacts between steps: each keeps its features and its triangle's
+/// plane, its distance changed by the shape point's motion along the normal and its terrain point
+/// slid under the shape's. False when a point went from touching to apart or back (which may make
+/// others appear), or came from a shape deep in the solid (its contact follows the nearest
+/// surface, not a plane).
+fn move_points(
+    pose: &Pose,
+    kept: &[(TerrainContactPoint, Vector)],
+    out: &mut Vec<TerrainContactPoint>,
+) -> bool {
+    out.clear();
+    for (c, local) in kept {
+        let p = c.point;
+        if p.correction == Correction::Interior {
+            return false;
+        }
+        let d = Vector3::from_parry(*pose * *local) - p.on_shape.coords;
+        let along = d.dot(&p.normal);
+        let dist = p.dist + along;
+        if dist * p.dist < 0.0 {
+            return false;
+        }
+        let slide = d - p.normal.into_inner() * along;
+        let point = ContactPoint { on_shape: p.on_shape + d, on_triangle: p.on_triangle + slide, dist, ..p };
+        out.push(TerrainContactPoint { chunk: c.chunk, point });
+    }
+    true
+}
 
 impl WorkspaceData for TerrainPairWorkspace {
     fn as_typed_workspace_data(&self) -> TypedWorkspaceData<'_> {
@@ -321,7 +398,7 @@ impl WorkspaceData for TerrainPairWorkspace {
     }
 
     fn clone_dyn(&self) -> Box<dyn WorkspaceData> {
-        Box::new(*self)
+        Box::new(self.clone())
     }
 }
 
@@ -329,6 +406,13 @@ impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for 
     /// One manifold per terrain manifold (at most four points, per physics chunk and normal),
     /// each matched to the pair's previous manifolds of the same chunk by feature ids, so rapier's
     /// warm start carries the impulses of contacts that persist.
+    ///
+    /// The query reaches a quarter past the prediction and the pair keeps every point its
+    /// manifolds were reduced from. While no point of the other shape has moved more than that
+    /// quarter since, on the same terrain revision and prediction, the pair queries nothing: its
+    /// points move with the shape (as parry moves a triangle mesh's contacts) and are reduced
+    /// again. Contacts beyond the prediction are left to rapier, which keeps those a body's
+    /// velocity closes within the step.
     fn contact_manifolds(
         &self,
         pos12: &Pose,
@@ -339,15 +423,45 @@ impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for 
         workspace: &mut Option<ContactManifoldsWorkspace>,
     ) -> Result<(), Unsupported> {
         let p = pair(pos12, g1, g2)?;
-        let found = p.manifolds(prediction)?;
-        if workspace.is_none() {
-            *workspace = Some(TerrainPairWorkspace.into());
+        if !workspace.as_ref().is_some_and(|w| w.0.is::<TerrainPairWorkspace>()) {
+            *workspace = Some(TerrainPairWorkspace::default().into());
         }
+        let ws = workspace
+            .as_mut()
+            .and_then(|w| w.0.downcast_mut::<TerrainPairWorkspace>())
+            .ok_or_else(|| refuse("the pair's workspace is not the terrain's"))?;
+        let TerrainPairWorkspace { last, points, moved, found } = ws;
+        found.clear();
+        let terrain = p.terrain.terrain().read();
+        let revision = terrain.revision();
+        if last.is_some_and(|l| l.still_covers(&p.pose, revision, prediction))
+            && move_points(&p.pose, points, moved)
+        {
+            drop(terrain);
+            reduce_points(moved, found);
+        } else {
+            // The query reaches a margin past the prediction: its points hold every contact that
+            // can come within the prediction while the shape moves less than the margin.
+            let margin = prediction * MARGIN;
+            *last = None;
+            terrain
+                .contacts_with_points(p.other, &p.pose, prediction + margin, found, moved)
+                .map_err(refuse)?;
+            drop(terrain);
+            points.clear();
+            points.extend(
+                moved.iter().map(|c| (*c, p.pose.inverse_transform_point(c.point.on_shape.to_parry()))),
+            );
+            let sphere = p.other.compute_local_bounding_sphere();
+            let reach = sphere.center.length() + sphere.radius;
+            *last = Some(LastQuery { pose: p.pose, revision, prediction, margin, reach });
+        }
+        let found = &*found;
         let mut old = std::mem::take(manifolds);
         // Which old manifolds have handed their data on: each moves to at most one new manifold
         // (rapier's own bookkeeping lives in it and must not be duplicated).
         let mut moved = vec![false; old.len()];
-        for m in &found {
+        for m in found {
             let sub = chunk_id(m);
             let (s1, s2) = if p.flipped { (0, sub) } else { (sub, 0) };
             let same = |o: &ContactManifold<M, C>| o.subshape1 == s1 && o.subshape2 == s2;
@@ -398,5 +512,66 @@ impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for 
         _: &mut ContactManifold<M, C>,
     ) -> Result<(), Unsupported> {
         Err(Unsupported)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn pose(t: [f32; 3], axis_angle: [f32; 3]) -> Pose {
+        Pose::new(Vector::from(t), Vector::from(axis_angle))
+    }
+
+    proptest! {
+        /// The motion bound holds for every point within reach: no point of the shape moved more
+        /// than `still_covers` allows.
+        #[test]
+        fn the_motion_bound_holds_for_every_point_in_reach(
+            t0 in prop::array::uniform3(-50.0f32..50.0),
+            r0 in prop::array::uniform3(-3.0f32..3.0),
+            dt in prop::array::uniform3(-0.1f32..0.1),
+            dr in prop::array::uniform3(-0.1f32..0.1),
+            dir in prop::array::uniform3(-1.0f32..1.0),
+            reach in 0.01f32..5.0,
+        ) {
+            let p0 = pose(t0, r0);
+            let p1 = pose([t0[0] + dt[0], t0[1] + dt[1], t0[2] + dt[2]], [0.0; 3]);
+            let p1 = Pose::from_parts(p1.translation, Pose::new(Vector::ZERO, Vector::from(dr)).rotation * p0.rotation);
+            let d = Vector::from(dir);
+            prop_assume!(d.length() > 1e-3);
+            let x = d.normalize() * reach;
+            let moved = (p1 * x - p0 * x).length();
+            let margin = 0.2;
+            let last = LastQuery { pose: p0, revision: 1, prediction: margin, margin, reach };
+            let covers = last.still_covers(&p1, 1, margin);
+            // The bound is conservative: it covers only motions no longer than the margin (up
+            // to rounding of the poses' own arithmetic).
+            prop_assert!(!covers || moved <= margin * (1.0 + 1e-4) + 1e-4 * (1.0 + t0[0].abs().max(t0[1].abs()).max(t0[2].abs())));
+            // A revision or prediction that differs never covers.
+            prop_assert!(!last.still_covers(&p1, 2, margin));
+            prop_assert!(!last.still_covers(&p1, 1, margin * 0.5));
+        }
+    }
+
+    #[test]
+    fn a_shape_at_rest_is_covered_and_one_past_the_margin_is_not() {
+        let p0 = pose([1.0, 2.0, 3.0], [0.1, 0.2, 0.3]);
+        let last = LastQuery { pose: p0, revision: 7, prediction: 0.01, margin: 0.01, reach: 1.0 };
+        assert!(last.still_covers(&p0, 7, 0.01));
+        let slid = Pose::from_parts(p0.translation + Vector::new(0.011, 0.0, 0.0), p0.rotation);
+        assert!(!last.still_covers(&slid, 7, 0.01));
+        // A turn of 0.011 rad moves a point at reach 1 by about 0.011.
+        let turned = Pose::from_parts(
+            p0.translation,
+            Pose::new(Vector::ZERO, Vector::new(0.0, 0.011, 0.0)).rotation * p0.rotation,
+        );
+        assert!(!last.still_covers(&turned, 7, 0.01));
+        let small = Pose::from_parts(
+            p0.translation,
+            Pose::new(Vector::ZERO, Vector::new(0.0, 0.009, 0.0)).rotation * p0.rotation,
+        );
+        assert!(last.still_covers(&small, 7, 0.01));
     }
 }

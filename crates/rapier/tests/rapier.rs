@@ -135,8 +135,10 @@ fn dispatcher_answers_equal_the_terrains() {
             // Terrain second: it is the inverse of `pos21`.
             let pos21 = world.inv_mul(&frame);
             for (flipped, pose) in [(false, pos12), (true, pos21.inverse())] {
+                // The dispatcher's manifolds reach a quarter past the prediction (see the test of
+                // kept manifolds).
                 let mut want = Vec::new();
-                shared.write().contacts(&**s, &pose, 0.05, &mut want).unwrap();
+                shared.write().contacts(&**s, &pose, 0.05 * 1.25, &mut want).unwrap();
                 let mut got: Vec<ContactManifold<(), ()>> = Vec::new();
                 if flipped {
                     d.contact_manifolds(&pos21, &**s, &ts, 0.05, &mut got, &mut None).unwrap();
@@ -158,6 +160,9 @@ fn dispatcher_answers_equal_the_terrains() {
                         assert_eq!(pg.dist, pw.dist);
                     }
                 }
+                checked += want.len();
+                let mut want = Vec::new();
+                shared.write().contacts(&**s, &pose, 0.05, &mut want).unwrap();
                 let deepest = want.iter().map(|m| m.manifold.min_dist()).fold(f32::INFINITY, f32::min);
                 let (c, hit) = if flipped {
                     (
@@ -175,7 +180,6 @@ fn dispatcher_answers_equal_the_terrains() {
                     want.iter().flat_map(|m| m.manifold.points()).any(|p| p.on_triangle.to_parry() == c.1)
                 }));
                 assert_eq!(hit, deepest <= 0.0, "intersection test");
-                checked += want.len();
             }
         }
     }
@@ -207,6 +211,117 @@ fn contact_data_follows_feature_ids() {
     d.contact_manifolds(&nudged, &ts, &*cube, 0.05, &mut manifolds, &mut None).unwrap();
     let carried = manifolds.iter().flat_map(|m| &m.points).filter(|p| p.data > 0.0).count();
     assert!(carried >= 3, "{carried} of the contacts kept their data");
+}
+
+/// The deepest contact of manifolds, with the terrain first or second.
+fn deepest<C>(ms: &[ContactManifold<(), C>]) -> f32 {
+    ms.iter().flat_map(|m| &m.points).map(|c| c.dist).fold(f32::INFINITY, f32::min)
+}
+
+/// Contact points in a form that compares exactly.
+fn points<C>(ms: &[ContactManifold<(), C>]) -> Vec<[u32; 7]> {
+    let bits = |v: Vector| [v.x.to_bits(), v.y.to_bits(), v.z.to_bits()];
+    let mut out = Vec::new();
+    for m in ms {
+        for c in &m.points {
+            let (a, b) = (bits(c.local_p1), bits(c.local_p2));
+            out.push([a[0], a[1], a[2], b[0], b[1], b[2], c.dist.to_bits()]);
+        }
+    }
+    out
+}
+
+/// A pair that moves less than a quarter of the prediction between calls keeps its points: its
+/// deepest contact stays the fresh query's, within what the curvature of the terrain under a
+/// moved point allows. Moved further, or after an edit under the shape, the pair's manifolds are
+/// the fresh query's exactly.
+#[test]
+fn kept_manifolds_agree_with_fresh_ones_and_edits_renew_them() {
+    let shared = SharedTerrain::new(terrain());
+    let ts = TerrainShape::new(shared.clone());
+    let d = dispatcher();
+    let prediction = 0.08;
+    let (mut compared, mut moved_not_queried) = (0, 0);
+    for (i, s) in shapes().iter().enumerate() {
+        for k in 0..10 {
+            let (x, z) = (7.0 + k as f32 * 5.0, 9.0 + i as f32 * 12.0);
+            let y = ground_at(&shared.read(), x, z);
+            let place = |y0: f32, dy: f32, dx: f32, turn: f32| {
+                Isometry3::from_parts(
+                    Vector3::new(x + dx, y0 + dy, z).into(),
+                    UnitQuaternion::from_euler_angles(0.3 * k as f32, turn, 0.1),
+                )
+                .to_parry()
+            };
+            // Lowered onto the ground, as a body rests: its deepest contact a few millimetres
+            // from touching.
+            let mut y0 = y + 1.5;
+            let mut dist = f32::INFINITY;
+            for _ in 0..4 {
+                let mut ms: Vec<ContactManifold<(), ()>> = Vec::new();
+                d.contact_manifolds(&place(y0, 0.0, 0.0, 0.0), &ts, &**s, 2.0, &mut ms, &mut None).unwrap();
+                dist = deepest(&ms);
+                if !(-1.0..=2.0).contains(&dist) {
+                    break;
+                }
+                y0 -= dist - 0.004 * (k % 3) as f32;
+            }
+            if !(-0.01..=0.02).contains(&dist) {
+                // Under an overhang or on a cliff: not a place to rest.
+                continue;
+            }
+            let at = |dy: f32, dx: f32, turn: f32| place(y0, dy, dx, turn);
+            let a = at(0.0, 0.0, 0.0);
+            for flipped in [false, true] {
+                let call = |pose: &Pose, ms: &mut Vec<ContactManifold<(), ()>>, ws: &mut Option<_>| {
+                    if flipped {
+                        d.contact_manifolds(&pose.inverse(), &**s, &ts, prediction, ms, ws).unwrap();
+                    } else {
+                        d.contact_manifolds(pose, &ts, &**s, prediction, ms, ws).unwrap();
+                    }
+                };
+                let fresh = |pose: &Pose| {
+                    let mut ms = Vec::new();
+                    call(pose, &mut ms, &mut None);
+                    ms
+                };
+                // Moved a little (translation and turn within a quarter of the prediction): kept.
+                let (mut ms, mut ws) = (Vec::new(), None);
+                call(&a, &mut ms, &mut ws);
+                let reach = {
+                    let b = s.compute_local_bounding_sphere();
+                    b.center.length() + b.radius
+                };
+                let b = at(-0.006, 0.008, 0.004 / reach);
+                call(&b, &mut ms, &mut ws);
+                let (kept, renewed) = (deepest(&ms), deepest(&fresh(&b)));
+                // Kept points moved with the shape differ from the fresh query's in their last bits.
+                moved_not_queried += usize::from(points(&ms) != points(&fresh(&b)));
+                if renewed <= prediction {
+                    assert!(
+                        (kept - renewed).abs() < 5e-4,
+                        "shape {i} at {k}: kept {kept} against fresh {renewed}"
+                    );
+                    compared += 1;
+                }
+                // Moved past the prediction: the fresh query.
+                let c = at(0.03, 0.0, 0.0);
+                call(&c, &mut ms, &mut ws);
+                assert_eq!(points(&ms), points(&fresh(&c)));
+                // An edit under the shape, which does not move: the fresh query.
+                let mut t = shared.write();
+                let hill = BrushShape::Sphere { center: Point3::new(x, y - 1.0, z), radius: 1.6 };
+                let r = t.apply_brush(&Brush { shape: hill, op: BrushOp::Add(materials::ROCK) }).unwrap();
+                assert!(r.dirty.is_some(), "the hill changes voxels");
+                drop(t);
+                call(&c, &mut ms, &mut ws);
+                assert_eq!(points(&ms), points(&fresh(&c)));
+                shared.write().undo().unwrap();
+            }
+        }
+    }
+    assert!(compared > 30, "{compared} kept manifolds compared");
+    assert!(moved_not_queried > 15, "{moved_not_queried} pairs kept their points");
 }
 
 /// rapier's query pipeline: ray casts, shape casts and point projections against the terrain

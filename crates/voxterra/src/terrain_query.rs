@@ -15,10 +15,13 @@ use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, Material, PhysicsChunkKey};
 use voxterra_mesher::MeshWorkspace;
 use voxterra_narrowphase::convert::FromParry;
+use voxterra_narrowphase::manifold::{ReduceScratch, reduce};
 use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 use voxterra_narrowphase::parry3d::query::sweep_toi::Sweep;
 use voxterra_narrowphase::parry3d::shape::Shape;
-use voxterra_narrowphase::{CastOptions, ContactWorkspace, Manifold, ShapeCastHit, SweepHit, TriangleSet};
+use voxterra_narrowphase::{
+    CastOptions, ContactPoint, ContactWorkspace, Correction, Manifold, ShapeCastHit, SweepHit, TriangleSet,
+};
 
 /// One contact manifold against the terrain, in world units, and the physics chunk it is from.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -27,6 +30,42 @@ pub struct TerrainManifold {
     pub chunk: PhysicsChunkKey,
     /// At most four points sharing a normal (world units).
     pub manifold: Manifold,
+}
+
+/// A contact point against the terrain, in world units, and the physics chunk it is from: what
+/// [`Terrain::contacts_with_points`] reduces into manifolds.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct TerrainContactPoint {
+    /// The physics chunk whose triangle the point is on.
+    pub chunk: PhysicsChunkKey,
+    /// The point (world units).
+    pub point: ContactPoint,
+}
+
+/// Reduces `points` as [`Terrain::contacts`] does (each run of one chunk's points to manifolds of
+/// at most four points per normal) and appends the manifolds to `out`: the points of
+/// [`Terrain::contacts_with_points`] give its manifolds back. For contacts kept between steps:
+/// the points moved with the shape, then reduced again.
+pub fn reduce_points(points: &[TerrainContactPoint], out: &mut Vec<TerrainManifold>) {
+    thread_local! {
+        static SCRATCH: RefCell<(ReduceScratch, Vec<ContactPoint>, Vec<Manifold>)> =
+            RefCell::default();
+    }
+    SCRATCH.with_borrow_mut(|(scratch, run, manifolds)| {
+        let mut start = 0;
+        while start < points.len() {
+            // The contact toward the surface of a shape deep in the solid is a manifold of its own.
+            let run_of = |p: &TerrainContactPoint| (p.chunk, p.point.correction == Correction::Interior);
+            let (chunk, first) = (points[start].chunk, run_of(&points[start]));
+            let len = points[start..].iter().take_while(|p| run_of(p) == first).count();
+            run.clear();
+            run.extend(points[start..start + len].iter().map(|p| p.point));
+            manifolds.clear();
+            reduce(run, scratch, manifolds);
+            out.extend(manifolds.iter().map(|&manifold| TerrainManifold { chunk, manifold }));
+            start += len;
+        }
+    });
 }
 
 /// A query's scratch: contact buffers and meshing buffers for chunks it builds.
@@ -199,7 +238,29 @@ impl Terrain {
         voxterra_narrowphase::check_supported(shape)?;
         let b = Aabb::from_parry(&shape.compute_aabb(pose));
         let keys = self.solid_chunks(&b.loosened(prediction));
-        self.contacts_in(shape, pose, prediction, &keys, out)
+        self.contacts_in(shape, pose, prediction, &keys, out, None)
+    }
+
+    /// [`Terrain::contacts`], and every point its manifolds were reduced from (world units, grouped
+    /// by chunk, internal contacts already dropped), replacing `points`' contents. An integration
+    /// that keeps contacts between steps moves these points with the shape and hands them to
+    /// [`reduce_points`](crate::reduce_points): the manifolds then keep every
+    /// point the query saw, not only the four a manifold kept.
+    pub fn contacts_with_points(
+        &self,
+        shape: &dyn Shape,
+        pose: &Pose,
+        prediction: f32,
+        out: &mut Vec<TerrainManifold>,
+        points: &mut Vec<TerrainContactPoint>,
+    ) -> Result<usize, TerrainError> {
+        points.clear();
+        check_pose(pose)?;
+        check_distance("prediction", prediction)?;
+        voxterra_narrowphase::check_supported(shape)?;
+        let b = Aabb::from_parry(&shape.compute_aabb(pose));
+        let keys = self.solid_chunks(&b.loosened(prediction));
+        self.contacts_in(shape, pose, prediction, &keys, out, Some(points))
     }
 
     /// The contacts of `shape` with the triangles of `keys` (world units, pose and prediction
@@ -211,6 +272,7 @@ impl Terrain {
         prediction: f32,
         keys: &[PhysicsChunkKey],
         out: &mut Vec<TerrainManifold>,
+        mut points: Option<&mut Vec<TerrainContactPoint>>,
     ) -> Result<usize, TerrainError> {
         if keys.is_empty() {
             return Ok(0);
@@ -239,6 +301,12 @@ impl Terrain {
             contact.finish(|i, m| {
                 out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size) });
             });
+            if let Some(points) = points.as_deref_mut() {
+                points.extend(contact.reduced_points().map(|(i, p)| TerrainContactPoint {
+                    chunk: keys[i as usize],
+                    point: p.scaled(self.voxel_size),
+                }));
+            }
             Ok::<(), TerrainError>(())
         })?;
         // A shape in the solid that meets no triangle deep enough (wholly under the surface, or in
@@ -246,6 +314,11 @@ impl Terrain {
         if !out[before..].iter().any(|m| m.manifold.min_dist() < 0.0)
             && let Some(m) = self.interior_contact(shape, pose)?
         {
+            if let Some(points) = points {
+                points.extend(
+                    m.manifold.points().iter().map(|&point| TerrainContactPoint { chunk: m.chunk, point }),
+                );
+            }
             out.push(m);
         }
         Ok(out.len() - before)

@@ -131,7 +131,7 @@ impl World {
                     b.terrain.contacts().iter().filter(|c| c.kind == ContactKind::Solid).map(|c| c.chunk),
                 );
                 let mut m = Vec::new();
-                terrain.contacts_in(b.shape(), b.pose(), prediction, keys, &mut m)?;
+                terrain.contacts_in(b.shape(), b.pose(), prediction, keys, &mut m, None)?;
                 Ok(m)
             })
             .collect();

@@ -553,6 +553,57 @@ mod contacts {
         ));
     }
 
+    /// The points behind the manifolds give the manifolds back when reduced, each manifold
+    /// point is one of them, and there are more of them where manifolds kept four of many.
+    #[test]
+    fn contact_points_reduce_to_the_manifolds() {
+        let t = world();
+        let (mut more, mut interior) = (0, 0);
+        for (s, p) in probes() {
+            for prediction in [0.0, 0.05, 0.4] {
+                let mut want = Vec::new();
+                t.contacts(&*s.0, &p, prediction, &mut want).unwrap();
+                let (mut got, mut points) = (
+                    Vec::new(),
+                    vec![voxterra::TerrainContactPoint {
+                        chunk: PhysicsChunkKey::new(9, 9, 9),
+                        point: want.first().map_or_else(fake_point, |m| m.manifold.points()[0]),
+                    }],
+                );
+                t.contacts_with_points(&*s.0, &p, prediction, &mut got, &mut points).unwrap();
+                assert_eq!(got, want);
+                let mut again = Vec::new();
+                voxterra::reduce_points(&points, &mut again);
+                assert_eq!(again, want);
+                for m in &want {
+                    for c in m.manifold.points() {
+                        assert!(points.iter().any(|q| q.chunk == m.chunk && q.point == *c));
+                    }
+                }
+                let kept: usize = want.iter().map(|m| m.manifold.points().len()).sum();
+                more += usize::from(points.len() > kept);
+                interior += usize::from(points.iter().any(|q| q.point.correction == Correction::Interior));
+            }
+        }
+        assert!(more > 10 && interior > 0, "{more} queries reduced points away, {interior} inside the solid");
+    }
+
+    fn fake_point() -> voxterra::narrowphase::ContactPoint {
+        voxterra::narrowphase::ContactPoint {
+            on_shape: Point3::origin(),
+            on_triangle: Point3::origin(),
+            normal: voxterra::core::nalgebra::Vector3::y_axis(),
+            dist: 0.0,
+            id: voxterra::narrowphase::FeatureId {
+                triangle: 0,
+                feature: voxterra::narrowphase::TriangleFeature::Face,
+                part: 0,
+                sub: 0,
+            },
+            correction: Correction::None,
+        }
+    }
+
     #[test]
     fn a_body_just_above_a_chunk_floor_touches_the_chunk_below() {
         // Ground whose surface lies a third of a voxel above y = 8, a physics chunk boundary:
