@@ -5,7 +5,7 @@
 use crate::closest::{feature_of, triangle_normal};
 use crate::contact::FeatureId;
 use crate::convert::{FromParry, ToParry};
-use crate::convex_triangles::{TriangleSet, check_query, check_shape, flatten};
+use crate::convex_triangles::{Part, TriangleSet, check_query, check_shape, flatten};
 use crate::error::NarrowphaseError;
 use crate::internal_edges::{face_side, is_inactive};
 use parry3d::math::{Pose, Vector};
@@ -70,7 +70,7 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
     let mut parts = Vec::new();
     flatten(shape, pose, 0, &mut parts)?;
     let mut best: Option<ShapeCastHit> = None;
-    let mut candidates: Vec<(f32, u32)> = Vec::new();
+    let mut candidates: Vec<(f32, u32, Option<PlaneReach>)> = Vec::new();
     for part in parts {
         check_shape(part.shape)?;
         let start = Aabb::from_parry(&part.shape.compute_aabb(&part.pose));
@@ -81,15 +81,21 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
         let start = start.loosened(options.target_distance);
         set.index.triangles_in_aabb(&swept, &mut |t| {
             // A lower bound on the triangle's time of impact: when the moving box first meets
-            // the triangle's box. PERF: casts visit candidates by it and stop once it passes the
-            // best hit, instead of casting against every triangle of the swept box.
+            // the triangle's box, and when the shape first reaches the triangle's plane. PERF:
+            // casts visit candidates by it and stop once it passes the best hit, instead of
+            // casting against every triangle of the swept box.
             let tri = set.source.triangle(t as usize);
             if let Some(b) = Aabb::from_points(&tri) {
-                candidates.push((box_entry(&start, &vel, &b), t));
+                let entry = box_entry(&start, &vel, &b);
+                let reach = plane_reach(&part, &tri, &vel, options.target_distance);
+                let bound = reach.as_ref().map_or(entry, |r| entry.max(r.toi));
+                if bound.is_finite() {
+                    candidates.push((bound, t, reach));
+                }
             }
         });
         candidates.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        for &(entry, t) in &candidates {
+        for &(entry, t, ref reach) in &candidates {
             if entry > best.map_or(max_toi, |b| b.toi) {
                 break;
             }
@@ -104,30 +110,39 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
                 stop_at_penetration: options.stop_at_penetration,
                 compute_impact_geometry_on_penetration: true,
             };
-            let triangle = Triangle::new(tri[0].to_parry(), tri[1].to_parry(), tri[2].to_parry());
-            let hit = parry3d::query::cast_shapes(
-                &part.pose,
-                velocity,
-                part.shape,
-                &Pose::IDENTITY,
-                Vector::ZERO,
-                &triangle,
-                opts,
-            )
-            .map_err(|_| {
-                NarrowphaseError::UnsupportedShape("a shape parry cannot cast against a triangle")
-            })?;
-            let Some(h) = hit else { continue };
-            if !(h.time_of_impact.is_finite() && h.time_of_impact <= limit) {
+            // The shape's first point on the plane lands inside the triangle: that is where and
+            // when it touches (it reaches no point of the triangle before the plane). PERF: most
+            // hits on terrain are such face hits, and need no GJK.
+            let face_hit = reach.as_ref().filter(|r| r.toi <= limit && inside(&r.on_plane, &tri));
+            let (toi, on_shape, on_triangle, normal2) = match face_hit {
+                Some(r) => (r.toi, r.on_shape, r.on_plane, r.normal),
+                None => {
+                    let triangle = Triangle::new(tri[0].to_parry(), tri[1].to_parry(), tri[2].to_parry());
+                    let hit = parry3d::query::cast_shapes(
+                        &part.pose,
+                        velocity,
+                        part.shape,
+                        &Pose::IDENTITY,
+                        Vector::ZERO,
+                        &triangle,
+                        opts,
+                    )
+                    .map_err(|_| {
+                        NarrowphaseError::UnsupportedShape("a shape parry cannot cast against a triangle")
+                    })?;
+                    let Some(h) = hit else { continue };
+                    let at = Translation3::from(vel * h.time_of_impact) * part.iso;
+                    let on_shape = at * Point3::from_parry(h.witness1);
+                    (h.time_of_impact, on_shape, Point3::from_parry(h.witness2), Unit::from_parry(h.normal2))
+                }
+            };
+            if !(toi.is_finite() && toi <= limit) {
                 continue;
             }
-            if best.is_some_and(|b| h.time_of_impact > b.toi) {
+            if best.is_some_and(|b| toi > b.toi) {
                 continue;
             }
-            let at = Translation3::from(vel * h.time_of_impact) * part.iso;
-            let on_triangle = Point3::from_parry(h.witness2);
             let feature = feature_of(&on_triangle, &tri);
-            let normal2 = Unit::from_parry(h.normal2);
             // An inactive edge or vertex continues into its neighbor's face: the normal a
             // sliding character should see is the face's.
             let normal = match triangle_normal(&tri) {
@@ -137,20 +152,20 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
             let closing = normal.dot(&vel);
             // Touching at the start on a face the motion leaves: not in the way (the face's
             // neighbor across a concave crease is, and reports its own face).
-            if h.time_of_impact == 0.0 && !options.stop_at_penetration && closing >= 0.0 {
+            if toi == 0.0 && !options.stop_at_penetration && closing >= 0.0 {
                 continue;
             }
             // Ties go to the face the motion runs into hardest (the one that blocks it), then to
             // the lower triangle.
             if let Some(b) = best
-                && h.time_of_impact == b.toi
+                && toi == b.toi
                 && (closing, t) >= (b.normal.dot(&vel), b.id.triangle)
             {
                 continue;
             }
             best = Some(ShapeCastHit {
-                toi: h.time_of_impact,
-                on_shape: at * Point3::from_parry(h.witness1),
+                toi,
+                on_shape,
                 on_triangle,
                 normal,
                 id: FeatureId { triangle: t, feature, part: part.index, sub: 0 },
@@ -158,6 +173,52 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
         }
     }
     Ok(best)
+}
+
+/// When and where a shape moving linearly first comes within the target distance of a triangle's
+/// plane.
+struct PlaneReach {
+    toi: f32,
+    /// The shape's point nearest the plane then.
+    on_shape: Point3<f32>,
+    /// Its foot on the plane.
+    on_plane: Point3<f32>,
+    /// The plane's normal on the shape's side.
+    normal: Unit<Vector3<f32>>,
+}
+
+/// The first time `part`, moving by `vel` per unit time, comes within `target` of the plane of
+/// `tri`: a lower bound on when it touches the triangle. `None` when it is already that close or
+/// crosses the plane (no bound but 0), or has no support map; a time of infinity when it never
+/// gets there.
+fn plane_reach(
+    part: &Part<'_>,
+    tri: &[Point3<f32>; 3],
+    vel: &Vector3<f32>,
+    target: f32,
+) -> Option<PlaneReach> {
+    let n = triangle_normal(tri)?;
+    let below = part.support(&-n)?;
+    let (n, near, dist) = match (below - tri[0]).dot(&n) {
+        d if d > target => (n, below, d),
+        _ => {
+            let above = part.support(&n)?;
+            match (tri[0] - above).dot(&n) {
+                d if d > target => (-n, above, d),
+                _ => return None,
+            }
+        }
+    };
+    let approach = -vel.dot(&n);
+    let toi = if approach > 0.0 { (dist - target) / approach } else { f32::INFINITY };
+    let on_shape = near + vel * toi;
+    Some(PlaneReach { toi, on_shape, on_plane: on_shape - n * target, normal: Unit::new_unchecked(n) })
+}
+
+/// Whether `p`, on the plane of `tri`, lies inside it or on its border.
+fn inside(p: &Point3<f32>, tri: &[Point3<f32>; 3]) -> bool {
+    let n = (tri[1] - tri[0]).cross(&(tri[2] - tri[0]));
+    (0..3).all(|i| (tri[(i + 1) % 3] - tri[i]).cross(&(p - tri[i])).dot(&n) >= 0.0)
 }
 
 /// The first time `moving`, translated by `velocity` per unit time, overlaps `fixed` (0 when it
