@@ -22,6 +22,14 @@ pub enum StoreError {
         /// Chunks held now.
         held: usize,
     },
+    /// A level of detail past the coarsest a view offers.
+    #[error("level {level} is past the coarsest level {max}")]
+    Level {
+        /// The level asked for.
+        level: u32,
+        /// The coarsest level.
+        max: u32,
+    },
 }
 
 /// A store invariant that does not hold, from [`VoxelStore::validate`](crate::VoxelStore::validate).

@@ -16,6 +16,8 @@
 //!   Every write returns its dirty region and keeps the mips current; all-air chunks are dropped.
 //! - [`ChunkRef`]: one chunk's rows, packed-row materials and mips (16³, 8³, 4³; a mip voxel is
 //!   Air exactly when everything under it is Air).
+//! - [`LevelView`] ([`VoxelStore::level`]): the store at a level of detail, one voxel per `2^k`
+//!   cube (the mips, and merged from them up to one voxel a chunk), for meshing far terrain.
 //! - [`StoreStats`]: bytes, chunks, allocated rows, bytes per non-empty voxel.
 //!
 //! Writes are two-stage, as in the article: mark the rows a write touches (keeping them packed
@@ -45,6 +47,7 @@
 
 mod chunk;
 mod error;
+mod levels;
 mod mips;
 mod packed_box;
 mod stats;
@@ -52,6 +55,7 @@ mod store;
 
 pub use chunk::{CHUNK_SHIFT, CHUNK_SIZE, ChunkRef};
 pub use error::{InvalidStore, StoreError};
+pub use levels::{LevelView, MAX_LEVEL};
 pub use packed_box::RowFault;
 pub use stats::StoreStats;
 pub use store::{Rows, StoreLimits, VoxelStore};

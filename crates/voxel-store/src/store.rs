@@ -33,7 +33,7 @@ impl Default for StoreLimits {
 /// read (as Air) but not written.
 #[derive(Debug, Default)]
 pub struct VoxelStore {
-    chunks: ChunkMap,
+    pub(crate) chunks: ChunkMap,
     limits: StoreLimits,
     scratch: Scratch,
 }

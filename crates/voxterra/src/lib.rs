@@ -53,7 +53,9 @@
 //! ahead of time and `is_ready` says whether it is. [`Terrain::cast_ray`] walks the chunks in ray
 //! order, skipping empty ones by their masks; [`Terrain::cast_shape`], [`Terrain::intersects`]
 //! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
-//! render meshes edits changed, re-meshed in parallel; [`Terrain::edits_since`] and
+//! render meshes edits changed, re-meshed in parallel, and [`Terrain::lod_mesh`] a
+//! [`lod::LodNode`]'s mesh at a coarser level (the store's mips: about a quarter of the triangles
+//! a level); [`Terrain::edits_since`] and
 //! [`Terrain::apply_delta`] replicate edits to another terrain; [`Terrain::cast_rays`] casts
 //! batches in parallel; [`Terrain::sweep_shape`] is continuous collision over a step, rotation
 //! included. Every query works from `&self`: a chunk the cache lacks is built into it by the
@@ -109,6 +111,7 @@ mod config;
 mod delta;
 pub mod fuzz;
 mod history;
+pub mod lod;
 pub mod reach;
 mod render_updates;
 mod terrain;

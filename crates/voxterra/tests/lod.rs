@@ -1,0 +1,201 @@
+//! Levels of detail against full resolution: each level's surface stays near the full-resolution
+//! surface, never appears where every voxel is air, keeps fewer triangles the coarser it gets, and
+//! its nodes mesh seamlessly against each other.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use voxterra::TerrainConfig;
+use voxterra::core::nalgebra::Point3;
+use voxterra::core::{Region, VoxelRead};
+use voxterra::lod::{LodError, LodNode, NODE_CELLS};
+use voxterra::mesher::{MeshWorkspace, Mesher, RenderMesh};
+use voxterra::parry3d::math::Vector;
+use voxterra::parry3d::query::PointQuery;
+use voxterra::parry3d::shape::TriMesh;
+use voxterra::worldgen::WorldParams;
+use voxterra::{Brush, BrushOp, BrushShape, Terrain};
+
+const SIZE: [u32; 3] = [256, 96, 256];
+
+fn world(seed: u64) -> Terrain {
+    Terrain::generate(&WorldParams::new(seed, SIZE), TerrainConfig::default()).unwrap()
+}
+
+/// Every node of `level` over the world (one node of margin below and around: surfaces facing
+/// down out of the stored box belong to the nodes under it), merged into one mesh.
+fn level_mesh(t: &Terrain, level: u32) -> RenderMesh {
+    let mesher = Mesher::new(t.materials());
+    let mut ws = MeshWorkspace::new();
+    let span = (NODE_CELLS << level) as i32;
+    let mut all = RenderMesh::default();
+    for y in -1..=(SIZE[1] as i32 / span) {
+        for z in -1..=(SIZE[2] as i32 / span) {
+            for x in -1..=(SIZE[0] as i32 / span) {
+                let m = t.lod_mesh(&mesher, LodNode { level, x, y, z }, &mut ws).unwrap();
+                let base = all.positions.len() as u32;
+                all.positions.extend(&m.positions);
+                all.normals.extend(&m.normals);
+                all.materials.extend(&m.materials);
+                all.indices.extend(m.indices.iter().map(|t| t.map(|i| i + base)));
+            }
+        }
+    }
+    all
+}
+
+fn trimesh(m: &RenderMesh) -> TriMesh {
+    TriMesh::new(m.positions.iter().map(|p| Vector::new(p.x, p.y, p.z)).collect(), m.indices.clone()).unwrap()
+}
+
+/// The largest and mean distance from `points` to `surface`.
+fn distances(points: &[Point3<f32>], surface: &TriMesh) -> (f32, f32) {
+    let mut max = 0.0f32;
+    let mut sum = 0.0f64;
+    for p in points {
+        let q = Vector::new(p.x, p.y, p.z);
+        let d = (surface.project_local_point(q, false).point - q).length();
+        max = max.max(d);
+        sum += d as f64;
+    }
+    (max, (sum / points.len().max(1) as f64) as f32)
+}
+
+/// Counts of non-air voxels over the world's box, summed so any box's count is eight lookups.
+struct SolidCount {
+    min: Point3<i32>,
+    size: [usize; 3],
+    sums: Vec<u32>,
+}
+
+impl SolidCount {
+    fn new(t: &Terrain, region: &Region) -> Self {
+        let size = region.size().map(|s| s as usize);
+        let (sx, sy, sz) = (size[0] + 1, size[1] + 1, size[2] + 1);
+        let mut sums = vec![0u32; sx * sy * sz];
+        let at = |x: usize, y: usize, z: usize| x + sx * (z + sz * y);
+        let mut voxels = vec![voxterra::core::Voxel::AIR; region.len().unwrap()];
+        t.store().read_box(region, &mut voxels).unwrap();
+        for y in 0..size[1] {
+            for z in 0..size[2] {
+                for x in 0..size[0] {
+                    let v = u32::from(!voxels[x + size[0] * (z + size[2] * y)].is_air());
+                    sums[at(x + 1, y + 1, z + 1)] =
+                        v + sums[at(x, y + 1, z + 1)] + sums[at(x + 1, y, z + 1)] + sums[at(x + 1, y + 1, z)]
+                            - sums[at(x, y, z + 1)]
+                            - sums[at(x, y + 1, z)]
+                            - sums[at(x + 1, y, z)]
+                            + sums[at(x, y, z)];
+                }
+            }
+        }
+        SolidCount { min: region.min(), size, sums }
+    }
+
+    /// Non-air voxels in the box `lo..hi` (clamped to the counted region).
+    fn count(&self, lo: Point3<i32>, hi: Point3<i32>) -> u32 {
+        let c = |v: i32, a: usize| (v - self.min[a]).clamp(0, self.size[a] as i32) as usize;
+        let (x0, y0, z0) = (c(lo.x, 0), c(lo.y, 1), c(lo.z, 2));
+        let (x1, y1, z1) = (c(hi.x, 0), c(hi.y, 1), c(hi.z, 2));
+        let (sx, sz) = (self.size[0] + 1, self.size[2] + 1);
+        let at = |x: usize, y: usize, z: usize| self.sums[x + sx * (z + sz * y)] as i64;
+        (at(x1, y1, z1) - at(x0, y1, z1) - at(x1, y0, z1) - at(x1, y1, z0)
+            + at(x0, y0, z1)
+            + at(x0, y1, z0)
+            + at(x1, y0, z0)
+            - at(x0, y0, z0)) as u32
+    }
+}
+
+#[test]
+fn each_level_stays_near_the_full_surface_and_never_shows_in_air() {
+    for seed in [1, 7] {
+        let mut t = world(seed);
+        // An edit, so the mips under it are the edited ones.
+        let crater = BrushShape::Sphere { center: Point3::new(128.0, 40.0, 128.0), radius: 14.0 };
+        t.apply_brush(&Brush { shape: crater, op: BrushOp::Subtract }).unwrap();
+        let full = level_mesh(&t, 0);
+        let full_tri = trimesh(&full);
+        let counted =
+            Region::from_min_size(Point3::new(-64, -64, -64), [SIZE[0] + 128, SIZE[1] + 128, SIZE[2] + 128])
+                .unwrap();
+        let solid = SolidCount::new(&t, &counted);
+        let mut below = full.indices.len();
+        for level in 1..=5 {
+            let lod = level_mesh(&t, level);
+            assert!(!lod.indices.is_empty(), "level {level} has a surface");
+            let cell = (1u32 << level) as f32;
+            let (to_full_max, to_full_mean) = distances(&lod.positions, &full_tri);
+            let (from_full_max, from_full_mean) = distances(&full.positions, &trimesh(&lod));
+            println!(
+                "seed {seed} level {level}: {} triangles ({:.2} of the level below); LOD → full max {:.2} mean {:.3}, full → LOD max {:.2} mean {:.3} (cell {cell})",
+                lod.indices.len(),
+                lod.indices.len() as f64 / below as f64,
+                to_full_max,
+                to_full_mean,
+                from_full_max,
+                from_full_mean
+            );
+            // Every vertex of the level lies within one of its cells of the full surface, and
+            // both ways the mean distance is within a quarter cell. (The full surface's farthest
+            // points from the level are unbounded: features thinner than a cell average away.)
+            assert!(to_full_max <= cell, "level {level}: {to_full_max}");
+            assert!(to_full_mean <= cell / 4.0 && from_full_mean <= cell / 4.0, "level {level}");
+            // The mips keep about a quarter of the triangles a level.
+            assert!(lod.indices.len() * 7 <= below * 2, "level {level}: at most 1/3.5 of the level below");
+            below = lod.indices.len();
+            // The air guarantee: every vertex lies in a cell of its level with matter at a corner,
+            // so some full-resolution voxel within a cell of it is not air.
+            let reach = 1i32 << level;
+            for p in &lod.positions {
+                let c = p.map(|v| v.floor() as i32);
+                let lo = c.map(|v| v - reach);
+                let hi = c.map(|v| v + reach + 1);
+                assert!(solid.count(lo, hi) > 0, "level {level} vertex {p:?} has only air around it");
+            }
+        }
+    }
+}
+
+#[test]
+fn nodes_of_a_level_mesh_as_one_box() {
+    // Two nodes side by side at level 2 give the triangles of meshing their union in one go.
+    let t = world(3);
+    let mesher = Mesher::new(t.materials());
+    let mut ws = MeshWorkspace::new();
+    let view = t.store().level(2).unwrap();
+    let a = LodNode { level: 2, x: 0, y: 0, z: 0 };
+    let b = LodNode { level: 2, x: 1, y: 0, z: 0 };
+    let (ma, mb) = (t.lod_mesh(&mesher, a, &mut ws).unwrap(), t.lod_mesh(&mesher, b, &mut ws).unwrap());
+    let union = Region::new(a.region_at_level().unwrap().min(), b.region_at_level().unwrap().max()).unwrap();
+    let mut whole = RenderMesh::default();
+    mesher.mesh(&view, &union, &mut ws, &mut whole).unwrap();
+    assert!(!whole.indices.is_empty());
+    assert_eq!(ma.indices.len() + mb.indices.len(), whole.indices.len());
+    let tri = |m: &RenderMesh, t: &[u32; 3]| -> [[u32; 3]; 3] {
+        t.map(|i| m.positions[i as usize].coords.map(|v| v.to_bits()).into())
+    };
+    let mut split: Vec<[[u32; 3]; 3]> =
+        ma.indices.iter().map(|t| tri(&ma, t)).chain(mb.indices.iter().map(|t| tri(&mb, t))).collect();
+    let mut joined: Vec<[[u32; 3]; 3]> = whole
+        .indices
+        .iter()
+        .map(|t| t.map(|i| (whole.positions[i as usize].coords * 4.0).map(|v| v.to_bits()).into()))
+        .collect();
+    split.sort_unstable();
+    joined.sort_unstable();
+    assert_eq!(split, joined);
+}
+
+#[test]
+fn bad_levels_and_far_nodes_are_errors() {
+    let t = world(1);
+    let mesher = Mesher::new(t.materials());
+    let mut ws = MeshWorkspace::new();
+    let past = LodNode { level: voxterra::store::MAX_LEVEL + 1, x: 0, y: 0, z: 0 };
+    assert!(matches!(t.lod_mesh(&mesher, past, &mut ws), Err(LodError::Level { .. })));
+    let far = LodNode { level: 0, x: i32::MAX, y: 0, z: 0 };
+    assert!(matches!(t.lod_mesh(&mesher, far, &mut ws), Err(LodError::Core(_))));
+    // A node of sky meshes to nothing.
+    let sky = LodNode::containing(3, Point3::new(0, 100_000, 0));
+    assert!(t.lod_mesh(&mesher, sky, &mut ws).unwrap().indices.is_empty());
+}
