@@ -82,6 +82,22 @@ pub enum MeshError {
         /// What the output addresses.
         limit: usize,
     },
+    /// A level of detail past the coarsest clusters ([`MAX_CLUSTER_LEVEL`](crate::MAX_CLUSTER_LEVEL)).
+    #[error("level {level} is past the coarsest level {max}")]
+    Level {
+        /// The level asked for.
+        level: u32,
+        /// The coarsest level.
+        max: u32,
+    },
+    /// A node region that is empty or not aligned to its level's cluster size.
+    #[error("node region {region:?} is empty or not aligned to 2^{level} voxels")]
+    Unaligned {
+        /// The region.
+        region: Region,
+        /// Its level.
+        level: u32,
+    },
 }
 
 /// What one call produced.
@@ -100,7 +116,7 @@ pub struct MeshStats {
 #[derive(Clone, Debug)]
 pub struct Mesher {
     /// Bit `m` set: material `m` is matter for the chosen surface.
-    matter: u64,
+    pub(crate) matter: u64,
     /// Bit `m` set: material `m` places sharp vertices.
     sharp: u64,
     /// The table's solid, liquid and sharp-surface masks, so the builders need no table.

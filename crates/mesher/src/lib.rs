@@ -61,11 +61,13 @@
 #![forbid(unsafe_code)]
 
 mod cell;
+mod clusters;
 pub mod edge_flags;
 mod extract;
 mod keys;
 mod output;
 
+pub use clusters::{LevelMap, MAX_CLUSTER_LEVEL};
 pub use extract::{DEFAULT_MAX_VOXELS, MeshError, MeshStats, MeshWorkspace, Mesher, ShapeMode, Surface};
 pub use output::{MeshOutput, PhysicsMesh, RenderMesh};
 

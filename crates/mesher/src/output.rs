@@ -7,7 +7,7 @@ use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Material, Positions, QuantizedPositions, TriangleIndices, TriangleSource, VoxelPos};
 use wide::{f32x8 as F, i32x8 as I};
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 

@@ -199,3 +199,168 @@ fn bad_levels_and_far_nodes_are_errors() {
     let sky = LodNode::containing(3, Point3::new(0, 100_000, 0));
     assert!(t.lod_mesh(&mesher, sky, &mut ws).unwrap().indices.is_empty());
 }
+
+mod clustered {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+    use voxterra::core::VoxelPos;
+    use voxterra::mesher::LevelMap;
+
+    /// Blocks of 64 voxels, each drawn at its own level: an octree of clusters, any two levels side
+    /// by side.
+    const BLOCK: i32 = 64;
+
+    fn block_of(p: VoxelPos) -> [i32; 3] {
+        [p.x.div_euclid(BLOCK), p.y.div_euclid(BLOCK), p.z.div_euclid(BLOCK)]
+    }
+
+    /// The blocks over the world, one of margin around it.
+    fn blocks(size: [u32; 3]) -> Vec<[i32; 3]> {
+        let mut out = Vec::new();
+        for y in -1..=(size[1] as i32 / BLOCK) {
+            for z in -1..=(size[2] as i32 / BLOCK) {
+                for x in -1..=(size[0] as i32 / BLOCK) {
+                    out.push([x, y, z]);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every block meshed at its level, all in one mesh.
+    fn mesh_all(t: &Terrain, size: [u32; 3], levels: &dyn Fn(VoxelPos) -> u32) -> RenderMesh {
+        let mesher = Mesher::new(t.materials());
+        let mut ws = MeshWorkspace::new();
+        let mut all = RenderMesh::default();
+        let mut m = RenderMesh::default();
+        for b in blocks(size) {
+            let region = Region::from_min_size(
+                Point3::new(b[0] * BLOCK, b[1] * BLOCK, b[2] * BLOCK),
+                [BLOCK as u32; 3],
+            )
+            .unwrap();
+            let level = levels.level_at(region.min());
+            mesher.mesh_clustered(t.store(), &region, level, &levels, &mut ws, &mut m).unwrap();
+            let base = all.positions.len() as u32;
+            all.positions.extend(&m.positions);
+            all.normals.extend(&m.normals);
+            all.materials.extend(&m.materials);
+            all.indices.extend(m.indices.iter().map(|t| t.map(|i| i + base)));
+        }
+        all
+    }
+
+    /// Directed edges, vertices named by their position's bits, that no edge the other way
+    /// matches: 0 for a closed surface.
+    fn open_edges(m: &RenderMesh) -> usize {
+        let key = |i: u32| m.positions[i as usize].coords.map(|v| v.to_bits());
+        let mut count: HashMap<([u32; 3], [u32; 3]), i64> = HashMap::new();
+        for t in &m.indices {
+            for e in 0..3 {
+                let (a, b) = (key(t[e]), key(t[(e + 1) % 3]));
+                let (a, b) = (<[u32; 3]>::from(a), <[u32; 3]>::from(b));
+                if a == b {
+                    continue;
+                }
+                if a < b {
+                    *count.entry((a, b)).or_default() += 1;
+                } else {
+                    *count.entry((b, a)).or_default() -= 1;
+                }
+            }
+        }
+        count.values().filter(|&&c| c != 0).count()
+    }
+
+    #[test]
+    fn level_zero_is_the_mesher() {
+        let t = Terrain::generate(&WorldParams::new(2, [128, 64, 128]), TerrainConfig::default()).unwrap();
+        let zero = |_: VoxelPos| 0;
+        let ours = mesh_all(&t, [128, 64, 128], &zero);
+        let mesher = Mesher::new(t.materials());
+        let mut ws = MeshWorkspace::new();
+        let mut theirs = RenderMesh::default();
+        let all = Region::from_min_size(
+            Point3::new(-BLOCK, -BLOCK, -BLOCK),
+            [128 + 2 * BLOCK as u32, 64 + 2 * BLOCK as u32, 128 + 2 * BLOCK as u32],
+        )
+        .unwrap();
+        mesher.mesh(t.store(), &all, &mut ws, &mut theirs).unwrap();
+        let tris = |m: &RenderMesh| {
+            let mut v: Vec<[[u32; 3]; 3]> = m
+                .indices
+                .iter()
+                .map(|t| t.map(|i| m.positions[i as usize].coords.map(|v| v.to_bits()).into()))
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        assert!(!theirs.indices.is_empty());
+        assert_eq!(tris(&ours), tris(&theirs));
+    }
+
+    /// Clustered levels against the full surface, as the mips' levels are held: every vertex
+    /// within a cell of its level, mean distances within a quarter cell, a quarter or fewer of the
+    /// triangles a level, matter under every vertex.
+    #[test]
+    fn each_clustered_level_stays_near_the_full_surface() {
+        let size = [256, 96, 256];
+        let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).unwrap();
+        let full = mesh_all(&t, size, &|_| 0);
+        let full_tri = trimesh(&full);
+        let counted =
+            Region::from_min_size(Point3::new(-64, -64, -64), [size[0] + 128, size[1] + 128, size[2] + 128])
+                .unwrap();
+        let solid = SolidCount::new(&t, &counted);
+        let mut below = full.indices.len();
+        for level in 1..=5u32 {
+            let lod = mesh_all(&t, size, &|_| level);
+            let cell = (1u32 << level) as f32;
+            let (to_full_max, to_full_mean) = distances(&lod.positions, &full_tri);
+            let (_, from_full_mean) = distances(&full.positions, &trimesh(&lod));
+            println!(
+                "clustered level {level}: {} triangles ({:.2} of the level below); LOD → full max {:.2} mean {:.3}, full → LOD mean {:.3}",
+                lod.indices.len(),
+                lod.indices.len() as f64 / below as f64,
+                to_full_max,
+                to_full_mean,
+                from_full_mean
+            );
+            assert!(to_full_max <= cell, "level {level}: {to_full_max}");
+            assert!(to_full_mean <= cell / 4.0 && from_full_mean <= cell / 4.0, "level {level}");
+            assert!(lod.indices.len() * 7 <= below * 2, "level {level}: at most 1/3.5 of the level below");
+            below = lod.indices.len();
+            let reach = 1i32 << level;
+            for p in &lod.positions {
+                let c = p.map(|v| v.floor() as i32);
+                assert!(
+                    solid.count(c.map(|v| v - reach), c.map(|v| v + reach + 1)) > 0,
+                    "level {level} vertex {p:?}"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(6))]
+
+        /// Blocks at random levels (0 to 5, any two side by side) leave no open edge, on random
+        /// worlds and after a random crater.
+        #[test]
+        fn mixed_levels_are_watertight(seed in 1u64..1000, picks in proptest::collection::vec(0u32..=5, 48), crater in proptest::array::uniform3(0.0f32..128.0)) {
+            let size = [128, 64, 128];
+            let mut t = Terrain::generate(&WorldParams::new(seed, size), TerrainConfig::default()).unwrap();
+            let hole = BrushShape::Sphere { center: Point3::new(crater[0], crater[1] * 0.5, crater[2]), radius: 9.0 };
+            t.apply_brush(&Brush { shape: hole, op: BrushOp::Subtract }).unwrap();
+            let all = blocks(size);
+            let levels = |p: VoxelPos| {
+                let b = block_of(p);
+                all.iter().position(|&q| q == b).map_or(5, |i| picks[i % picks.len()])
+            };
+            let m = mesh_all(&t, size, &levels);
+            prop_assert!(!m.indices.is_empty());
+            prop_assert_eq!(open_edges(&m), 0);
+        }
+    }
+}

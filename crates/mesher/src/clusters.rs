@@ -1,0 +1,319 @@
+//! Levels of detail by clustering, as the dual-contouring octree simplifies: at level `k` the
+//! cells of full resolution are clustered into cubes of `2^k` (octree nodes of that size), each
+//! cluster's vertex the mass point of its cells' vertices, and polygons come from the edges of the
+//! `2^k` grid whose end voxels are one inside and one outside, joining the clusters around them.
+//!
+//! Render nodes of different levels meet without cracks: an edge is contoured at the finest level
+//! of the cells around it (the octree's minimal edges), and each cell around it is replaced by the
+//! cluster holding it at its own node's level. The surface is then the image of the closed
+//! full-resolution surface under a map of its vertices, so every edge of it is matched by the same
+//! edge the other way; a node whose neighbor changes level re-meshes only its border.
+
+use crate::cell::{LANES, PlacedBatch};
+use crate::extract::{MeshError, MeshWorkspace, Mesher};
+use crate::output::{MeshOutput, RenderMesh, sealed};
+use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::{Material, Region, VoxelPos, VoxelRead};
+
+type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
+
+/// The coarsest level clusters take: cubes of 32 cells, a storage chunk.
+pub const MAX_CLUSTER_LEVEL: u32 = 5;
+
+/// Which level each place is drawn at: the level of the render node holding voxel `p`. A node of
+/// level `m` must be a cube aligned to `2^m` voxels (so a cluster never straddles two nodes).
+pub trait LevelMap {
+    /// The level of the node holding voxel `p`, at most [`MAX_CLUSTER_LEVEL`].
+    fn level_at(&self, p: VoxelPos) -> u32;
+}
+
+impl<F: Fn(VoxelPos) -> u32> LevelMap for F {
+    fn level_at(&self, p: VoxelPos) -> u32 {
+        self(p)
+    }
+}
+
+/// One cluster's accumulated cells.
+#[derive(Default, Clone)]
+struct Cluster {
+    sum: [f64; 3],
+    normal: [f64; 3],
+    cells: u32,
+    /// Cells per material id, as (id, count), few per cluster.
+    materials: Vec<(u8, u32)>,
+    /// Its index in the output, once used.
+    vertex: Option<u32>,
+}
+
+/// A cluster: its level and its coordinates at that level (cell >> level).
+type ClusterKey = (u32, [i32; 3]);
+
+impl Mesher {
+    /// The render mesh of the node `region` (voxels, aligned to `2^level`) at `level`, seamless with
+    /// its neighbors at the levels `levels` gives (any levels up to [`MAX_CLUSTER_LEVEL`]): vertex
+    /// positions in voxel units like [`Mesher::mesh`]'s. Reads full-resolution voxels of the node
+    /// and of the neighbors' clusters along its border through `src`.
+    pub fn mesh_clustered<R: VoxelRead + ?Sized>(
+        &self,
+        src: &R,
+        region: &Region,
+        level: u32,
+        levels: &dyn LevelMap,
+        ws: &mut MeshWorkspace,
+        out: &mut RenderMesh,
+    ) -> Result<(), MeshError> {
+        out.clear();
+        if level > MAX_CLUSTER_LEVEL {
+            return Err(MeshError::Level { level, max: MAX_CLUSTER_LEVEL });
+        }
+        let s = 1i32 << level;
+        let (lo, hi) = (region.min(), region.max());
+        if region.is_empty() || [lo.x, lo.y, lo.z, hi.x, hi.y, hi.z].iter().any(|v| v % s != 0) {
+            return Err(MeshError::Unaligned { region: *region, level });
+        }
+        // How far beyond the node its polygons reach: the largest cluster around it.
+        let mut margin = s;
+        for p in shell(region, s) {
+            margin = margin.max(1 << levels.level_at(p).min(MAX_CLUSTER_LEVEL));
+        }
+        // The clusters the polygons use lie within `need`; a voxel more on each side makes the
+        // pieces below own every edge of their cells, so each cell gets its vertex whichever node
+        // asks (a cluster's vertex is the same in every node that draws it).
+        let need = grow(region, margin)?;
+        let work = grow(&need, 1)?;
+        // Full-resolution vertices of every cell in the work box, by cell.
+        let mut cells: Vec<(VoxelPos, Point3<f32>, Vector3<f32>, Material)> = Vec::new();
+        let mut mesh = CellMesh::default();
+        let chunk = 32i64;
+        let (wl, wh) = (work.min(), work.max());
+        let first = wl.map(|v| (v as i64).div_euclid(chunk));
+        let last = wh.map(|v| (v as i64 - 1).div_euclid(chunk));
+        for cy in first.y..=last.y {
+            for cz in first.z..=last.z {
+                for cx in first.x..=last.x {
+                    let piece = Region::new(
+                        Point3::new(cx, cy, cz).map(|c| (c * chunk) as i32),
+                        Point3::new(cx, cy, cz).map(|c| ((c + 1) * chunk).min(i32::MAX as i64) as i32),
+                    )
+                    .map_err(MeshError::Read)?;
+                    let Some(piece) = piece.intersection(&work) else { continue };
+                    self.mesh(src, &piece, ws, &mut mesh)?;
+                    for (i, &cell) in mesh.cells.iter().enumerate() {
+                        if need.contains(cell) {
+                            let m = &mesh.mesh;
+                            cells.push((cell, m.positions[i], m.normals[i], m.materials[i]));
+                        }
+                    }
+                }
+            }
+        }
+        cells.sort_unstable_by_key(|c| (c.0.y, c.0.z, c.0.x));
+        cells.dedup_by_key(|c| c.0);
+        let mut clusters: Map<ClusterKey, Cluster> = Map::default();
+        for (cell, p, n, m) in &cells {
+            let l = levels.level_at(*cell).min(MAX_CLUSTER_LEVEL);
+            let c = clusters.entry((l, [cell.x >> l, cell.y >> l, cell.z >> l])).or_default();
+            for a in 0..3 {
+                c.sum[a] += p[a] as f64;
+                c.normal[a] += n[a] as f64;
+            }
+            c.cells += 1;
+            match c.materials.iter_mut().find(|e| e.0 == m.id()) {
+                Some(e) => e.1 += 1,
+                None => c.materials.push((m.id(), 1)),
+            }
+        }
+        // The edges of the 2^level grid with a cell in the node, contoured when this level is the
+        // finest around them and this node the first of that level in a fixed order.
+        let inside = |p: VoxelPos| self.is_inside(src.voxel(p));
+        let key_of = |q: VoxelPos| -> (u32, ClusterKey) {
+            let l = levels.level_at(q).min(MAX_CLUSTER_LEVEL);
+            (l, (l, [q.x >> l, q.y >> l, q.z >> l]))
+        };
+        let mut y = lo.y;
+        while y <= hi.y {
+            let mut z = lo.z;
+            while z <= hi.z {
+                let mut x = lo.x;
+                while x <= hi.x {
+                    let p = Point3::new(x, y, z);
+                    let here = inside(p);
+                    for axis in 0..3 {
+                        let mut far = p;
+                        far[axis] += s;
+                        // Along the edge's own axis its cells start at `p`: inside the node only.
+                        if p[axis] >= hi[axis] || here == inside(far) {
+                            continue;
+                        }
+                        let (b, c) = ((axis + 1) % 3, (axis + 2) % 3);
+                        // The cells around the edge, counter-clockwise seen from its positive
+                        // direction, as the mesher orders them.
+                        let offsets = [(1, 1), (0, 1), (0, 0), (1, 0)];
+                        let around = offsets.map(|(db, dc)| {
+                            let mut q = p;
+                            q[b] -= s * db;
+                            q[c] -= s * dc;
+                            q
+                        });
+                        let keys = around.map(key_of);
+                        if keys.iter().any(|k| k.0 < level) {
+                            continue; // a finer node contours it at its level
+                        }
+                        let emitter = [2usize, 3, 1, 0].into_iter().find(|&i| keys[i].0 == level);
+                        if emitter.is_none_or(|i| !region.contains(around[i])) {
+                            continue;
+                        }
+                        let flip = if here { 0 } else { 3 };
+                        let quad: [ClusterKey; 4] = [0, 1, 2, 3].map(|i| keys[i ^ flip].1);
+                        emit(out, &mut clusters, quad);
+                    }
+                    x += s;
+                }
+                z += s;
+            }
+            y += s;
+        }
+        Ok(())
+    }
+
+    /// Whether `v` is inside the surface this mesher extracts (matter, occupancy over one half): the
+    /// sign the mesher gives a cell corner.
+    pub fn is_inside(&self, v: voxterra_core::Voxel) -> bool {
+        self.matter >> v.material().id() & 1 != 0 && v.occupancy_byte() >= 128
+    }
+}
+
+/// One voxel per `step`-cube on the layer just outside `region`, where its neighbors start.
+fn shell(region: &Region, step: i32) -> Vec<VoxelPos> {
+    let (lo, hi) = (region.min(), region.max());
+    let axis = |a: usize| {
+        let (l, h, st) = (lo[a] as i64 - step as i64, hi[a] as i64, step as i64);
+        (0..).map(move |i| l + i * st).take_while(move |&v| v <= h)
+    };
+    let mut out = Vec::new();
+    for y in axis(1) {
+        for z in axis(2) {
+            for x in axis(0) {
+                let p = Point3::new(x, y, z);
+                let outside = (0..3).any(|a| p[a] < lo[a] as i64 || p[a] >= hi[a] as i64);
+                if outside && (0..3).all(|a| p[a] >= i32::MIN as i64 && p[a] <= i32::MAX as i64) {
+                    out.push(p.map(|v| v as i32));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `region` grown by `by` voxels on every side.
+fn grow(region: &Region, by: i32) -> Result<Region, MeshError> {
+    let g = |v: i32, d: i64| i32::try_from(v as i64 + d).map_err(|_| MeshError::OutOfRange(*region));
+    let (lo, hi) = (region.min(), region.max());
+    let lo = Point3::new(g(lo.x, -(by as i64))?, g(lo.y, -(by as i64))?, g(lo.z, -(by as i64))?);
+    let hi = Point3::new(g(hi.x, by as i64)?, g(hi.y, by as i64)?, g(hi.z, by as i64)?);
+    Region::new(lo, hi).map_err(MeshError::Read)
+}
+
+/// The output vertex of cluster `key`, made on first use: its cells' mass point, mean normal and
+/// most common material (ties to the lower id).
+fn vertex(out: &mut RenderMesh, clusters: &mut Map<ClusterKey, Cluster>, key: ClusterKey) -> Option<u32> {
+    let c = clusters.get_mut(&key)?;
+    if let Some(v) = c.vertex {
+        return Some(v);
+    }
+    let n = c.cells as f64;
+    let p = Point3::new((c.sum[0] / n) as f32, (c.sum[1] / n) as f32, (c.sum[2] / n) as f32);
+    let normal = Vector3::new(c.normal[0] as f32, c.normal[1] as f32, c.normal[2] as f32);
+    let normal = normal.try_normalize(1e-12).unwrap_or(Vector3::y());
+    let material = c.materials.iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map_or(0, |e| e.0);
+    let index = out.positions.len() as u32;
+    out.positions.push(p);
+    out.normals.push(normal);
+    out.materials.push(Material::from_low_bits(material));
+    c.vertex = Some(index);
+    Some(index)
+}
+
+/// The polygon of the four clusters around an edge: a quad split along its shorter diagonal (as
+/// the mesher splits), a triangle when two neighbors coincide, nothing when fewer than three
+/// differ.
+fn emit(out: &mut RenderMesh, clusters: &mut Map<ClusterKey, Cluster>, quad: [ClusterKey; 4]) {
+    let mut ring: Vec<ClusterKey> = Vec::with_capacity(4);
+    for k in quad {
+        if ring.last() != Some(&k) {
+            ring.push(k);
+        }
+    }
+    while ring.len() > 1 && ring.first() == ring.last() {
+        ring.pop();
+    }
+    let Some(v) = ring.iter().map(|&k| vertex(out, clusters, k)).collect::<Option<Vec<u32>>>() else {
+        debug_assert!(false, "a cluster around a crossing edge has no cell with a vertex");
+        return;
+    };
+    match v.len() {
+        3 => out.indices.push([v[0], v[1], v[2]]),
+        4 => {
+            let p = v.iter().map(|&i| out.positions[i as usize]).collect::<Vec<_>>();
+            if (p[2] - p[0]).norm_squared() > (p[3] - p[1]).norm_squared() {
+                out.indices.push([v[0], v[1], v[3]]);
+                out.indices.push([v[1], v[2], v[3]]);
+            } else {
+                out.indices.push([v[0], v[1], v[2]]);
+                out.indices.push([v[0], v[2], v[3]]);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A render mesh that also keeps each vertex's cell (its low corner voxel), as the mesher made it.
+#[derive(Default)]
+struct CellMesh {
+    mesh: RenderMesh,
+    cells: Vec<VoxelPos>,
+}
+
+impl sealed::Sealed for CellMesh {}
+
+impl MeshOutput for CellMesh {
+    const NORMALS: bool = true;
+    const MAX_VERTICES: usize = RenderMesh::MAX_VERTICES;
+    const MAX_SIDE: u32 = RenderMesh::MAX_SIDE;
+    fn clear(&mut self) {
+        self.mesh.clear();
+        self.cells.clear();
+    }
+    fn vertex_count(&self) -> usize {
+        self.mesh.vertex_count()
+    }
+    fn triangle_count(&self) -> usize {
+        self.mesh.triangle_count()
+    }
+    fn reserve(&mut self, vertices: usize, triangles: usize) {
+        self.mesh.reserve(vertices, triangles);
+        self.cells.reserve(vertices);
+    }
+    fn start(&mut self, origin: VoxelPos) {
+        self.mesh.start(origin);
+    }
+    fn push_vertices(
+        &mut self,
+        origin: VoxelPos,
+        cells: &[[i32; LANES]; 3],
+        placed: &PlacedBatch,
+        len: usize,
+    ) {
+        self.mesh.push_vertices(origin, cells, placed, len);
+        self.cells
+            .extend((0..len).map(|j| {
+                Point3::new(origin.x + cells[0][j], origin.y + cells[1][j], origin.z + cells[2][j])
+            }));
+    }
+    fn position(&self, vertex: u32) -> Point3<f32> {
+        self.mesh.position(vertex)
+    }
+    fn push_triangle(&mut self, vertices: [u32; 3]) {
+        self.mesh.push_triangle(vertices);
+    }
+}
