@@ -33,6 +33,19 @@ impl<F: Fn(VoxelPos) -> u32> LevelMap for F {
     }
 }
 
+/// Which of a node's polygons to make: a node's mesh is its interior (polygons of its own clusters
+/// only) and its border (polygons that reach a neighbor's clusters); only the border changes when
+/// a neighbor changes level.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum ClusterPart {
+    /// Every polygon the node draws.
+    Whole,
+    /// The polygons whose clusters are all the node's own.
+    Interior,
+    /// The polygons that reach a neighbor's cluster.
+    Border,
+}
+
 /// One cluster's accumulated cells.
 #[derive(Default, Clone)]
 struct Cluster {
@@ -59,6 +72,7 @@ impl Mesher {
         region: &Region,
         level: u32,
         levels: &dyn LevelMap,
+        part: ClusterPart,
         ws: &mut MeshWorkspace,
         out: &mut RenderMesh,
     ) -> Result<(), MeshError> {
@@ -72,10 +86,16 @@ impl Mesher {
             return Err(MeshError::Unaligned { region: *region, level });
         }
         // How far beyond the node its polygons reach: the largest cluster around it.
-        let mut margin = s;
-        for p in shell(region, s) {
-            margin = margin.max(1 << levels.level_at(p).min(MAX_CLUSTER_LEVEL));
+        let mut margin = 0;
+        if part != ClusterPart::Interior {
+            margin = s;
+            for p in shell(region, s) {
+                margin = margin.max(1 << levels.level_at(p).min(MAX_CLUSTER_LEVEL));
+            }
         }
+        // The border's polygons use only the clusters along the node's faces: the cells deeper
+        // than one cluster are not read.
+        let core = (part == ClusterPart::Border).then(|| shrink(region, s + 1)).flatten();
         // The clusters the polygons use lie within `need`; a voxel more on each side makes the
         // pieces below own every edge of their cells, so each cell gets its vertex whichever node
         // asks (a cluster's vertex is the same in every node that draws it).
@@ -97,6 +117,9 @@ impl Mesher {
                     )
                     .map_err(MeshError::Read)?;
                     let Some(piece) = piece.intersection(&work) else { continue };
+                    if core.is_some_and(|c| c.contains_region(&piece)) {
+                        continue;
+                    }
                     self.mesh(src, &piece, ws, &mut mesh)?;
                     for (i, &cell) in mesh.cells.iter().enumerate() {
                         if need.contains(cell) {
@@ -137,12 +160,10 @@ impl Mesher {
                 let mut x = lo.x;
                 while x <= hi.x {
                     let p = Point3::new(x, y, z);
-                    let here = inside(p);
+                    let mut here = None;
                     for axis in 0..3 {
-                        let mut far = p;
-                        far[axis] += s;
                         // Along the edge's own axis its cells start at `p`: inside the node only.
-                        if p[axis] >= hi[axis] || here == inside(far) {
+                        if p[axis] >= hi[axis] {
                             continue;
                         }
                         let (b, c) = ((axis + 1) % 3, (axis + 2) % 3);
@@ -155,6 +176,18 @@ impl Mesher {
                             q[c] -= s * dc;
                             q
                         });
+                        let own = around.iter().all(|q| region.contains(*q));
+                        match part {
+                            ClusterPart::Interior if !own => continue,
+                            ClusterPart::Border if own => continue,
+                            _ => {}
+                        }
+                        let mut far = p;
+                        far[axis] += s;
+                        let here = *here.get_or_insert_with(|| inside(p));
+                        if here == inside(far) {
+                            continue;
+                        }
                         let keys = around.map(key_of);
                         if keys.iter().any(|k| k.0 < level) {
                             continue; // a finer node contours it at its level
@@ -203,6 +236,14 @@ fn shell(region: &Region, step: i32) -> Vec<VoxelPos> {
         }
     }
     out
+}
+
+/// `region` shrunk by `by` voxels on every side, if anything is left.
+fn shrink(region: &Region, by: i32) -> Option<Region> {
+    let (lo, hi) = (region.min(), region.max());
+    let lo = lo.map(|v| v.saturating_add(by));
+    let hi = hi.map(|v| v.saturating_sub(by));
+    (0..3).all(|a| lo[a] < hi[a]).then(|| Region::new(lo, hi).ok()).flatten()
 }
 
 /// `region` grown by `by` voxels on every side.

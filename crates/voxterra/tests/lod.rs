@@ -205,7 +205,7 @@ mod clustered {
     use proptest::prelude::*;
     use std::collections::HashMap;
     use voxterra::core::VoxelPos;
-    use voxterra::mesher::LevelMap;
+    use voxterra::mesher::{ClusterPart, LevelMap};
 
     /// Blocks of 64 voxels, each drawn at its own level: an octree of clusters, any two levels side
     /// by side.
@@ -241,7 +241,9 @@ mod clustered {
             )
             .unwrap();
             let level = levels.level_at(region.min());
-            mesher.mesh_clustered(t.store(), &region, level, &levels, &mut ws, &mut m).unwrap();
+            mesher
+                .mesh_clustered(t.store(), &region, level, &levels, ClusterPart::Whole, &mut ws, &mut m)
+                .unwrap();
             let base = all.positions.len() as u32;
             all.positions.extend(&m.positions);
             all.normals.extend(&m.normals);
@@ -340,6 +342,47 @@ mod clustered {
                 );
             }
         }
+    }
+
+    /// A node's interior and border together are its whole mesh.
+    #[test]
+    fn interior_and_border_make_the_whole() {
+        let size = [128, 64, 128];
+        let t = Terrain::generate(&WorldParams::new(4, size), TerrainConfig::default()).unwrap();
+        let mesher = Mesher::new(t.materials());
+        let mut ws = MeshWorkspace::new();
+        let levels = |p: VoxelPos| {
+            let b = block_of(p);
+            ((b[0] * 3 + b[1] * 5 + b[2] * 7).rem_euclid(4)) as u32
+        };
+        let tris = |m: &RenderMesh| -> Vec<[[u32; 3]; 3]> {
+            m.indices
+                .iter()
+                .map(|t| t.map(|i| m.positions[i as usize].coords.map(|v| v.to_bits()).into()))
+                .collect()
+        };
+        let mut checked = 0;
+        for b in blocks(size) {
+            let region = Region::from_min_size(
+                Point3::new(b[0] * BLOCK, b[1] * BLOCK, b[2] * BLOCK),
+                [BLOCK as u32; 3],
+            )
+            .unwrap();
+            let level = levels.level_at(region.min());
+            let mut parts = Vec::new();
+            for part in [ClusterPart::Whole, ClusterPart::Interior, ClusterPart::Border] {
+                let mut m = RenderMesh::default();
+                mesher.mesh_clustered(t.store(), &region, level, &levels, part, &mut ws, &mut m).unwrap();
+                parts.push(tris(&m));
+            }
+            let mut whole = parts[0].clone();
+            let mut split = [parts[1].clone(), parts[2].clone()].concat();
+            whole.sort_unstable();
+            split.sort_unstable();
+            assert_eq!(whole, split, "block {b:?}");
+            checked += usize::from(!parts[1].is_empty() && !parts[2].is_empty());
+        }
+        assert!(checked > 4, "{checked} blocks with both parts");
     }
 
     proptest! {
