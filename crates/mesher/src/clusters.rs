@@ -46,6 +46,16 @@ pub enum ClusterPart {
     Border,
 }
 
+/// A render node for [`Mesher::mesh_clustered`]: its voxels (a box aligned to `2^level`) and its
+/// level.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ClusterNode {
+    /// The node's voxels.
+    pub region: Region,
+    /// Its level: clusters of `2^level` cells.
+    pub level: u32,
+}
+
 /// One cluster's accumulated cells.
 #[derive(Default, Clone)]
 struct Cluster {
@@ -62,20 +72,21 @@ struct Cluster {
 type ClusterKey = (u32, [i32; 3]);
 
 impl Mesher {
-    /// The render mesh of the node `region` (voxels, aligned to `2^level`) at `level`, seamless with
-    /// its neighbors at the levels `levels` gives (any levels up to [`MAX_CLUSTER_LEVEL`]): vertex
+    /// The render mesh (`part` of it) of `node` (voxels aligned to `2^level`) at its level,
+    /// seamless with its neighbors at the levels `levels` gives (any levels up to [`MAX_CLUSTER_LEVEL`]): vertex
     /// positions in voxel units like [`Mesher::mesh`]'s. Reads full-resolution voxels of the node
     /// and of the neighbors' clusters along its border through `src`.
     pub fn mesh_clustered<R: VoxelRead + ?Sized>(
         &self,
         src: &R,
-        region: &Region,
-        level: u32,
+        node: ClusterNode,
         levels: &dyn LevelMap,
         part: ClusterPart,
         ws: &mut MeshWorkspace,
         out: &mut RenderMesh,
     ) -> Result<(), MeshError> {
+        let ClusterNode { region, level } = node;
+        let region = &region;
         out.clear();
         if level > MAX_CLUSTER_LEVEL {
             return Err(MeshError::Level { level, max: MAX_CLUSTER_LEVEL });

@@ -205,7 +205,7 @@ mod clustered {
     use proptest::prelude::*;
     use std::collections::HashMap;
     use voxterra::core::VoxelPos;
-    use voxterra::mesher::{ClusterPart, LevelMap};
+    use voxterra::mesher::{ClusterNode, ClusterPart, LevelMap};
 
     /// Blocks of 64 voxels, each drawn at its own level: an octree of clusters, any two levels side
     /// by side.
@@ -242,7 +242,14 @@ mod clustered {
             .unwrap();
             let level = levels.level_at(region.min());
             mesher
-                .mesh_clustered(t.store(), &region, level, &levels, ClusterPart::Whole, &mut ws, &mut m)
+                .mesh_clustered(
+                    t.store(),
+                    ClusterNode { region, level },
+                    &levels,
+                    ClusterPart::Whole,
+                    &mut ws,
+                    &mut m,
+                )
                 .unwrap();
             let base = all.positions.len() as u32;
             all.positions.extend(&m.positions);
@@ -372,7 +379,9 @@ mod clustered {
             let mut parts = Vec::new();
             for part in [ClusterPart::Whole, ClusterPart::Interior, ClusterPart::Border] {
                 let mut m = RenderMesh::default();
-                mesher.mesh_clustered(t.store(), &region, level, &levels, part, &mut ws, &mut m).unwrap();
+                mesher
+                    .mesh_clustered(t.store(), ClusterNode { region, level }, &levels, part, &mut ws, &mut m)
+                    .unwrap();
                 parts.push(tris(&m));
             }
             let mut whole = parts[0].clone();
