@@ -9,10 +9,12 @@
 //! [`VoxelStore::level`]: voxterra_voxel_store::VoxelStore::level
 
 use crate::terrain::Terrain;
+use rayon::prelude::*;
+use std::collections::{BTreeSet, HashSet};
 use thiserror::Error;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{CoreError, Region};
-use voxterra_mesher::{MeshError, MeshWorkspace, Mesher, RenderMesh};
+use voxterra_mesher::{ClusterNode, ClusterPart, MeshError, MeshWorkspace, Mesher, RenderMesh};
 use voxterra_voxel_store::MAX_LEVEL;
 
 /// Voxels of its own level along a render node's side.
@@ -50,6 +52,12 @@ pub enum LodError {
     /// The mesher refused the node.
     #[error(transparent)]
     Mesh(#[from] MeshError),
+    /// A [`LodConfig`] with a distance or hysteresis that is negative or not finite.
+    #[error("level distances and hysteresis must be finite and not negative")]
+    Config,
+    /// A viewer position that is not finite.
+    #[error("a viewer's position is not finite")]
+    Viewer,
 }
 
 impl LodNode {
@@ -107,4 +115,245 @@ impl Terrain {
         }
         Ok(mesh)
     }
+}
+
+/// How a [`LodView`] picks levels around its viewers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LodConfig {
+    /// `distances[k]`: out to this distance from a viewer (voxels) the terrain is drawn at level
+    /// `k` or finer; a node of level `k + 1` nearer than it splits into its eight children. One
+    /// entry per level below the coarsest, which is the length (at most [`MAX_LEVEL`]).
+    pub distances: Vec<f32>,
+    /// A split node merges back only once every viewer is farther than its distance times
+    /// `1 + hysteresis`, so a viewer pacing across a boundary does not thrash.
+    pub hysteresis: f32,
+}
+
+impl Default for LodConfig {
+    /// Every level out to twice its node's side: 64, 128, ... 1024 voxels, coarsest level 5;
+    /// hysteresis a quarter.
+    fn default() -> Self {
+        LodConfig { distances: (0..MAX_LEVEL).map(|k| (64u32 << k) as f32).collect(), hysteresis: 0.25 }
+    }
+}
+
+/// A mesh a [`LodView`] hands out: one part of one node.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct LodMeshKey {
+    /// The node.
+    pub node: LodNode,
+    /// [`ClusterPart::Interior`] (its own clusters) or [`ClusterPart::Border`] (the polygons that
+    /// reach its neighbors, re-made when a neighbor changes level).
+    pub part: ClusterPart,
+}
+
+/// What changed since the last [`LodView::update`], to apply in one go (no frame shows a gap):
+/// meshes to add or replace, and meshes to drop, each in key order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LodUpdate {
+    /// New and replaced meshes (positions in terrain voxel units).
+    pub meshes: Vec<(LodMeshKey, RenderMesh)>,
+    /// Meshes no longer drawn.
+    pub dropped: Vec<LodMeshKey>,
+}
+
+/// A clipmap over a terrain for rendering: render nodes that grow with distance from one or more
+/// viewers (an octree of [`LodNode`]s, each mesh a bounded size), meshed by clustering
+/// ([`Mesher::mesh_clustered`]) so nodes of any two levels meet without cracks. Moving the
+/// viewers hands out only the meshes to add and drop; an edit ([`LodView::mark_edited`])
+/// re-meshes the nodes that show the edited voxels. Collision never reads these meshes.
+#[derive(Clone, Debug)]
+pub struct LodView {
+    config: LodConfig,
+    /// The drawn nodes (the octree's leaves) and the split ones.
+    leaves: BTreeSet<LodNode>,
+    split: BTreeSet<LodNode>,
+    /// Voxel boxes edited since the last update.
+    edited: Vec<Region>,
+}
+
+impl LodView {
+    /// A view drawing nothing yet.
+    pub fn new(config: LodConfig) -> Result<Self, LodError> {
+        let levels = config.distances.len() as u32;
+        if levels > MAX_LEVEL {
+            return Err(LodError::Level { level: levels, max: MAX_LEVEL });
+        }
+        if config.distances.iter().any(|d| !d.is_finite() || *d < 0.0)
+            || !(config.hysteresis.is_finite() && config.hysteresis >= 0.0)
+        {
+            return Err(LodError::Config);
+        }
+        Ok(LodView { config, leaves: BTreeSet::new(), split: BTreeSet::new(), edited: Vec::new() })
+    }
+
+    /// The coarsest level: the roots'.
+    pub fn top_level(&self) -> u32 {
+        self.config.distances.len() as u32
+    }
+
+    /// The nodes drawn now, in key order.
+    pub fn nodes(&self) -> impl Iterator<Item = LodNode> + '_ {
+        self.leaves.iter().copied()
+    }
+
+    /// The level the view draws voxel `p` at (the coarsest level outside the terrain).
+    pub fn level_at(&self, p: Point3<i32>) -> u32 {
+        level_in(&self.leaves, self.top_level(), p)
+    }
+
+    /// Notes voxels an edit changed (an [`EditReport`](crate::EditReport)'s `dirty`): the next
+    /// update re-meshes every drawn node whose mesh reads them.
+    pub fn mark_edited(&mut self, dirty: &Region) {
+        self.edited.push(*dirty);
+    }
+
+    /// Re-selects the nodes around `viewers` (terrain voxel units) and meshes what changed in
+    /// parallel: new nodes, nodes whose neighbors changed level (their border), nodes showing
+    /// edited voxels. The result is the same for any thread count.
+    pub fn update(
+        &mut self,
+        terrain: &Terrain,
+        mesher: &Mesher,
+        viewers: &[Point3<f32>],
+    ) -> Result<LodUpdate, LodError> {
+        if viewers.iter().any(|v| !v.iter().all(|c| c.is_finite())) {
+            return Err(LodError::Viewer);
+        }
+        let top = self.top_level();
+        let (mut leaves, mut split) = (BTreeSet::new(), BTreeSet::new());
+        for root in roots(terrain, top)? {
+            self.select(root, viewers, &mut leaves, &mut split);
+        }
+        let added: Vec<LodNode> = leaves.difference(&self.leaves).copied().collect();
+        let removed: Vec<LodNode> = self.leaves.difference(&leaves).copied().collect();
+        // Kept nodes beside a node that came or went: their borders meet new levels.
+        let mut jobs: BTreeSet<LodMeshKey> = BTreeSet::new();
+        for n in &added {
+            for part in [ClusterPart::Interior, ClusterPart::Border] {
+                jobs.insert(LodMeshKey { node: *n, part });
+            }
+        }
+        let changed: Vec<Region> = added
+            .iter()
+            .chain(&removed)
+            .map(|n| n.region().map(|r| r.expanded(1)))
+            .collect::<Result<_, _>>()?;
+        let edited: Vec<Region> = std::mem::take(&mut self.edited);
+        for n in leaves.intersection(&self.leaves) {
+            let r = n.region()?;
+            if changed.iter().any(|c| c.intersection(&r).is_some()) {
+                jobs.insert(LodMeshKey { node: *n, part: ClusterPart::Border });
+            }
+            // A node's meshes read its voxels, a voxel past them, and its neighbors' clusters
+            // along its border (at most a coarsest cluster deep).
+            let reach = r.expanded((1u32 << MAX_LEVEL) + 2);
+            if edited.iter().any(|e| e.intersection(&reach).is_some()) {
+                for part in [ClusterPart::Interior, ClusterPart::Border] {
+                    jobs.insert(LodMeshKey { node: *n, part });
+                }
+            }
+        }
+        let lookup: HashSet<LodNode> = leaves.iter().copied().collect();
+        let levels = |p: Point3<i32>| level_in(&lookup, top, p);
+        let jobs: Vec<LodMeshKey> = jobs.into_iter().collect();
+        let meshes = jobs
+            .par_iter()
+            .map_init(MeshWorkspace::new, |ws, key| {
+                let node = ClusterNode { region: key.node.region()?, level: key.node.level };
+                let mut mesh = RenderMesh::default();
+                mesher.mesh_clustered(terrain.store(), node, &levels, key.part, ws, &mut mesh)?;
+                Ok((*key, mesh))
+            })
+            .collect::<Result<Vec<_>, LodError>>()?;
+        let dropped = removed
+            .iter()
+            .flat_map(|n| {
+                [ClusterPart::Interior, ClusterPart::Border].map(|part| LodMeshKey { node: *n, part })
+            })
+            .collect();
+        self.leaves = leaves;
+        self.split = split;
+        Ok(LodUpdate { meshes, dropped })
+    }
+
+    /// Splits `node` down to leaves around the viewers.
+    fn select(
+        &self,
+        node: LodNode,
+        viewers: &[Point3<f32>],
+        leaves: &mut BTreeSet<LodNode>,
+        split: &mut BTreeSet<LodNode>,
+    ) {
+        if node.level > 0 {
+            let d = self.config.distances[node.level as usize - 1];
+            // A split node stays split out to its hysteresis band.
+            let reach = if self.split.contains(&node) { d * (1.0 + self.config.hysteresis) } else { d };
+            let near = node.region().is_ok_and(|r| viewers.iter().any(|v| distance_to(&r, v) < reach));
+            if near {
+                split.insert(node);
+                for i in 0..8 {
+                    let child = LodNode {
+                        level: node.level - 1,
+                        x: node.x * 2 + (i & 1),
+                        y: node.y * 2 + (i >> 1 & 1),
+                        z: node.z * 2 + (i >> 2 & 1),
+                    };
+                    self.select(child, viewers, leaves, split);
+                }
+                return;
+            }
+        }
+        leaves.insert(node);
+    }
+}
+
+/// The level drawn at `p` among `leaves` (the coarsest where none covers it).
+fn level_in<S: NodeSet>(leaves: &S, top: u32, p: Point3<i32>) -> u32 {
+    (0..=top).find(|&k| leaves.has(LodNode::containing(k, p))).unwrap_or(top)
+}
+
+/// Set membership over the two set types the view keeps.
+trait NodeSet {
+    fn has(&self, n: LodNode) -> bool;
+}
+
+impl NodeSet for BTreeSet<LodNode> {
+    fn has(&self, n: LodNode) -> bool {
+        self.contains(&n)
+    }
+}
+
+impl NodeSet for HashSet<LodNode> {
+    fn has(&self, n: LodNode) -> bool {
+        self.contains(&n)
+    }
+}
+
+/// The coarsest nodes over the terrain's voxels, a voxel of margin around them (a surface facing
+/// down out of the stored box belongs to the node under it).
+fn roots(terrain: &Terrain, top: u32) -> Result<Vec<LodNode>, LodError> {
+    let Some(extent) = terrain.extent() else { return Ok(Vec::new()) };
+    let e = extent.expanded(1);
+    let (lo, hi) = (LodNode::containing(top, e.min()), LodNode::containing(top, e.max().map(|v| v - 1)));
+    let mut out = Vec::new();
+    for y in lo.y..=hi.y {
+        for z in lo.z..=hi.z {
+            for x in lo.x..=hi.x {
+                out.push(LodNode { level: top, x, y, z });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Distance from `v` to the box of voxels `r` (0 inside).
+fn distance_to(r: &Region, v: &Point3<f32>) -> f32 {
+    let (lo, hi) = (r.min(), r.max());
+    let mut d2 = 0.0f32;
+    for a in 0..3 {
+        let gap = (lo[a] as f32 - v[a]).max(v[a] - hi[a] as f32).max(0.0);
+        d2 += gap * gap;
+    }
+    d2.sqrt()
 }

@@ -416,3 +416,173 @@ mod clustered {
         }
     }
 }
+
+mod view {
+    use super::*;
+    use std::collections::BTreeMap;
+    use voxterra::lod::{LodConfig, LodMeshKey, LodUpdate, LodView};
+    use voxterra::mesher::{ClusterNode, ClusterPart};
+
+    /// What a renderer holds: the meshes handed out so far.
+    fn apply(held: &mut BTreeMap<LodMeshKey, RenderMesh>, u: LodUpdate) {
+        for k in u.dropped {
+            assert!(held.remove(&k).is_some(), "{k:?} dropped but never handed out");
+        }
+        for (k, m) in u.meshes {
+            held.insert(k, m);
+        }
+    }
+
+    fn small() -> LodConfig {
+        LodConfig { distances: vec![24.0, 48.0, 96.0], hysteresis: 0.25 }
+    }
+
+    /// The held meshes are the view's nodes, each equal to a fresh mesh of it.
+    fn check_fresh(t: &Terrain, view: &LodView, held: &BTreeMap<LodMeshKey, RenderMesh>) {
+        let mesher = Mesher::new(t.materials());
+        let mut ws = MeshWorkspace::new();
+        let nodes: Vec<LodNode> = view.nodes().collect();
+        let keys: Vec<LodMeshKey> = held.keys().copied().collect();
+        let want: Vec<LodMeshKey> = nodes
+            .iter()
+            .flat_map(|&n| {
+                [ClusterPart::Interior, ClusterPart::Border].map(|part| LodMeshKey { node: n, part })
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(keys, want);
+        let levels = |p: voxterra::core::VoxelPos| view.level_at(p);
+        for (k, m) in held {
+            let mut fresh = RenderMesh::default();
+            let node = ClusterNode { region: k.node.region().unwrap(), level: k.node.level };
+            mesher.mesh_clustered(t.store(), node, &levels, k.part, &mut ws, &mut fresh).unwrap();
+            assert!(fresh == *m, "{k:?} is not what a fresh mesh of it is");
+        }
+    }
+
+    fn joined(held: &BTreeMap<LodMeshKey, RenderMesh>) -> RenderMesh {
+        let mut all = RenderMesh::default();
+        for m in held.values() {
+            let base = all.positions.len() as u32;
+            all.positions.extend(&m.positions);
+            all.normals.extend(&m.normals);
+            all.materials.extend(&m.materials);
+            all.indices.extend(m.indices.iter().map(|t| t.map(|i| i + base)));
+        }
+        all
+    }
+
+    #[test]
+    fn moves_and_edits_hand_out_what_a_fresh_view_draws() {
+        let mut t =
+            Terrain::generate(&WorldParams::new(5, [128, 64, 128]), TerrainConfig::default()).unwrap();
+        let mesher = Mesher::new(t.materials());
+        let mut view = LodView::new(small()).unwrap();
+        let mut held = BTreeMap::new();
+        let path = [[10.0, 40.0, 10.0], [60.0, 40.0, 20.0], [120.0, 30.0, 100.0], [64.0, 50.0, 64.0]];
+        let mut levels_seen = std::collections::BTreeSet::new();
+        for (i, p) in path.iter().enumerate() {
+            if i == 2 {
+                let crater = BrushShape::Sphere { center: Point3::new(64.0, 30.0, 64.0), radius: 10.0 };
+                let r = t.apply_brush(&Brush { shape: crater, op: BrushOp::Subtract }).unwrap();
+                view.mark_edited(&r.dirty.unwrap());
+            }
+            let u = view.update(&t, &mesher, &[Point3::new(p[0], p[1], p[2])]).unwrap();
+            apply(&mut held, u);
+            levels_seen.extend(view.nodes().map(|n| n.level));
+            check_fresh(&t, &view, &held);
+            super::clustered_open_edges_are_zero(&joined(&held));
+        }
+        assert!(levels_seen.len() >= 3, "levels drawn: {levels_seen:?}");
+        // With no hysteresis the selection depends on the viewers alone.
+        let cfg = LodConfig { hysteresis: 0.0, ..small() };
+        let (mut a, mut b) = (LodView::new(cfg.clone()).unwrap(), LodView::new(cfg).unwrap());
+        a.update(&t, &mesher, &[Point3::new(10.0, 40.0, 10.0)]).unwrap();
+        a.update(&t, &mesher, &[Point3::new(100.0, 40.0, 90.0)]).unwrap();
+        b.update(&t, &mesher, &[Point3::new(100.0, 40.0, 90.0)]).unwrap();
+        assert_eq!(a.nodes().collect::<Vec<_>>(), b.nodes().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_viewer_pacing_across_a_boundary_changes_nothing() {
+        let t = Terrain::generate(&WorldParams::new(6, [128, 64, 128]), TerrainConfig::default()).unwrap();
+        let mesher = Mesher::new(t.materials());
+        let mut view = LodView::new(small()).unwrap();
+        // Find a step that changes the selection, then pace across it.
+        let at = |x: f32| [Point3::new(x, 40.0, 20.0)];
+        view.update(&t, &mesher, &at(0.0)).unwrap();
+        let mut x = 0.0;
+        let before: Vec<_> = view.nodes().collect();
+        while view.nodes().collect::<Vec<_>>() == before {
+            x += 1.0;
+            view.update(&t, &mesher, &at(x)).unwrap();
+            assert!(x < 200.0);
+        }
+        for step in 0..6 {
+            let back = if step % 2 == 0 { x - 1.5 } else { x };
+            let u = view.update(&t, &mesher, &at(back)).unwrap();
+            assert!(u.meshes.is_empty() && u.dropped.is_empty(), "step {step} at {back}");
+        }
+    }
+
+    #[test]
+    fn one_and_two_threads_hand_out_the_same() {
+        let t = Terrain::generate(&WorldParams::new(7, [128, 64, 128]), TerrainConfig::default()).unwrap();
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                let mesher = Mesher::new(t.materials());
+                let mut view = LodView::new(small()).unwrap();
+                let mut out = Vec::new();
+                for p in [[5.0, 40.0, 5.0], [90.0, 40.0, 70.0]] {
+                    out.push(view.update(&t, &mesher, &[Point3::new(p[0], p[1], p[2])]).unwrap());
+                }
+                out
+            })
+        };
+        assert!(run(1) == run(2));
+    }
+
+    #[test]
+    fn bad_configs_and_viewers_are_errors() {
+        let t = Terrain::generate(&WorldParams::new(1, [64, 48, 64]), TerrainConfig::default()).unwrap();
+        let mesher = Mesher::new(t.materials());
+        assert!(matches!(
+            LodView::new(LodConfig { distances: vec![1.0; 9], hysteresis: 0.0 }),
+            Err(LodError::Level { .. })
+        ));
+        assert!(matches!(
+            LodView::new(LodConfig { distances: vec![f32::NAN], hysteresis: 0.0 }),
+            Err(LodError::Config)
+        ));
+        assert!(matches!(
+            LodView::new(LodConfig { distances: vec![1.0], hysteresis: -1.0 }),
+            Err(LodError::Config)
+        ));
+        let mut view = LodView::new(LodConfig::default()).unwrap();
+        assert!(matches!(
+            view.update(&t, &mesher, &[Point3::new(f32::NAN, 0.0, 0.0)]),
+            Err(LodError::Viewer)
+        ));
+    }
+}
+
+/// Asserts a mesh is closed: every edge, vertices named by position, is matched by the same edge
+/// the other way.
+fn clustered_open_edges_are_zero(m: &RenderMesh) {
+    let key = |i: u32| -> [u32; 3] { m.positions[i as usize].coords.map(|v| v.to_bits()).into() };
+    let mut count: std::collections::HashMap<([u32; 3], [u32; 3]), i64> = std::collections::HashMap::new();
+    for t in &m.indices {
+        for e in 0..3 {
+            let (a, b) = (key(t[e]), key(t[(e + 1) % 3]));
+            if a < b {
+                *count.entry((a, b)).or_default() += 1;
+            } else if b < a {
+                *count.entry((b, a)).or_default() -= 1;
+            }
+        }
+    }
+    let open = count.values().filter(|&&c| c != 0).count();
+    assert_eq!(open, 0, "{open} open edges");
+}
