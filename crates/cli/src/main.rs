@@ -5,12 +5,14 @@
 //! - `voxterra mesh`: mesh a world file or a generated world and write OBJ or PLY.
 //! - `voxterra demo`: bodies on live-edited terrain through rapier, optionally beside per-chunk
 //!   TriMesh colliders, with a table and a picture.
-//! - `voxterra render`: ray cast a world file or a generated world into a PNG.
+//! - `voxterra render`: ray cast a world file or a generated world into a PNG; `--lod` draws it
+//!   through levels of detail around the eye.
 
 mod demo;
 mod export;
 mod gen_cmd;
 mod info_cmd;
+mod lod_render;
 mod mesh_cmd;
 mod render;
 mod render_cmd;

@@ -56,6 +56,10 @@ pub(crate) struct MeshArgs {
     /// Print the summary as one JSON object on stdout (no progress bar).
     #[arg(long)]
     json: bool,
+    /// Write the levels-of-detail clipmap around this viewer (x,y,z in voxels) instead of full
+    /// resolution: nodes that grow with distance, meeting without cracks.
+    #[arg(long, value_parser = crate::render_cmd::parse_point, allow_hyphen_values = true, value_name = "X,Y,Z")]
+    lod_from: Option<[f32; 3]>,
 }
 
 #[derive(serde::Serialize, Debug)]
@@ -111,19 +115,30 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
     let mesher = Mesher::new(&table).with_surface(surface).with_shape_mode(mode);
     let terrain = Terrain::from_store(store, table.clone(), TerrainConfig::default())
         .context("preparing the terrain")?;
-    let keys = terrain.render_chunks();
-    let bar = progress_bar(keys.len() as u64, "meshing   ", "chunks", args.json)?;
     let start = Instant::now();
-    // In key order whatever the thread count: the file is the same for any --threads. Batches
-    // keep the bar moving.
-    let mut meshes: Vec<RenderMesh> = Vec::with_capacity(keys.len());
-    for batch in keys.chunks(256) {
-        let made = pool.install(|| terrain.render_meshes_of(&mesher, batch))?;
-        meshes.extend(made.into_iter().map(|(_, m)| m));
-        bar.inc(batch.len() as u64);
-    }
+    let (chunks, meshes) = match args.lod_from {
+        Some(p) => {
+            // The clipmap's nodes, meshed in parallel, in key order.
+            let mut view = voxterra::lod::LodView::new(voxterra::lod::LodConfig::default())?;
+            let update = pool.install(|| view.update(&terrain, &mesher, &[p.into()]))?;
+            (update.meshes.len(), update.meshes.into_iter().map(|(_, m)| m).collect::<Vec<_>>())
+        }
+        None => {
+            let keys = terrain.render_chunks();
+            let bar = progress_bar(keys.len() as u64, "meshing   ", "chunks", args.json)?;
+            // In key order whatever the thread count: the file is the same for any --threads.
+            // Batches keep the bar moving.
+            let mut meshes: Vec<RenderMesh> = Vec::with_capacity(keys.len());
+            for batch in keys.chunks(256) {
+                let made = pool.install(|| terrain.render_meshes_of(&mesher, batch))?;
+                meshes.extend(made.into_iter().map(|(_, m)| m));
+                bar.inc(batch.len() as u64);
+            }
+            bar.finish_and_clear();
+            (keys.len(), meshes)
+        }
+    };
     let mesh_seconds = start.elapsed().as_secs_f64();
-    bar.finish_and_clear();
 
     let start = Instant::now();
     let mut file =
@@ -141,7 +156,7 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
     let summary = Summary {
         file: args.out.display().to_string(),
         format: format!("{format:?}").to_lowercase(),
-        chunks: keys.len(),
+        chunks,
         vertices: meshes.iter().map(|m| m.positions.len()).sum(),
         triangles: meshes.iter().map(|m| m.indices.len()).sum(),
         mesh_seconds,

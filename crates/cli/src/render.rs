@@ -59,7 +59,7 @@ impl Picture {
 }
 
 /// The sun's direction (toward it): high in the south-west, so slopes read clearly.
-fn sun() -> Vector3<f32> {
+pub(crate) fn sun() -> Vector3<f32> {
     Vector3::new(-0.45, 0.8, 0.35).normalize()
 }
 
@@ -77,7 +77,7 @@ fn body_color(index: u32) -> [f32; 3] {
 }
 
 /// The primary rays of `camera`, row by row from the top.
-fn primary_rays(camera: &Camera) -> Vec<Ray> {
+pub(crate) fn primary_rays(camera: &Camera) -> Vec<Ray> {
     let forward = (camera.target - camera.eye).try_normalize(1e-9).unwrap_or(-Vector3::z());
     let right = forward.cross(&Vector3::y()).try_normalize(1e-9).unwrap_or(Vector3::x());
     let up = right.cross(&forward);

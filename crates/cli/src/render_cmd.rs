@@ -2,11 +2,13 @@
 //! flags.
 
 use crate::gen_cmd::{parse_size, progress_bar};
+use crate::lod_render::{lod_scene, render_lod};
 use crate::render::{Camera, render};
 use anyhow::Context;
 use std::path::PathBuf;
 use voxterra::TerrainConfig;
 use voxterra::core::nalgebra::Point3;
+use voxterra::mesher::Mesher;
 use voxterra::worldgen::WorldParams;
 use voxterra::{Terrain, World};
 
@@ -40,6 +42,13 @@ pub(crate) struct RenderArgs {
     /// Worker threads (default: all cores). The picture is the same for any count.
     #[arg(long)]
     threads: Option<usize>,
+    /// Draw the terrain through levels of detail: the clipmap around the eye, cast through one
+    /// kD tree over its meshes (default eye: over the world's center, looking at the horizon).
+    #[arg(long)]
+    lod: bool,
+    /// With --lod, colour each level (finest red through coarsest violet).
+    #[arg(long, requires = "lod")]
+    tint_levels: bool,
 }
 
 /// `x,y,z` as three floats.
@@ -125,6 +134,9 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
                 t
             }
         };
+        if args.lod {
+            return render_lod_picture(args, &terrain);
+        }
         let camera = camera_for(&terrain, args.eye, args.target, args.fov, args.resolution)?;
         let table = terrain.materials().clone();
         let mut world = World::new(terrain);
@@ -148,4 +160,51 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
         );
         Ok(())
     })
+}
+
+/// `render --lod`: the clipmap around the eye, its triangles against full resolution's, the
+/// picture.
+fn render_lod_picture(args: &RenderArgs, terrain: &Terrain) -> anyhow::Result<()> {
+    // Over the world's center above its peaks, looking out past a far corner to the horizon.
+    let (lo, hi) = terrain.extent().map_or(([0.0; 3], [64.0; 3]), |e| {
+        let s = terrain.voxel_size();
+        (e.min().map(|v| v as f32 * s).into(), e.max().map(|v| v as f32 * s).into())
+    });
+    let h = hi[1] - lo[1];
+    let center = [(lo[0] + hi[0]) * 0.5, hi[1] + h * 0.15, (lo[2] + hi[2]) * 0.5];
+    let eye = args.eye.unwrap_or(center);
+    let target = args.target.unwrap_or([hi[0], lo[1] + h * 0.35, hi[2]]);
+    let camera = camera_for(terrain, Some(eye), Some(target), args.fov, args.resolution)?;
+    let mesher = Mesher::new(terrain.materials());
+    let scale = 1.0 / terrain.voxel_size();
+    let scene = lod_scene(terrain, &mesher, camera.eye.map(|c| c * scale))?;
+    let mut camera = camera;
+    // The scene is in voxel units.
+    camera.eye = camera.eye.map(|c| c * scale);
+    camera.target = camera.target.map(|c| c * scale);
+    let bar = progress_bar(0, "rendering ", "rays", false)?;
+    let picture = render_lod(&scene, terrain.materials(), &camera, args.tint_levels, |d, n| {
+        bar.set_length(n);
+        bar.set_position(d);
+    })?;
+    bar.finish_and_clear();
+    picture.save_png(&args.out)?;
+    println!(
+        "levels     {} triangles in {:.2} s; nodes per level (finest first) {:?}",
+        scene.mesh.indices.len(),
+        scene.seconds,
+        scene.nodes_per_level
+    );
+    println!(
+        "{}: {}x{} pixels, {:.2} M primary rays/s ({:.3} s), {} shadow rays ({:.3} s), {} threads",
+        args.out.display(),
+        picture.width,
+        picture.height,
+        picture.rays_per_second() / 1e6,
+        picture.primary_seconds,
+        picture.shadow_rays,
+        picture.shadow_seconds,
+        rayon::current_num_threads()
+    );
+    Ok(())
 }
