@@ -18,7 +18,8 @@
 //! ghost normals across chunk seams, shape casts and mesh–mesh tests against parry's
 //! `contact_manifolds` on one `TriMesh` per chunk with `FIX_INTERNAL_EDGES`), `terrain` (the
 //! facade's `Terrain`: edit to collision-ready and memory, against re-meshing and rebuilding a
-//! parry `TriMesh` per touched chunk).
+//! parry `TriMesh` per touched chunk), `lod` (levels of detail: nodes against the `transvoxel`
+//! crate, error at equal triangle count against meshoptimizer's simplifier, a whole 2048² view).
 //! Every case checks that both sides compute the same answer before it is timed.
 
 #![forbid(unsafe_code)]
@@ -28,6 +29,7 @@ pub mod codec_suite;
 pub mod dynamic_tree_suite;
 pub mod harness;
 pub mod kdtree_suite;
+pub mod lod_suite;
 pub mod mesher_suite;
 pub mod narrowphase_suite;
 pub mod parry_adapter;

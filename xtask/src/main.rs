@@ -10,8 +10,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 // The same list, in the same order, as the `compare` binary's.
-const SUITES: &[&str] =
-    &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree", "narrowphase", "terrain"];
+const SUITES: &[&str] = &[
+    "store",
+    "codec",
+    "bit-broadphase",
+    "kdtree",
+    "mesher",
+    "dynamic-aabb-tree",
+    "narrowphase",
+    "terrain",
+    "lod",
+];
 const FUZZ_TARGETS: &[&str] = &["decode_rle", "roundtrip", "open_world", "decode_delta", "apply_delta"];
 
 fn root() -> PathBuf {

@@ -2,18 +2,27 @@
 
 use clap::Parser;
 use voxterra_benches::{
-    bit_broadphase_suite, codec_suite, dynamic_tree_suite, kdtree_suite, mesher_suite, narrowphase_suite,
-    store_suite, terrain_suite,
+    bit_broadphase_suite, codec_suite, dynamic_tree_suite, kdtree_suite, lod_suite, mesher_suite,
+    narrowphase_suite, store_suite, terrain_suite,
 };
 
-const SUITES: &[&str] =
-    &["store", "codec", "bit-broadphase", "kdtree", "mesher", "dynamic-aabb-tree", "narrowphase", "terrain"];
+const SUITES: &[&str] = &[
+    "store",
+    "codec",
+    "bit-broadphase",
+    "kdtree",
+    "mesher",
+    "dynamic-aabb-tree",
+    "narrowphase",
+    "terrain",
+    "lod",
+];
 
 /// Runs a benchmark suite for voxterra and its named peer, interleaved, and prints medians and ratios.
 #[derive(Parser, Debug)]
 #[command(name = "compare")]
 struct Args {
-    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase, terrain.
+    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase, terrain, lod.
     suite: String,
     /// Smaller world and fewer repetitions: a smoke run.
     #[arg(long)]
@@ -37,6 +46,7 @@ fn main() -> anyhow::Result<()> {
         "dynamic-aabb-tree" => dynamic_tree_suite::run(args.quick),
         "narrowphase" => narrowphase_suite::run(args.quick),
         "terrain" => terrain_suite::run(args.quick),
+        "lod" => lod_suite::run(args.quick),
         other => anyhow::bail!("unknown suite {other:?}; suites: {}", SUITES.join(", ")),
     };
     if args.json {

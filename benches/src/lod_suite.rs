@@ -1,0 +1,320 @@
+//! Suite `lod`: levels of detail against the `transvoxel` crate (Lengyel's transition cells, the
+//! method godot_voxel uses) sampling the same voxels at the same level, and meshoptimizer's
+//! simplifier (the `meshopt` crate) on the full-resolution mesh at each level's triangle count.
+//!
+//! Ours is the clustered mesher (`Mesher::mesh_clustered`: octree clusters, crack-free between any
+//! levels), and beside it the mips' own surface (`Terrain::lod_mesh`, same-level tiling only).
+//! transvoxel samples each node's `33³` grid points at the voxel there (density `occupancy − ½` for
+//! solid materials), the signs our clusters' grid uses.
+
+use crate::harness::{Budget, Metric, Report, compare_prechecked};
+use parry3d::math::Vector;
+use parry3d::query::PointQuery;
+use parry3d::shape::TriMesh;
+use std::time::Instant;
+use transvoxel::prelude::*;
+use voxterra::lod::{LodConfig, LodNode, LodView, NODE_CELLS};
+use voxterra::{Terrain, TerrainConfig};
+use voxterra_core::nalgebra::Point3;
+use voxterra_core::{Ray, Region, VoxelPos, VoxelRead};
+use voxterra_mesher::{ClusterNode, ClusterPart, MeshWorkspace, Mesher, RenderMesh};
+use voxterra_worldgen::WorldParams;
+
+const TRANSVOXEL: &str = "transvoxel 2.0";
+const MESHOPT: &str = "meshopt 0.7 simplify";
+
+/// transvoxel's extraction of `node`, `sides` at double resolution: its triangle count.
+fn transvoxel_node(t: &Terrain, node: LodNode, sides: TransitionSides) -> usize {
+    let solid = t.materials().solid_mask();
+    let store = t.store();
+    let field = |x: f32, y: f32, z: f32| -> f32 {
+        let v = store.voxel(Point3::new(x.floor() as i32, y.floor() as i32, z.floor() as i32));
+        if solid >> v.material().id() & 1 != 0 { v.occupancy() - 0.5 } else { -0.5 }
+    };
+    let r = node.region().expect("node in range");
+    let base = r.min().map(|v| v as f32);
+    let block = Block::new([base.x, base.y, base.z], r.size()[0] as f32, NODE_CELLS as usize);
+    let builder = GenericMeshBuilder::new();
+    let mesh = extract_from_field(&field, FieldCaching::CacheCentralBlockOnly, block, sides, 0.0f32, builder)
+        .build();
+    mesh.num_tris()
+}
+
+/// The node of `level` at the ground under the world's center.
+fn node_at_ground(t: &Terrain, size: [u32; 3], level: u32) -> LodNode {
+    let (x, z) = (size[0] as f32 * 0.5, size[2] as f32 * 0.5);
+    let hit = t
+        .cast_ray(
+            &Ray::new(Point3::new(x, size[1] as f32 + 10.0, z), -voxterra_core::nalgebra::Vector3::y()),
+            1e4,
+        )
+        .expect("valid ray");
+    let y = hit.map_or(size[1] as f32 * 0.5, |h| h.point.y);
+    LodNode::containing(level, Point3::new(x as i32, y as i32, z as i32))
+}
+
+/// The clustered mesh of `node` with every neighbor at `levels`.
+fn clustered(
+    t: &Terrain,
+    mesher: &Mesher,
+    node: LodNode,
+    levels: &dyn Fn(VoxelPos) -> u32,
+    part: ClusterPart,
+    ws: &mut MeshWorkspace,
+) -> RenderMesh {
+    let mut m = RenderMesh::default();
+    let n = ClusterNode { region: node.region().expect("in range"), level: node.level };
+    mesher.mesh_clustered(t.store(), n, &levels, part, ws, &mut m).expect("node meshes");
+    m
+}
+
+fn trimesh(m: &RenderMesh) -> TriMesh {
+    TriMesh::new(m.positions.iter().map(|p| Vector::new(p.x, p.y, p.z)).collect(), m.indices.clone())
+        .expect("a mesh with triangles")
+}
+
+/// Mean and largest distance from each of `points` to `surface`.
+fn distances(points: &[Point3<f32>], surface: &TriMesh) -> (f64, f64) {
+    let (mut sum, mut max) = (0.0f64, 0.0f64);
+    for p in points {
+        let q = Vector::new(p.x, p.y, p.z);
+        let d = (surface.project_local_point(q, false).point - q).length() as f64;
+        sum += d;
+        max = max.max(d);
+    }
+    (sum / points.len().max(1) as f64, max)
+}
+
+/// The symmetric sampled distance between `a` and `b` (vertices of each to the other's surface):
+/// the mean of the two means, and the larger maximum.
+fn symmetric(a: &RenderMesh, b_points: &[Point3<f32>], b: &TriMesh, a_tri: &TriMesh) -> (f64, f64) {
+    let (m1, x1) = distances(&a.positions, b);
+    let (m2, x2) = distances(b_points, a_tri);
+    ((m1 + m2) * 0.5, x1.max(x2))
+}
+
+/// Every node of `level` over `region` (a node of margin below and around), clustered, merged.
+fn level_mesh(t: &Terrain, mesher: &Mesher, region: &Region, level: u32) -> RenderMesh {
+    let mut ws = MeshWorkspace::new();
+    let span = (NODE_CELLS << level) as i32;
+    let (lo, hi) = (region.min(), region.max());
+    let mut all = RenderMesh::default();
+    for y in lo.y.div_euclid(span) - 1..=(hi.y - 1).div_euclid(span) + 1 {
+        for z in lo.z.div_euclid(span) - 1..=(hi.z - 1).div_euclid(span) + 1 {
+            for x in lo.x.div_euclid(span) - 1..=(hi.x - 1).div_euclid(span) + 1 {
+                let m =
+                    clustered(t, mesher, LodNode { level, x, y, z }, &|_| level, ClusterPart::Whole, &mut ws);
+                let base = all.positions.len() as u32;
+                all.positions.extend(&m.positions);
+                all.indices.extend(m.indices.iter().map(|tri| tri.map(|i| i + base)));
+            }
+        }
+    }
+    all
+}
+
+/// Runs the suite (`quick`: a smaller world, fewer repetitions, no whole 2048² view).
+pub fn run(quick: bool) -> Report {
+    let budget = Budget::new(quick);
+    let size = if quick { [256, 96, 256] } else { [512, 128, 512] };
+    let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).expect("world");
+    let mesher = Mesher::new(t.materials());
+    let mut report = Report {
+        suite: "lod".into(),
+        setup: format!(
+            "default world {size:?}, seed 1; peers: {TRANSVOXEL} sampling the same voxels per node, {MESHOPT} on the full-resolution mesh"
+        ),
+        cases: Vec::new(),
+        metrics: Vec::new(),
+    };
+    let mut ws = MeshWorkspace::new();
+
+    // Producing one node at levels 1-4.
+    for level in 1..=4u32 {
+        let node = node_at_ground(&t, size, level);
+        let ours = clustered(&t, &mesher, node, &|_| level, ClusterPart::Whole, &mut ws).indices.len();
+        let theirs = transvoxel_node(&t, node, TransitionSide::none());
+        assert!(ours > 0 && theirs > 0, "level {level}: a node with surface");
+        report.cases.push(compare_prechecked(
+            budget,
+            &format!("node at level {level}, clustered"),
+            "node",
+            1,
+            TRANSVOXEL,
+            "≥ 3× transvoxel",
+            || clustered(&t, &mesher, node, &|_| level, ClusterPart::Whole, &mut ws).indices.len(),
+            || transvoxel_node(&t, node, TransitionSide::none()),
+        ));
+        let mut mip_ws = MeshWorkspace::new();
+        report.cases.push(compare_prechecked(
+            budget,
+            &format!("node at level {level}, mips"),
+            "node",
+            1,
+            TRANSVOXEL,
+            "(beside: same-level tiling only)",
+            || t.lod_mesh(&mesher, node, &mut mip_ws).expect("node meshes").indices.len(),
+            || transvoxel_node(&t, node, TransitionSide::none()),
+        ));
+        report.metrics.push(Metric {
+            name: format!("triangles in the level-{level} node"),
+            voxterra: ours as f64,
+            peer: theirs as f64,
+            peer_name: TRANSVOXEL.into(),
+            goal: "(report)".into(),
+        });
+    }
+
+    // A neighbour changes level: we re-mesh the node's border; transvoxel re-extracts the node
+    // with a transition face.
+    {
+        let node = node_at_ground(&t, size, 2);
+        let r = node.region().expect("in range");
+        let split_beside = move |p: VoxelPos| if p.x >= r.max().x { 1 } else { 2 };
+        let border =
+            |ws: &mut MeshWorkspace| clustered(&t, &mesher, node, &split_beside, ClusterPart::Border, ws);
+        assert!(!border(&mut ws).indices.is_empty(), "the border meets the finer neighbour");
+        report.cases.push(compare_prechecked(
+            budget,
+            "neighbour changes level (level 2 node)",
+            "node",
+            1,
+            TRANSVOXEL,
+            "≥ 10× re-extracting the node",
+            || border(&mut ws).indices.len(),
+            || transvoxel_node(&t, node, TransitionSide::HighX.into()),
+        ));
+    }
+
+    // Geometric error at equal triangle count, over the whole world.
+    {
+        let world = t.extent().expect("a world").expanded(1);
+        let mut full = RenderMesh::default();
+        mesher.mesh(t.store(), &world, &mut ws, &mut full).expect("world meshes");
+        let full_tri = trimesh(&full);
+        let mut below = full.indices.len();
+        for level in 1..=4u32 {
+            let ours = level_mesh(&t, &mesher, &world, level);
+            let (ours_mean, ours_max) = symmetric(&ours, &full.positions, &full_tri, &trimesh(&ours));
+            let flat: Vec<u32> = full.indices.iter().flatten().copied().collect();
+            let bytes: Vec<u8> =
+                full.positions.iter().flat_map(|p| [p.x, p.y, p.z]).flat_map(f32::to_le_bytes).collect();
+            let adapter = meshopt::VertexDataAdapter::new(&bytes, 12, 0).expect("positions");
+            let start = Instant::now();
+            let simple = meshopt::simplify(
+                &flat,
+                &adapter,
+                ours.indices.len() * 3,
+                1.0,
+                meshopt::SimplifyOptions::None,
+                None,
+            );
+            let meshopt_seconds = start.elapsed().as_secs_f64();
+            let theirs = RenderMesh {
+                positions: full.positions.clone(),
+                indices: simple.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect(),
+                ..RenderMesh::default()
+            };
+            // Only the vertices meshopt kept sample its surface.
+            let mut used = vec![false; full.positions.len()];
+            for &i in &simple {
+                used[i as usize] = true;
+            }
+            let kept = RenderMesh {
+                positions: full.positions.iter().zip(&used).filter(|(_, u)| **u).map(|(p, _)| *p).collect(),
+                ..RenderMesh::default()
+            };
+            let theirs_tri = trimesh(&theirs);
+            let (m1, x1) = distances(&kept.positions, &full_tri);
+            let (m2, x2) = distances(&full.positions, &theirs_tri);
+            let (theirs_mean, theirs_max) = ((m1 + m2) * 0.5, x1.max(x2));
+            let cell = (1u32 << level) as f64;
+            report.metrics.push(Metric {
+                name: format!("level {level}: triangles, share of the level below"),
+                voxterra: ours.indices.len() as f64 / below as f64,
+                peer: theirs.indices.len() as f64,
+                peer_name: "meshopt's count".into(),
+                goal: format!("≤ 1/3.5 (0.286); {} triangles", ours.indices.len()),
+            });
+            report.metrics.push(Metric {
+                name: format!("level {level}: mean symmetric distance, voxels"),
+                voxterra: ours_mean,
+                peer: theirs_mean,
+                peer_name: MESHOPT.into(),
+                goal: format!("≤ meshopt's and ≤ half a cell ({})", cell / 2.0),
+            });
+            report.metrics.push(Metric {
+                name: format!("level {level}: largest distance, voxels"),
+                voxterra: ours_max,
+                peer: theirs_max,
+                peer_name: MESHOPT.into(),
+                goal: format!("(report; meshopt took {meshopt_seconds:.2} s)"),
+            });
+            below = ours.indices.len();
+        }
+    }
+
+    if !quick {
+        whole_view(&mut report);
+    }
+    report
+}
+
+/// The viewer at the centre of a 2048×256×2048 world, everything in view; then one chunk over.
+fn whole_view(report: &mut Report) {
+    let size = [2048, 256, 2048];
+    let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).expect("world");
+    let mesher = Mesher::new(t.materials());
+    let keys = t.render_chunks();
+    let mut full = 0usize;
+    for batch in keys.chunks(1024) {
+        full += t
+            .render_meshes_of(&mesher, batch)
+            .expect("chunks mesh")
+            .iter()
+            .map(|(_, m)| m.indices.len())
+            .sum::<usize>();
+    }
+    let eye = Point3::new(1024.0, 200.0, 1024.0);
+    let mut view = LodView::new(LodConfig::default()).expect("default config");
+    let start = Instant::now();
+    let update = view.update(&t, &mesher, &[eye]).expect("update");
+    let seconds = start.elapsed().as_secs_f64();
+    let triangles: usize = update.meshes.iter().map(|(_, m)| m.indices.len()).sum();
+    let bytes: usize = update
+        .meshes
+        .iter()
+        .map(|(_, m)| {
+            m.positions.len() * 12 + m.normals.len() * 12 + m.materials.len() + m.indices.len() * 12
+        })
+        .sum();
+    report.metrics.push(Metric {
+        name: "whole view 2048x256x2048: triangles".into(),
+        voxterra: triangles as f64,
+        peer: full as f64,
+        peer_name: "full resolution".into(),
+        goal: format!(
+            "≤ 1/20 ({:.4} of full); {} meshes",
+            triangles as f64 / full as f64,
+            update.meshes.len()
+        ),
+    });
+    report.metrics.push(Metric {
+        name: "whole view: seconds, mesh MiB".into(),
+        voxterra: seconds,
+        peer: bytes as f64 / (1024.0 * 1024.0),
+        peer_name: "(MiB)".into(),
+        goal: "(report, 2 threads)".into(),
+    });
+    let start = Instant::now();
+    let moved = view
+        .update(&t, &mesher, &[eye + voxterra_core::nalgebra::Vector3::new(32.0, 0.0, 0.0)])
+        .expect("update");
+    report.metrics.push(Metric {
+        name: "viewer crosses one chunk: meshes rebuilt, seconds".into(),
+        voxterra: moved.meshes.len() as f64,
+        peer: start.elapsed().as_secs_f64(),
+        peer_name: "(seconds)".into(),
+        goal: format!("(report); {} dropped", moved.dropped.len()),
+    });
+}
