@@ -64,18 +64,78 @@ struct Cluster {
     cells: u32,
     /// Cells per material id, as (id, count), few per cluster.
     materials: Vec<(u8, u32)>,
-    /// Its index in the output, once used.
-    vertex: Option<u32>,
 }
 
 /// A cluster: its level and its coordinates at that level (cell >> level).
 type ClusterKey = (u32, [i32; 3]);
 
+/// A cluster's vertex: its cells' mass point, mean normal and most common material.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct ClusterVertex {
+    /// Position, voxel units.
+    pub position: Point3<f32>,
+    /// Unit normal, into air.
+    pub normal: Vector3<f32>,
+    /// Material.
+    pub material: Material,
+}
+
+/// What a node's neighbors need to re-make its border without reading voxels: the node's clusters
+/// along its faces and the signs of its grid's points on its faces. Made by
+/// [`Mesher::mesh_cluster_node`]; read by [`Mesher::stitch_border`].
+#[derive(Clone, Debug)]
+pub struct BorderSummary {
+    node: ClusterNode,
+    clusters: Map<ClusterKey, ClusterVertex>,
+    /// One bit per point of the node's grid (`n + 1` a side), set on the faces only.
+    signs: Vec<u64>,
+    n: usize,
+}
+
+impl BorderSummary {
+    /// The node summarised.
+    pub fn node(&self) -> ClusterNode {
+        self.node
+    }
+
+    /// The vertex of the node's cluster `key` (level, coordinates at that level), if it is one of
+    /// the node's clusters along its faces with a surface.
+    pub fn vertex(&self, key: (u32, [i32; 3])) -> Option<ClusterVertex> {
+        self.clusters.get(&key).copied()
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.clusters.capacity() * (std::mem::size_of::<(ClusterKey, ClusterVertex)>() + 1)
+            + self.signs.capacity() * 8
+    }
+
+    fn sign_index(&self, p: VoxelPos) -> Option<usize> {
+        let (lo, l) = (self.node.region.min(), self.node.level);
+        let d = p - lo;
+        let (n, mask) = (self.n as i32, (1i32 << l) - 1);
+        let q = d.map(|v| v >> l);
+        ((0..3).all(|a| (0..=n).contains(&q[a]) && d[a] & mask == 0))
+            .then(|| q.x as usize + (n as usize + 1) * (q.z as usize + (n as usize + 1) * q.y as usize))
+    }
+
+    fn sign(&self, p: VoxelPos) -> bool {
+        self.sign_index(p).is_some_and(|i| self.signs[i / 64] >> (i % 64) & 1 != 0)
+    }
+}
+
+/// An output mesh and the index each cluster got in it.
+struct Builder<'a> {
+    mesh: &'a mut RenderMesh,
+    index: Map<ClusterKey, u32>,
+}
+
 impl Mesher {
     /// The render mesh (`part` of it) of `node` (voxels aligned to `2^level`) at its level,
-    /// seamless with its neighbors at the levels `levels` gives (any levels up to [`MAX_CLUSTER_LEVEL`]): vertex
-    /// positions in voxel units like [`Mesher::mesh`]'s. Reads full-resolution voxels of the node
-    /// and of the neighbors' clusters along its border through `src`.
+    /// seamless with its neighbors at the levels `levels` gives (any levels up to
+    /// [`MAX_CLUSTER_LEVEL`]): vertex positions in voxel units like [`Mesher::mesh`]'s. Reads
+    /// full-resolution voxels of the node and of the neighbors' clusters along its border
+    /// through `src`.
     pub fn mesh_clustered<R: VoxelRead + ?Sized>(
         &self,
         src: &R,
@@ -85,17 +145,107 @@ impl Mesher {
         ws: &mut MeshWorkspace,
         out: &mut RenderMesh,
     ) -> Result<(), MeshError> {
-        let ClusterNode { region, level } = node;
-        let region = &region;
         out.clear();
-        if level > MAX_CLUSTER_LEVEL {
-            return Err(MeshError::Level { level, max: MAX_CLUSTER_LEVEL });
+        check_node(&node)?;
+        let clusters = self.cluster_sums(src, &node, levels, part, ws)?;
+        let mut lookup = |k: ClusterKey| clusters.get(&k).map(finish);
+        let inside = |p: VoxelPos| self.is_inside(src.voxel(p));
+        let mut one = [Builder { mesh: out, index: Map::default() }];
+        contour(&node, levels, part, &inside, &mut lookup, &mut one);
+        Ok(())
+    }
+
+    /// A node's interior and border meshes at once (one pass over its voxels), and the summary its
+    /// neighbors stitch against when a level changes around it.
+    pub fn mesh_cluster_node<R: VoxelRead + ?Sized>(
+        &self,
+        src: &R,
+        node: ClusterNode,
+        levels: &dyn LevelMap,
+        ws: &mut MeshWorkspace,
+        interior: &mut RenderMesh,
+        border: &mut RenderMesh,
+    ) -> Result<BorderSummary, MeshError> {
+        interior.clear();
+        border.clear();
+        check_node(&node)?;
+        let clusters = self.cluster_sums(src, &node, levels, ClusterPart::Whole, ws)?;
+        {
+            let mut lookup = |k: ClusterKey| clusters.get(&k).map(finish);
+            let inside = |p: VoxelPos| self.is_inside(src.voxel(p));
+            let mut both = [
+                Builder { mesh: interior, index: Map::default() },
+                Builder { mesh: border, index: Map::default() },
+            ];
+            contour(&node, levels, ClusterPart::Whole, &inside, &mut lookup, &mut both);
         }
-        let s = 1i32 << level;
-        let (lo, hi) = (region.min(), region.max());
-        if region.is_empty() || [lo.x, lo.y, lo.z, hi.x, hi.y, hi.z].iter().any(|v| v % s != 0) {
-            return Err(MeshError::Unaligned { region: *region, level });
+        let (lo, hi) = (node.region.min(), node.region.max());
+        let l = node.level;
+        let on_face = |c: &[i32; 3]| (0..3).any(|a| c[a] == lo[a] >> l || c[a] == (hi[a] >> l) - 1);
+        let own: Map<ClusterKey, ClusterVertex> = clusters
+            .iter()
+            .filter(|(k, _)| {
+                k.0 == l && on_face(&k.1) && node.region.contains(Point3::from(k.1).map(|v| v << l))
+            })
+            .map(|(k, c)| (*k, finish(c)))
+            .collect();
+        let n = (node.region.size()[0] >> l) as usize;
+        let mut summary =
+            BorderSummary { node, clusters: own, signs: vec![0; ((n + 1).pow(3)).div_ceil(64)], n };
+        let s = 1i32 << l;
+        for qy in 0..=n {
+            for qz in 0..=n {
+                for qx in 0..=n {
+                    let face = [qx, qy, qz].iter().any(|&q| q == 0 || q == n);
+                    if !face {
+                        continue;
+                    }
+                    let p = lo + voxterra_core::nalgebra::Vector3::new(qx as i32, qy as i32, qz as i32) * s;
+                    if self.is_inside(src.voxel(p)) {
+                        let i = qx + (n + 1) * (qz + (n + 1) * qy);
+                        summary.signs[i / 64] |= 1 << (i % 64);
+                    }
+                }
+            }
         }
+        Ok(summary)
+    }
+
+    /// Re-makes `own`'s node's border mesh for the levels `levels` gives now, from summaries alone:
+    /// `own` for its signs and its clusters, `others` for the clusters of the nodes around it
+    /// (their [`BorderSummary::vertex`]). Equal, bit for bit, to
+    /// [`Mesher::mesh_clustered`]`(…, ClusterPart::Border, …)`, without reading a voxel.
+    pub fn stitch_border(
+        &self,
+        own: &BorderSummary,
+        levels: &dyn LevelMap,
+        others: &dyn Fn((u32, [i32; 3])) -> Option<ClusterVertex>,
+        out: &mut RenderMesh,
+    ) {
+        out.clear();
+        let node = own.node;
+        let l = node.level;
+        let mut lookup = |k: ClusterKey| {
+            let mine = k.0 == l && node.region.contains(Point3::from(k.1).map(|v| v << l));
+            if mine { own.clusters.get(&k).copied() } else { others(k) }
+        };
+        let inside = |p: VoxelPos| own.sign(p);
+        let mut one = [Builder { mesh: out, index: Map::default() }];
+        contour(&node, levels, ClusterPart::Border, &inside, &mut lookup, &mut one);
+    }
+
+    /// Every full-resolution cell with a vertex that `part` of `node`'s polygons can reach,
+    /// summed into clusters at its node's level.
+    fn cluster_sums<R: VoxelRead + ?Sized>(
+        &self,
+        src: &R,
+        node: &ClusterNode,
+        levels: &dyn LevelMap,
+        part: ClusterPart,
+        ws: &mut MeshWorkspace,
+    ) -> Result<Map<ClusterKey, Cluster>, MeshError> {
+        let region = &node.region;
+        let s = 1i32 << node.level;
         // How far beyond the node its polygons reach: the largest cluster around it.
         let mut margin = 0;
         if part != ClusterPart::Interior {
@@ -112,7 +262,6 @@ impl Mesher {
         // asks (a cluster's vertex is the same in every node that draws it).
         let need = grow(region, margin)?;
         let work = grow(&need, 1)?;
-        // Full-resolution vertices of every cell in the work box, by cell.
         let mut cells: Vec<(VoxelPos, Point3<f32>, Vector3<f32>, Material)> = Vec::new();
         let mut mesh = CellMesh::default();
         let chunk = 32i64;
@@ -157,73 +306,107 @@ impl Mesher {
                 None => c.materials.push((m.id(), 1)),
             }
         }
-        // The edges of the 2^level grid with a cell in the node, contoured when this level is the
-        // finest around them and this node the first of that level in a fixed order.
-        let inside = |p: VoxelPos| self.is_inside(src.voxel(p));
-        let key_of = |q: VoxelPos| -> (u32, ClusterKey) {
-            let l = levels.level_at(q).min(MAX_CLUSTER_LEVEL);
-            (l, (l, [q.x >> l, q.y >> l, q.z >> l]))
-        };
-        let mut y = lo.y;
-        while y <= hi.y {
-            let mut z = lo.z;
-            while z <= hi.z {
-                let mut x = lo.x;
-                while x <= hi.x {
-                    let p = Point3::new(x, y, z);
-                    let mut here = None;
-                    for axis in 0..3 {
-                        // Along the edge's own axis its cells start at `p`: inside the node only.
-                        if p[axis] >= hi[axis] {
-                            continue;
-                        }
-                        let (b, c) = ((axis + 1) % 3, (axis + 2) % 3);
-                        // The cells around the edge, counter-clockwise seen from its positive
-                        // direction, as the mesher orders them.
-                        let offsets = [(1, 1), (0, 1), (0, 0), (1, 0)];
-                        let around = offsets.map(|(db, dc)| {
-                            let mut q = p;
-                            q[b] -= s * db;
-                            q[c] -= s * dc;
-                            q
-                        });
-                        let own = around.iter().all(|q| region.contains(*q));
-                        match part {
-                            ClusterPart::Interior if !own => continue,
-                            ClusterPart::Border if own => continue,
-                            _ => {}
-                        }
-                        let mut far = p;
-                        far[axis] += s;
-                        let here = *here.get_or_insert_with(|| inside(p));
-                        if here == inside(far) {
-                            continue;
-                        }
-                        let keys = around.map(key_of);
-                        if keys.iter().any(|k| k.0 < level) {
-                            continue; // a finer node contours it at its level
-                        }
-                        let emitter = [2usize, 3, 1, 0].into_iter().find(|&i| keys[i].0 == level);
-                        if emitter.is_none_or(|i| !region.contains(around[i])) {
-                            continue;
-                        }
-                        let flip = if here { 0 } else { 3 };
-                        let quad: [ClusterKey; 4] = [0, 1, 2, 3].map(|i| keys[i ^ flip].1);
-                        emit(out, &mut clusters, quad);
-                    }
-                    x += s;
-                }
-                z += s;
-            }
-            y += s;
-        }
-        Ok(())
+        Ok(clusters)
     }
 
     /// Whether `v` is inside the surface this mesher extracts (matter, occupancy over one half): the
     /// sign the mesher gives a cell corner.
     pub fn is_inside(&self, v: voxterra_core::Voxel) -> bool {
         self.matter >> v.material().id() & 1 != 0 && v.occupancy_byte() >= 128
+    }
+}
+
+/// Refuses levels past the coarsest and nodes not aligned to their level.
+fn check_node(node: &ClusterNode) -> Result<(), MeshError> {
+    let (region, level) = (&node.region, node.level);
+    if level > MAX_CLUSTER_LEVEL {
+        return Err(MeshError::Level { level, max: MAX_CLUSTER_LEVEL });
+    }
+    let s = 1i32 << level;
+    let (lo, hi) = (region.min(), region.max());
+    let cube = region.size().iter().all(|&v| v == region.size()[0]);
+    if region.is_empty() || !cube || [lo.x, lo.y, lo.z, hi.x, hi.y, hi.z].iter().any(|v| v % s != 0) {
+        return Err(MeshError::Unaligned { region: *region, level });
+    }
+    Ok(())
+}
+
+/// The polygons of `node`'s edges (those of `part`): each edge of its level's grid with a cell in
+/// the node, contoured when this level is the finest around it and this node the first of that
+/// level in a fixed order, its cells replaced by their clusters. With two outputs, polygons of the
+/// node's own clusters go to the first and the others to the second.
+fn contour(
+    node: &ClusterNode,
+    levels: &dyn LevelMap,
+    part: ClusterPart,
+    inside: &dyn Fn(VoxelPos) -> bool,
+    lookup: &mut dyn FnMut(ClusterKey) -> Option<ClusterVertex>,
+    outs: &mut [Builder<'_>],
+) {
+    let (region, level) = (&node.region, node.level);
+    let s = 1i32 << level;
+    let (lo, hi) = (region.min(), region.max());
+    let key_of = |q: VoxelPos| -> (u32, ClusterKey) {
+        let l = levels.level_at(q).min(MAX_CLUSTER_LEVEL);
+        (l, (l, [q.x >> l, q.y >> l, q.z >> l]))
+    };
+    let mut y = lo.y;
+    while y <= hi.y {
+        let mut z = lo.z;
+        while z <= hi.z {
+            let mut x = lo.x;
+            while x <= hi.x {
+                let p = Point3::new(x, y, z);
+                let mut here = None;
+                for axis in 0..3 {
+                    // Along the edge's own axis its cells start at `p`: inside the node only.
+                    if p[axis] >= hi[axis] {
+                        continue;
+                    }
+                    let (b, c) = ((axis + 1) % 3, (axis + 2) % 3);
+                    // The cells around the edge start `s` below `p` or at it on the other two
+                    // axes: all the node's when `p` is strictly inside its faces there.
+                    let own = lo[b] < p[b] && p[b] < hi[b] && lo[c] < p[c] && p[c] < hi[c];
+                    match part {
+                        ClusterPart::Interior if !own => continue,
+                        ClusterPart::Border if own => continue,
+                        _ => {}
+                    }
+                    let mut far = p;
+                    far[axis] += s;
+                    let here = *here.get_or_insert_with(|| inside(p));
+                    if here == inside(far) {
+                        continue;
+                    }
+                    // The cells around the edge, counter-clockwise seen from its positive
+                    // direction, as the mesher orders them.
+                    let offsets = [(1, 1), (0, 1), (0, 0), (1, 0)];
+                    let around = offsets.map(|(db, dc)| {
+                        let mut q = p;
+                        q[b] -= s * db;
+                        q[c] -= s * dc;
+                        q
+                    });
+                    let keys = around.map(key_of);
+                    if keys.iter().any(|k| k.0 < level) {
+                        continue; // a finer node contours it at its level
+                    }
+                    let emitter = [2usize, 3, 1, 0].into_iter().find(|&i| keys[i].0 == level);
+                    if emitter.is_none_or(|i| !region.contains(around[i])) {
+                        continue;
+                    }
+                    let flip = if here { 0 } else { 3 };
+                    let quad: [ClusterKey; 4] = [0, 1, 2, 3].map(|i| keys[i ^ flip].1);
+                    let to = if outs.len() > 1 && !own { 1 } else { 0 };
+                    emit(&mut outs[to], lookup, quad);
+                }
+                // Inside the node's y and z faces only its x faces can have a border edge.
+                let inner = lo.y < y && y < hi.y && lo.z < z && z < hi.z;
+                x += if part == ClusterPart::Border && inner && x < hi.x { hi.x - x } else { s };
+            }
+            z += s;
+        }
+        y += s;
     }
 }
 
@@ -266,30 +449,43 @@ fn grow(region: &Region, by: i32) -> Result<Region, MeshError> {
     Region::new(lo, hi).map_err(MeshError::Read)
 }
 
-/// The output vertex of cluster `key`, made on first use: its cells' mass point, mean normal and
-/// most common material (ties to the lower id).
-fn vertex(out: &mut RenderMesh, clusters: &mut Map<ClusterKey, Cluster>, key: ClusterKey) -> Option<u32> {
-    let c = clusters.get_mut(&key)?;
-    if let Some(v) = c.vertex {
-        return Some(v);
-    }
+/// A cluster's vertex from its sums: the mass point, the mean normal, the most common material
+/// (ties to the lower id).
+fn finish(c: &Cluster) -> ClusterVertex {
     let n = c.cells as f64;
-    let p = Point3::new((c.sum[0] / n) as f32, (c.sum[1] / n) as f32, (c.sum[2] / n) as f32);
+    let position = Point3::new((c.sum[0] / n) as f32, (c.sum[1] / n) as f32, (c.sum[2] / n) as f32);
     let normal = Vector3::new(c.normal[0] as f32, c.normal[1] as f32, c.normal[2] as f32);
     let normal = normal.try_normalize(1e-12).unwrap_or(Vector3::y());
     let material = c.materials.iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map_or(0, |e| e.0);
-    let index = out.positions.len() as u32;
-    out.positions.push(p);
-    out.normals.push(normal);
-    out.materials.push(Material::from_low_bits(material));
-    c.vertex = Some(index);
+    ClusterVertex { position, normal, material: Material::from_low_bits(material) }
+}
+
+/// The index of cluster `key` in `out`, added on first use.
+fn vertex(
+    out: &mut Builder<'_>,
+    lookup: &mut dyn FnMut(ClusterKey) -> Option<ClusterVertex>,
+    key: ClusterKey,
+) -> Option<u32> {
+    if let Some(&i) = out.index.get(&key) {
+        return Some(i);
+    }
+    let v = lookup(key)?;
+    let index = out.mesh.positions.len() as u32;
+    out.mesh.positions.push(v.position);
+    out.mesh.normals.push(v.normal);
+    out.mesh.materials.push(v.material);
+    out.index.insert(key, index);
     Some(index)
 }
 
 /// The polygon of the four clusters around an edge: a quad split along its shorter diagonal (as
 /// the mesher splits), a triangle when two neighbors coincide, nothing when fewer than three
 /// differ.
-fn emit(out: &mut RenderMesh, clusters: &mut Map<ClusterKey, Cluster>, quad: [ClusterKey; 4]) {
+fn emit(
+    out: &mut Builder<'_>,
+    lookup: &mut dyn FnMut(ClusterKey) -> Option<ClusterVertex>,
+    quad: [ClusterKey; 4],
+) {
     let mut ring: Vec<ClusterKey> = Vec::with_capacity(4);
     for k in quad {
         if ring.last() != Some(&k) {
@@ -299,20 +495,21 @@ fn emit(out: &mut RenderMesh, clusters: &mut Map<ClusterKey, Cluster>, quad: [Cl
     while ring.len() > 1 && ring.first() == ring.last() {
         ring.pop();
     }
-    let Some(v) = ring.iter().map(|&k| vertex(out, clusters, k)).collect::<Option<Vec<u32>>>() else {
+    let Some(v) = ring.iter().map(|&k| vertex(out, lookup, k)).collect::<Option<Vec<u32>>>() else {
         debug_assert!(false, "a cluster around a crossing edge has no cell with a vertex");
         return;
     };
+    let m = &mut *out.mesh;
     match v.len() {
-        3 => out.indices.push([v[0], v[1], v[2]]),
+        3 => m.indices.push([v[0], v[1], v[2]]),
         4 => {
-            let p = v.iter().map(|&i| out.positions[i as usize]).collect::<Vec<_>>();
+            let p = v.iter().map(|&i| m.positions[i as usize]).collect::<Vec<_>>();
             if (p[2] - p[0]).norm_squared() > (p[3] - p[1]).norm_squared() {
-                out.indices.push([v[0], v[1], v[3]]);
-                out.indices.push([v[1], v[2], v[3]]);
+                m.indices.push([v[0], v[1], v[3]]);
+                m.indices.push([v[1], v[2], v[3]]);
             } else {
-                out.indices.push([v[0], v[1], v[2]]);
-                out.indices.push([v[0], v[2], v[3]]);
+                m.indices.push([v[0], v[1], v[2]]);
+                m.indices.push([v[0], v[2], v[3]]);
             }
         }
         _ => {}

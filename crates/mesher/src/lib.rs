@@ -67,7 +67,7 @@ mod extract;
 mod keys;
 mod output;
 
-pub use clusters::{ClusterNode, ClusterPart, LevelMap, MAX_CLUSTER_LEVEL};
+pub use clusters::{BorderSummary, ClusterNode, ClusterPart, ClusterVertex, LevelMap, MAX_CLUSTER_LEVEL};
 pub use extract::{DEFAULT_MAX_VOXELS, MeshError, MeshStats, MeshWorkspace, Mesher, ShapeMode, Surface};
 pub use output::{MeshOutput, PhysicsMesh, RenderMesh};
 

@@ -10,11 +10,16 @@
 
 use crate::terrain::Terrain;
 use rayon::prelude::*;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
+
+type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
+type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
 use thiserror::Error;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{CoreError, Region};
-use voxterra_mesher::{ClusterNode, ClusterPart, MeshError, MeshWorkspace, Mesher, RenderMesh};
+use voxterra_mesher::{
+    BorderSummary, ClusterNode, ClusterPart, MeshError, MeshWorkspace, Mesher, RenderMesh,
+};
 use voxterra_voxel_store::MAX_LEVEL;
 
 /// Voxels of its own level along a render node's side.
@@ -170,6 +175,8 @@ pub struct LodView {
     split: BTreeSet<LodNode>,
     /// Voxel boxes edited since the last update.
     edited: Vec<Region>,
+    /// Each drawn node's clusters and signs along its faces, for re-making borders.
+    summaries: Map<LodNode, BorderSummary>,
 }
 
 impl LodView {
@@ -184,7 +191,13 @@ impl LodView {
         {
             return Err(LodError::Config);
         }
-        Ok(LodView { config, leaves: BTreeSet::new(), split: BTreeSet::new(), edited: Vec::new() })
+        Ok(LodView {
+            config,
+            leaves: BTreeSet::new(),
+            split: BTreeSet::new(),
+            edited: Vec::new(),
+            summaries: Map::default(),
+        })
     }
 
     /// The coarsest level: the roots'.
@@ -227,45 +240,74 @@ impl LodView {
         }
         let added: Vec<LodNode> = leaves.difference(&self.leaves).copied().collect();
         let removed: Vec<LodNode> = self.leaves.difference(&leaves).copied().collect();
-        // Kept nodes beside a node that came or went: their borders meet new levels.
-        let mut jobs: BTreeSet<LodMeshKey> = BTreeSet::new();
-        for n in &added {
-            for part in [ClusterPart::Interior, ClusterPart::Border] {
-                jobs.insert(LodMeshKey { node: *n, part });
-            }
-        }
+        // New nodes and nodes showing edited voxels are meshed whole; kept nodes beside a node
+        // that came or went re-make their border from the summaries alone.
+        let mut whole: BTreeSet<LodNode> = added.iter().copied().collect();
         let changed: Vec<Region> = added
             .iter()
             .chain(&removed)
             .map(|n| n.region().map(|r| r.expanded(1)))
             .collect::<Result<_, _>>()?;
         let edited: Vec<Region> = std::mem::take(&mut self.edited);
+        let mut borders: BTreeSet<LodNode> = BTreeSet::new();
         for n in leaves.intersection(&self.leaves) {
             let r = n.region()?;
-            if changed.iter().any(|c| c.intersection(&r).is_some()) {
-                jobs.insert(LodMeshKey { node: *n, part: ClusterPart::Border });
-            }
             // A node's meshes read its voxels, a voxel past them, and its neighbors' clusters
             // along its border (at most a coarsest cluster deep).
             let reach = r.expanded((1u32 << MAX_LEVEL) + 2);
-            if edited.iter().any(|e| e.intersection(&reach).is_some()) {
-                for part in [ClusterPart::Interior, ClusterPart::Border] {
-                    jobs.insert(LodMeshKey { node: *n, part });
-                }
+            if edited.iter().any(|e| e.intersection(&reach).is_some()) || !self.summaries.contains_key(n) {
+                whole.insert(*n);
+            } else if changed.iter().any(|c| c.intersection(&r).is_some()) {
+                borders.insert(*n);
             }
         }
-        let lookup: HashSet<LodNode> = leaves.iter().copied().collect();
+        let lookup: Set<LodNode> = leaves.iter().copied().collect();
         let levels = |p: Point3<i32>| level_in(&lookup, top, p);
-        let jobs: Vec<LodMeshKey> = jobs.into_iter().collect();
-        let meshes = jobs
+        let whole: Vec<LodNode> = whole.into_iter().collect();
+        let made = whole
             .par_iter()
-            .map_init(MeshWorkspace::new, |ws, key| {
-                let node = ClusterNode { region: key.node.region()?, level: key.node.level };
-                let mut mesh = RenderMesh::default();
-                mesher.mesh_clustered(terrain.store(), node, &levels, key.part, ws, &mut mesh)?;
-                Ok((*key, mesh))
+            .map_init(MeshWorkspace::new, |ws, n| {
+                let node = ClusterNode { region: n.region()?, level: n.level };
+                let (mut interior, mut border) = (RenderMesh::default(), RenderMesh::default());
+                let summary = mesher.mesh_cluster_node(
+                    terrain.store(),
+                    node,
+                    &levels,
+                    ws,
+                    &mut interior,
+                    &mut border,
+                )?;
+                Ok((*n, interior, border, summary))
             })
             .collect::<Result<Vec<_>, LodError>>()?;
+        for n in &removed {
+            self.summaries.remove(n);
+        }
+        let mut meshes = Vec::with_capacity(made.len() * 2 + borders.len());
+        for (n, interior, border, summary) in made {
+            self.summaries.insert(n, summary);
+            meshes.push((LodMeshKey { node: n, part: ClusterPart::Interior }, interior));
+            meshes.push((LodMeshKey { node: n, part: ClusterPart::Border }, border));
+        }
+        let summaries = &self.summaries;
+        let others = |k: (u32, [i32; 3])| {
+            let cell = Point3::from(k.1).map(|v| v << k.0);
+            let holder = LodNode::containing(level_in(&lookup, top, cell), cell);
+            summaries.get(&holder).and_then(|s| s.vertex(k))
+        };
+        let borders: Vec<LodNode> = borders.into_iter().collect();
+        let stitched: Vec<(LodMeshKey, RenderMesh)> = borders
+            .par_iter()
+            .map(|n| {
+                let mut mesh = RenderMesh::default();
+                if let Some(own) = summaries.get(n) {
+                    mesher.stitch_border(own, &levels, &others, &mut mesh);
+                }
+                (LodMeshKey { node: *n, part: ClusterPart::Border }, mesh)
+            })
+            .collect();
+        meshes.extend(stitched);
+        meshes.sort_unstable_by_key(|(k, _)| *k);
         let dropped = removed
             .iter()
             .flat_map(|n| {
@@ -324,7 +366,7 @@ impl NodeSet for BTreeSet<LodNode> {
     }
 }
 
-impl NodeSet for HashSet<LodNode> {
+impl NodeSet for Set<LodNode> {
     fn has(&self, n: LodNode) -> bool {
         self.contains(&n)
     }

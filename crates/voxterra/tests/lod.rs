@@ -394,6 +394,67 @@ mod clustered {
         assert!(checked > 4, "{checked} blocks with both parts");
     }
 
+    /// A node meshed in one pass equals its two parts, and its border re-made from summaries after
+    /// its neighbours change level equals a fresh border, bit for bit.
+    #[test]
+    fn borders_stitched_from_summaries_equal_fresh_ones() {
+        let size = [128, 64, 128];
+        let t = Terrain::generate(&WorldParams::new(8, size), TerrainConfig::default()).unwrap();
+        let mesher = Mesher::new(t.materials());
+        let mut ws = MeshWorkspace::new();
+        let before = |p: VoxelPos| {
+            let b = block_of(p);
+            ((b[0] * 3 + b[1] * 5 + b[2] * 7).rem_euclid(3)) as u32
+        };
+        // The same blocks, their neighbours now at other levels (each block keeps its own).
+        let after = |p: VoxelPos| {
+            let b = block_of(p);
+            ((b[0] * 2 + b[1] + b[2] * 5).rem_euclid(4)) as u32
+        };
+        let all = blocks(size);
+        let region_of = |b: [i32; 3]| {
+            Region::from_min_size(Point3::new(b[0] * BLOCK, b[1] * BLOCK, b[2] * BLOCK), [BLOCK as u32; 3])
+                .unwrap()
+        };
+        // Summaries of every block at the new levels (as a view keeps them).
+        let mut summaries = HashMap::new();
+        for &b in &all {
+            let node = ClusterNode { region: region_of(b), level: after(region_of(b).min()) };
+            let (mut i, mut o) = (RenderMesh::default(), RenderMesh::default());
+            let summary = mesher.mesh_cluster_node(t.store(), node, &after, &mut ws, &mut i, &mut o).unwrap();
+            // One pass gives the two parts.
+            for (part, got) in [(ClusterPart::Interior, &i), (ClusterPart::Border, &o)] {
+                let mut want = RenderMesh::default();
+                mesher.mesh_clustered(t.store(), node, &after, part, &mut ws, &mut want).unwrap();
+                assert!(want == *got, "block {b:?} {part:?}");
+            }
+            summaries.insert(b, summary);
+        }
+        let mut stitched = 0;
+        for &b in &all {
+            // A summary made at the old levels is still this block's: its own clusters and signs
+            // do not depend on its neighbours' levels.
+            let level = after(region_of(b).min());
+            let node = ClusterNode { region: region_of(b), level };
+            let old = {
+                let (mut i, mut o) = (RenderMesh::default(), RenderMesh::default());
+                let lv = |p: VoxelPos| if region_of(b).contains(p) { level } else { before(p) };
+                mesher.mesh_cluster_node(t.store(), node, &lv, &mut ws, &mut i, &mut o).unwrap()
+            };
+            let others = |k: (u32, [i32; 3])| {
+                let cell = Point3::from(k.1).map(|v| v << k.0);
+                summaries.get(&block_of(cell)).and_then(|s| s.vertex(k))
+            };
+            let mut got = RenderMesh::default();
+            mesher.stitch_border(&old, &after, &others, &mut got);
+            let mut want = RenderMesh::default();
+            mesher.mesh_clustered(t.store(), node, &after, ClusterPart::Border, &mut ws, &mut want).unwrap();
+            assert!(want == got, "block {b:?}");
+            stitched += usize::from(!got.indices.is_empty());
+        }
+        assert!(stitched > 4, "{stitched} borders stitched");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(6))]
 
