@@ -110,17 +110,13 @@ impl BorderSummary {
             + self.signs.capacity() * 8
     }
 
-    fn sign_index(&self, p: VoxelPos) -> Option<usize> {
-        let (lo, l) = (self.node.region.min(), self.node.level);
-        let d = p - lo;
-        let (n, mask) = (self.n as i32, (1i32 << l) - 1);
-        let q = d.map(|v| v >> l);
-        ((0..3).all(|a| (0..=n).contains(&q[a]) && d[a] & mask == 0))
-            .then(|| q.x as usize + (n as usize + 1) * (q.z as usize + (n as usize + 1) * q.y as usize))
-    }
-
+    /// The sign at grid point `p` (on the node's lattice; contouring asks no other). PERF: no
+    /// lattice checks on this per-edge path; a point off the lattice reads some other bit or none.
     fn sign(&self, p: VoxelPos) -> bool {
-        self.sign_index(p).is_some_and(|i| self.signs[i / 64] >> (i % 64) & 1 != 0)
+        let (lo, l, w) = (self.node.region.min(), self.node.level, self.n + 1);
+        let q = (p - lo).map(|v| (v >> l) as usize);
+        let i = q.x + w * (q.z + w * q.y);
+        self.signs.get(i / 64).is_some_and(|word| word >> (i % 64) & 1 != 0)
     }
 }
 
@@ -486,33 +482,41 @@ fn emit(
     lookup: &mut dyn FnMut(ClusterKey) -> Option<ClusterVertex>,
     quad: [ClusterKey; 4],
 ) {
-    let mut ring: Vec<ClusterKey> = Vec::with_capacity(4);
+    // The ring of distinct neighbors, in order (a fixed array: this runs once per crossing edge).
+    let mut ring = [quad[0]; 4];
+    let mut len = 0;
     for k in quad {
-        if ring.last() != Some(&k) {
-            ring.push(k);
+        if len == 0 || ring[len - 1] != k {
+            ring[len] = k;
+            len += 1;
         }
     }
-    while ring.len() > 1 && ring.first() == ring.last() {
-        ring.pop();
+    while len > 1 && ring[0] == ring[len - 1] {
+        len -= 1;
     }
-    let Some(v) = ring.iter().map(|&k| vertex(out, lookup, k)).collect::<Option<Vec<u32>>>() else {
-        debug_assert!(false, "a cluster around a crossing edge has no cell with a vertex");
+    if len < 3 {
         return;
-    };
+    }
+    let mut v = [0u32; 4];
+    for i in 0..len {
+        let Some(index) = vertex(out, lookup, ring[i]) else {
+            debug_assert!(false, "a cluster around a crossing edge has no cell with a vertex");
+            return;
+        };
+        v[i] = index;
+    }
     let m = &mut *out.mesh;
-    match v.len() {
-        3 => m.indices.push([v[0], v[1], v[2]]),
-        4 => {
-            let p = v.iter().map(|&i| m.positions[i as usize]).collect::<Vec<_>>();
-            if (p[2] - p[0]).norm_squared() > (p[3] - p[1]).norm_squared() {
-                m.indices.push([v[0], v[1], v[3]]);
-                m.indices.push([v[1], v[2], v[3]]);
-            } else {
-                m.indices.push([v[0], v[1], v[2]]);
-                m.indices.push([v[0], v[2], v[3]]);
-            }
-        }
-        _ => {}
+    if len == 3 {
+        m.indices.push([v[0], v[1], v[2]]);
+        return;
+    }
+    let p = v.map(|i| m.positions[i as usize]);
+    if (p[2] - p[0]).norm_squared() > (p[3] - p[1]).norm_squared() {
+        m.indices.push([v[0], v[1], v[3]]);
+        m.indices.push([v[1], v[2], v[3]]);
+    } else {
+        m.indices.push([v[0], v[1], v[2]]);
+        m.indices.push([v[0], v[2], v[3]]);
     }
 }
 
