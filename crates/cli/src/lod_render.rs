@@ -2,7 +2,7 @@
 //! and a picture ray cast through one kD tree over them (the project's own), shaded like
 //! `voxterra render`'s, each level optionally tinted.
 
-use crate::render::{Camera, Picture, primary_rays, sun};
+use crate::render::{Camera, Picture, material_color, primary_rays, shade, sky, sun};
 use rayon::prelude::*;
 use std::time::Instant;
 use voxterra::Terrain;
@@ -110,28 +110,18 @@ pub(crate) fn render_lod(
     }
     let shadow_seconds = start.elapsed().as_secs_f64();
 
-    let mut rgb = vec![0u8; total * 3];
-    for (i, ray) in rays.iter().enumerate() {
-        let t = (ray.dir.normalize().y * 0.5 + 0.5).clamp(0.0, 1.0);
-        let sky = [0.75 - 0.35 * t, 0.85 - 0.25 * t, 1.0 - 0.05 * t];
-        rgb[i * 3..i * 3 + 3].copy_from_slice(&sky.map(|c| (c * 255.0) as u8));
-    }
+    let mut rgb: Vec<u8> = rays.iter().flat_map(|r| sky(&r.dir)).collect();
     let dist = ((camera.target - camera.eye).norm() * 4.0).max(1.0);
     for (&i, &dark) in lit.iter().zip(&shadowed) {
         let Some(h) = hits[i] else { continue };
         let tri = mesh.indices[h.triangle as usize];
-        let material = mesh.materials[tri[0] as usize];
         let base = if tint_levels {
             tint(scene.levels[h.triangle as usize])
         } else {
-            table.get(material).map_or([1.0, 0.0, 1.0], |m| m.color.map(|c| c as f32 / 255.0))
+            material_color(table, mesh.materials[tri[0] as usize])
         };
-        let n = normal_at(&h);
-        let lambert = n.dot(&sun).max(0.0);
-        let light = 0.28 + 0.72 * lambert * if dark { 0.25 } else { 1.0 };
-        let haze = (h.t * rays[i].dir.norm() / dist).clamp(0.0, 0.6);
-        let color = base.map(|c| c * light * (1.0 - haze) + 0.8 * haze);
-        rgb[i * 3..i * 3 + 3].copy_from_slice(&color.map(|c| (c.clamp(0.0, 1.0) * 255.0) as u8));
+        let haze = h.t * rays[i].dir.norm() / dist;
+        rgb[i * 3..i * 3 + 3].copy_from_slice(&shade(base, &normal_at(&h), dark, haze));
     }
     Ok(Picture {
         width: camera.width,

@@ -130,27 +130,16 @@ pub(crate) fn render(
     }
     let shadow_seconds = start.elapsed().as_secs_f64();
 
-    let mut rgb = vec![0u8; total * 3];
-    // Sky: a vertical gradient.
-    for (i, ray) in rays.iter().enumerate() {
-        let t = (ray.dir.normalize().y * 0.5 + 0.5).clamp(0.0, 1.0);
-        let sky = [0.75 - 0.35 * t, 0.85 - 0.25 * t, 1.0 - 0.05 * t];
-        rgb[i * 3..i * 3 + 3].copy_from_slice(&sky.map(|c| (c * 255.0) as u8));
-    }
+    let mut rgb: Vec<u8> = rays.iter().flat_map(|r| sky(&r.dir)).collect();
     for (&i, &dark) in lit.iter().zip(&shadowed) {
         let Some(h) = hits[i] else { continue };
         let base = match h.target {
             HitTarget::Body(b) => body_color(b.index()),
-            HitTarget::Terrain { material, .. } => {
-                table.get(material).map_or([1.0, 0.0, 1.0], |m| m.color.map(|c| c as f32 / 255.0))
-            }
+            HitTarget::Terrain { material, .. } => material_color(table, material),
         };
-        let lambert = h.normal.dot(&sun).max(0.0);
-        let light = 0.28 + 0.72 * lambert * if dark { 0.25 } else { 1.0 };
         // A little distance haze so far terrain reads as far.
-        let haze = (h.t / 900.0).clamp(0.0, 0.6);
-        let color = base.map(|c| c * light * (1.0 - haze) + 0.8 * haze);
-        rgb[i * 3..i * 3 + 3].copy_from_slice(&color.map(|c| (c.clamp(0.0, 1.0) * 255.0) as u8));
+        let haze = h.t / 900.0;
+        rgb[i * 3..i * 3 + 3].copy_from_slice(&shade(base, &h.normal, dark, haze));
     }
     Ok(Picture {
         width: camera.width,
@@ -161,4 +150,24 @@ pub(crate) fn render(
         shadow_rays: shadow_rays.len(),
         shadow_seconds,
     })
+}
+
+/// The sky's color along `dir`: a vertical gradient.
+pub(crate) fn sky(dir: &Vector3<f32>) -> [u8; 3] {
+    let t = (dir.normalize().y * 0.5 + 0.5).clamp(0.0, 1.0);
+    [0.75 - 0.35 * t, 0.85 - 0.25 * t, 1.0 - 0.05 * t].map(|c| (c * 255.0) as u8)
+}
+
+/// A material's color from `table` (magenta for one it lacks).
+pub(crate) fn material_color(table: &MaterialTable, material: voxterra::core::Material) -> [f32; 3] {
+    table.get(material).map_or([1.0, 0.0, 1.0], |m| m.color.map(|c| c as f32 / 255.0))
+}
+
+/// A surface point's color: `base` lit by the sun across `normal`, darker in shadow, `haze`
+/// (clamped to 0..0.6) of the way to the horizon's grey.
+pub(crate) fn shade(base: [f32; 3], normal: &Vector3<f32>, shadowed: bool, haze: f32) -> [u8; 3] {
+    let lambert = normal.dot(&sun()).max(0.0);
+    let light = 0.28 + 0.72 * lambert * if shadowed { 0.25 } else { 1.0 };
+    let haze = haze.clamp(0.0, 0.6);
+    base.map(|c| ((c * light * (1.0 - haze) + 0.8 * haze).clamp(0.0, 1.0) * 255.0) as u8)
 }

@@ -147,17 +147,7 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
         })?;
         bar.finish_and_clear();
         picture.save_png(&args.out)?;
-        println!(
-            "{}: {}x{} pixels, {:.2} M primary rays/s ({:.3} s), {} shadow rays ({:.3} s), {} threads",
-            args.out.display(),
-            picture.width,
-            picture.height,
-            picture.rays_per_second() / 1e6,
-            picture.primary_seconds,
-            picture.shadow_rays,
-            picture.shadow_seconds,
-            rayon::current_num_threads()
-        );
+        report(&args.out, &picture);
         Ok(())
     })
 }
@@ -195,9 +185,15 @@ fn render_lod_picture(args: &RenderArgs, terrain: &Terrain) -> anyhow::Result<()
         scene.seconds,
         scene.nodes_per_level
     );
+    report(&args.out, &picture);
+    Ok(())
+}
+
+/// The line a render prints about its picture.
+fn report(out: &std::path::Path, picture: &crate::render::Picture) {
     println!(
         "{}: {}x{} pixels, {:.2} M primary rays/s ({:.3} s), {} shadow rays ({:.3} s), {} threads",
-        args.out.display(),
+        out.display(),
         picture.width,
         picture.height,
         picture.rays_per_second() / 1e6,
@@ -206,5 +202,4 @@ fn render_lod_picture(args: &RenderArgs, terrain: &Terrain) -> anyhow::Result<()
         picture.shadow_seconds,
         rayon::current_num_threads()
     );
-    Ok(())
 }

@@ -106,6 +106,42 @@ impl SolidCount {
     }
 }
 
+/// A level against the full surface: every vertex within one of the level's cells of it, mean
+/// distances both ways within a quarter cell (the full surface's farthest points from the level
+/// are unbounded: features thinner than a cell average away), at most 1/3.5 of the triangles of
+/// the level below, and matter under every vertex (some full-resolution voxel within a cell of it
+/// is not air).
+fn check_level(
+    name: &str,
+    lod: &RenderMesh,
+    full: &RenderMesh,
+    full_tri: &TriMesh,
+    solid: &SolidCount,
+    level: u32,
+    below: usize,
+) {
+    assert!(!lod.indices.is_empty(), "{name} level {level} has a surface");
+    let cell = (1u32 << level) as f32;
+    let (to_full_max, to_full_mean) = distances(&lod.positions, full_tri);
+    let (_, from_full_mean) = distances(&full.positions, &trimesh(lod));
+    println!(
+        "{name} level {level}: {} triangles ({:.2} of the level below); LOD → full max {to_full_max:.2} mean {to_full_mean:.3}, full → LOD mean {from_full_mean:.3}",
+        lod.indices.len(),
+        lod.indices.len() as f64 / below as f64,
+    );
+    assert!(to_full_max <= cell, "{name} level {level}: {to_full_max}");
+    assert!(to_full_mean <= cell / 4.0 && from_full_mean <= cell / 4.0, "{name} level {level}");
+    assert!(lod.indices.len() * 7 <= below * 2, "{name} level {level}: at most 1/3.5 of the level below");
+    let reach = 1i32 << level;
+    for p in &lod.positions {
+        let c = p.map(|v| v.floor() as i32);
+        assert!(
+            solid.count(c.map(|v| v - reach), c.map(|v| v + reach + 1)) > 0,
+            "{name} level {level} vertex {p:?}"
+        );
+    }
+}
+
 #[test]
 fn each_level_stays_near_the_full_surface_and_never_shows_in_air() {
     for seed in [1, 7] {
@@ -122,36 +158,8 @@ fn each_level_stays_near_the_full_surface_and_never_shows_in_air() {
         let mut below = full.indices.len();
         for level in 1..=5 {
             let lod = level_mesh(&t, level);
-            assert!(!lod.indices.is_empty(), "level {level} has a surface");
-            let cell = (1u32 << level) as f32;
-            let (to_full_max, to_full_mean) = distances(&lod.positions, &full_tri);
-            let (from_full_max, from_full_mean) = distances(&full.positions, &trimesh(&lod));
-            println!(
-                "seed {seed} level {level}: {} triangles ({:.2} of the level below); LOD → full max {:.2} mean {:.3}, full → LOD max {:.2} mean {:.3} (cell {cell})",
-                lod.indices.len(),
-                lod.indices.len() as f64 / below as f64,
-                to_full_max,
-                to_full_mean,
-                from_full_max,
-                from_full_mean
-            );
-            // Every vertex of the level lies within one of its cells of the full surface, and
-            // both ways the mean distance is within a quarter cell. (The full surface's farthest
-            // points from the level are unbounded: features thinner than a cell average away.)
-            assert!(to_full_max <= cell, "level {level}: {to_full_max}");
-            assert!(to_full_mean <= cell / 4.0 && from_full_mean <= cell / 4.0, "level {level}");
-            // The mips keep about a quarter of the triangles a level.
-            assert!(lod.indices.len() * 7 <= below * 2, "level {level}: at most 1/3.5 of the level below");
+            check_level(&format!("seed {seed} mips"), &lod, &full, &full_tri, &solid, level, below);
             below = lod.indices.len();
-            // The air guarantee: every vertex lies in a cell of its level with matter at a corner,
-            // so some full-resolution voxel within a cell of it is not air.
-            let reach = 1i32 << level;
-            for p in &lod.positions {
-                let c = p.map(|v| v.floor() as i32);
-                let lo = c.map(|v| v - reach);
-                let hi = c.map(|v| v + reach + 1);
-                assert!(solid.count(lo, hi) > 0, "level {level} vertex {p:?} has only air around it");
-            }
         }
     }
 }
@@ -325,29 +333,8 @@ mod clustered {
         let mut below = full.indices.len();
         for level in 1..=5u32 {
             let lod = mesh_all(&t, size, &|_| level);
-            let cell = (1u32 << level) as f32;
-            let (to_full_max, to_full_mean) = distances(&lod.positions, &full_tri);
-            let (_, from_full_mean) = distances(&full.positions, &trimesh(&lod));
-            println!(
-                "clustered level {level}: {} triangles ({:.2} of the level below); LOD → full max {:.2} mean {:.3}, full → LOD mean {:.3}",
-                lod.indices.len(),
-                lod.indices.len() as f64 / below as f64,
-                to_full_max,
-                to_full_mean,
-                from_full_mean
-            );
-            assert!(to_full_max <= cell, "level {level}: {to_full_max}");
-            assert!(to_full_mean <= cell / 4.0 && from_full_mean <= cell / 4.0, "level {level}");
-            assert!(lod.indices.len() * 7 <= below * 2, "level {level}: at most 1/3.5 of the level below");
+            check_level("clustered", &lod, &full, &full_tri, &solid, level, below);
             below = lod.indices.len();
-            let reach = 1i32 << level;
-            for p in &lod.positions {
-                let c = p.map(|v| v.floor() as i32);
-                assert!(
-                    solid.count(c.map(|v| v - reach), c.map(|v| v + reach + 1)) > 0,
-                    "level {level} vertex {p:?}"
-                );
-            }
         }
     }
 
