@@ -87,9 +87,9 @@ pub struct ClusterVertex {
 pub struct BorderSummary {
     node: ClusterNode,
     clusters: Map<ClusterKey, ClusterVertex>,
-    /// One bit per point of the node's grid (`n + 1` a side), set on the faces only.
+    /// One bit per point of the node's grid (`n + 1` a side, x fastest, then z, then y), set on
+    /// the faces only.
     signs: Vec<u64>,
-    n: usize,
 }
 
 impl BorderSummary {
@@ -108,15 +108,6 @@ impl BorderSummary {
     pub fn heap_bytes(&self) -> usize {
         self.clusters.capacity() * (std::mem::size_of::<(ClusterKey, ClusterVertex)>() + 1)
             + self.signs.capacity() * 8
-    }
-
-    /// The sign at grid point `p` (on the node's lattice; contouring asks no other). PERF: no
-    /// lattice checks on this per-edge path; a point off the lattice reads some other bit or none.
-    fn sign(&self, p: VoxelPos) -> bool {
-        let (lo, l, w) = (self.node.region.min(), self.node.level, self.n + 1);
-        let q = (p - lo).map(|v| (v >> l) as usize);
-        let i = q.x + w * (q.z + w * q.y);
-        self.signs.get(i / 64).is_some_and(|word| word >> (i % 64) & 1 != 0)
     }
 }
 
@@ -145,7 +136,7 @@ impl Mesher {
         check_node(&node)?;
         let clusters = self.cluster_sums(src, &node, levels, part, ws)?;
         let mut lookup = |k: ClusterKey| clusters.get(&k).map(finish);
-        let inside = |p: VoxelPos| self.is_inside(src.voxel(p));
+        let inside = |p: VoxelPos, _: usize| self.is_inside(src.voxel(p));
         let mut one = [Builder { mesh: out, index: Map::default() }];
         contour(&node, levels, part, &inside, &mut lookup, &mut one);
         Ok(())
@@ -168,7 +159,7 @@ impl Mesher {
         let clusters = self.cluster_sums(src, &node, levels, ClusterPart::Whole, ws)?;
         {
             let mut lookup = |k: ClusterKey| clusters.get(&k).map(finish);
-            let inside = |p: VoxelPos| self.is_inside(src.voxel(p));
+            let inside = |p: VoxelPos, _: usize| self.is_inside(src.voxel(p));
             let mut both = [
                 Builder { mesh: interior, index: Map::default() },
                 Builder { mesh: border, index: Map::default() },
@@ -187,7 +178,7 @@ impl Mesher {
             .collect();
         let n = (node.region.size()[0] >> l) as usize;
         let mut summary =
-            BorderSummary { node, clusters: own, signs: vec![0; ((n + 1).pow(3)).div_ceil(64)], n };
+            BorderSummary { node, clusters: own, signs: vec![0; ((n + 1).pow(3)).div_ceil(64)] };
         let s = 1i32 << l;
         for qy in 0..=n {
             for qz in 0..=n {
@@ -225,7 +216,7 @@ impl Mesher {
             let mine = k.0 == l && node.region.contains(Point3::from(k.1).map(|v| v << l));
             if mine { own.clusters.get(&k).copied() } else { others(k) }
         };
-        let inside = |p: VoxelPos| own.sign(p);
+        let inside = |_: VoxelPos, i: usize| own.signs.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 != 0);
         let mut one = [Builder { mesh: out, index: Map::default() }];
         contour(&node, levels, ClusterPart::Border, &inside, &mut lookup, &mut one);
     }
@@ -331,14 +322,17 @@ fn check_node(node: &ClusterNode) -> Result<(), MeshError> {
 /// the node, contoured when this level is the finest around it and this node the first of that
 /// level in a fixed order, its cells replaced by their clusters. With two outputs, polygons of the
 /// node's own clusters go to the first and the others to the second.
-fn contour(
+fn contour<I, L>(
     node: &ClusterNode,
     levels: &dyn LevelMap,
     part: ClusterPart,
-    inside: &dyn Fn(VoxelPos) -> bool,
-    lookup: &mut dyn FnMut(ClusterKey) -> Option<ClusterVertex>,
+    inside: &I,
+    lookup: &mut L,
     outs: &mut [Builder<'_>],
-) {
+) where
+    I: Fn(VoxelPos, usize) -> bool,
+    L: FnMut(ClusterKey) -> Option<ClusterVertex>,
+{
     let (region, level) = (&node.region, node.level);
     let s = 1i32 << level;
     let (lo, hi) = (region.min(), region.max());
@@ -346,13 +340,19 @@ fn contour(
         let l = levels.level_at(q).min(MAX_CLUSTER_LEVEL);
         (l, (l, [q.x >> l, q.y >> l, q.z >> l]))
     };
+    // Grid points also go by their index in the node's grid (`n + 1` a side, x fastest, then z,
+    // then y): the summaries' signs are read by it.
+    let w = ((hi.x - lo.x) / s) as usize + 1;
+    let stride = [1, w * w, w];
     let mut y = lo.y;
     while y <= hi.y {
         let mut z = lo.z;
         while z <= hi.z {
+            let row = w * (((z - lo.z) / s) as usize + w * ((y - lo.y) / s) as usize);
             let mut x = lo.x;
             while x <= hi.x {
                 let p = Point3::new(x, y, z);
+                let at = row + ((x - lo.x) / s) as usize;
                 let mut here = None;
                 for axis in 0..3 {
                     // Along the edge's own axis its cells start at `p`: inside the node only.
@@ -370,8 +370,8 @@ fn contour(
                     }
                     let mut far = p;
                     far[axis] += s;
-                    let here = *here.get_or_insert_with(|| inside(p));
-                    if here == inside(far) {
+                    let here = *here.get_or_insert_with(|| inside(p, at));
+                    if here == inside(far, at + stride[axis]) {
                         continue;
                     }
                     // The cells around the edge, counter-clockwise seen from its positive
@@ -457,9 +457,9 @@ fn finish(c: &Cluster) -> ClusterVertex {
 }
 
 /// The index of cluster `key` in `out`, added on first use.
-fn vertex(
+fn vertex<L: FnMut(ClusterKey) -> Option<ClusterVertex>>(
     out: &mut Builder<'_>,
-    lookup: &mut dyn FnMut(ClusterKey) -> Option<ClusterVertex>,
+    lookup: &mut L,
     key: ClusterKey,
 ) -> Option<u32> {
     if let Some(&i) = out.index.get(&key) {
@@ -477,9 +477,9 @@ fn vertex(
 /// The polygon of the four clusters around an edge: a quad split along its shorter diagonal (as
 /// the mesher splits), a triangle when two neighbors coincide, nothing when fewer than three
 /// differ.
-fn emit(
+fn emit<L: FnMut(ClusterKey) -> Option<ClusterVertex>>(
     out: &mut Builder<'_>,
-    lookup: &mut dyn FnMut(ClusterKey) -> Option<ClusterVertex>,
+    lookup: &mut L,
     quad: [ClusterKey; 4],
 ) {
     // The ring of distinct neighbors, in order (a fixed array: this runs once per crossing edge).
