@@ -61,6 +61,10 @@ pub struct ClusterNode {
 struct Cluster {
     sum: [f64; 3],
     normal: [f64; 3],
+    /// The cells' tangent planes (each vertex's normal through it) as a quadric: `Σ n nᵀ` (upper
+    /// triangle: xx, xy, xz, yy, yz, zz) and `Σ n (n · p)`.
+    ata: [f64; 6],
+    atb: [f64; 3],
     cells: u32,
     /// Cells per material id, as (id, count), few per cluster.
     materials: Vec<(u8, u32)>,
@@ -135,7 +139,7 @@ impl Mesher {
         out.clear();
         check_node(&node)?;
         let clusters = self.cluster_sums(src, &node, levels, part, ws)?;
-        let mut lookup = |k: ClusterKey| clusters.get(&k).map(finish);
+        let mut lookup = |k: ClusterKey| clusters.get(&k).map(|c| finish(&k, c));
         let inside = |p: VoxelPos, _: usize| self.is_inside(src.voxel(p));
         let mut one = [Builder { mesh: out, index: Map::default() }];
         contour(&node, levels, part, &inside, &mut lookup, &mut one);
@@ -158,7 +162,7 @@ impl Mesher {
         check_node(&node)?;
         let clusters = self.cluster_sums(src, &node, levels, ClusterPart::Whole, ws)?;
         {
-            let mut lookup = |k: ClusterKey| clusters.get(&k).map(finish);
+            let mut lookup = |k: ClusterKey| clusters.get(&k).map(|c| finish(&k, c));
             let inside = |p: VoxelPos, _: usize| self.is_inside(src.voxel(p));
             let mut both = [
                 Builder { mesh: interior, index: Map::default() },
@@ -174,7 +178,7 @@ impl Mesher {
             .filter(|(k, _)| {
                 k.0 == l && on_face(&k.1) && node.region.contains(Point3::from(k.1).map(|v| v << l))
             })
-            .map(|(k, c)| (*k, finish(c)))
+            .map(|(k, c)| (*k, finish(k, c)))
             .collect();
         let n = (node.region.size()[0] >> l) as usize;
         let mut summary =
@@ -286,6 +290,15 @@ impl Mesher {
             for a in 0..3 {
                 c.sum[a] += p[a] as f64;
                 c.normal[a] += n[a] as f64;
+            }
+            let (nn, pp) = (n.cast::<f64>(), p.coords.cast::<f64>());
+            let d = nn.dot(&pp);
+            let q = [nn.x * nn.x, nn.x * nn.y, nn.x * nn.z, nn.y * nn.y, nn.y * nn.z, nn.z * nn.z];
+            for (a, v) in c.ata.iter_mut().zip(q) {
+                *a += v;
+            }
+            for a in 0..3 {
+                c.atb[a] += nn[a] * d;
             }
             c.cells += 1;
             match c.materials.iter_mut().find(|e| e.0 == m.id()) {
@@ -447,9 +460,41 @@ fn grow(region: &Region, by: i32) -> Result<Region, MeshError> {
 
 /// A cluster's vertex from its sums: the mass point, the mean normal, the most common material
 /// (ties to the lower id).
-fn finish(c: &Cluster) -> ClusterVertex {
+fn finish(key: &ClusterKey, c: &Cluster) -> ClusterVertex {
     let n = c.cells as f64;
-    let position = Point3::new((c.sum[0] / n) as f32, (c.sum[1] / n) as f32, (c.sum[2] / n) as f32);
+    let mass = voxterra_core::nalgebra::Vector3::new(c.sum[0] / n, c.sum[1] / n, c.sum[2] / n);
+    // The point nearest the cells' tangent planes, pulled toward the mass point (Tikhonov), kept
+    // in the cluster's cube: it sits on the surface where the mass point of a curved patch sinks
+    // under it.
+    let lambda = 0.05 * n;
+    let a = c.ata;
+    let m = voxterra_core::nalgebra::Matrix3::new(
+        a[0] + lambda,
+        a[1],
+        a[2],
+        a[1],
+        a[3] + lambda,
+        a[4],
+        a[2],
+        a[4],
+        a[5] + lambda,
+    );
+    let rhs = voxterra_core::nalgebra::Vector3::new(c.atb[0], c.atb[1], c.atb[2]) + mass * lambda;
+    // A lone cell keeps its own vertex, exactly (level 0 is the mesher's mesh).
+    let placed = if c.cells == 1 { mass } else { m.cholesky().map_or(mass, |ch| ch.solve(&rhs)) };
+    let (l, cc) = (key.0, key.1);
+    let side = (1i64 << l) as f64;
+    // Never farther than a quarter cluster from the mass point: where the planes disagree (two
+    // sheets through one cluster) their solution can run to the cube's corner.
+    let reach = 0.25 * side;
+    let shift = placed - mass;
+    let placed = if shift.norm() > reach { mass + shift * (reach / shift.norm()) } else { placed };
+    let p = voxterra_core::nalgebra::Vector3::from_fn(|i, _| {
+        let lo = (cc[i] as i64 as f64) * side + 0.5;
+        let v = placed[i];
+        if v.is_finite() { v.clamp(lo, lo + side) } else { mass[i] }
+    });
+    let position = Point3::new(p.x as f32, p.y as f32, p.z as f32);
     let normal = Vector3::new(c.normal[0] as f32, c.normal[1] as f32, c.normal[2] as f32);
     let normal = normal.try_normalize(1e-12).unwrap_or(Vector3::y());
     let material = c.materials.iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map_or(0, |e| e.0);
