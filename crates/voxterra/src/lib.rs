@@ -55,7 +55,8 @@
 //! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
 //! render meshes edits changed, re-meshed in parallel, and [`Terrain::lod_mesh`] a
 //! [`lod::LodNode`]'s mesh at a coarser level (the store's mips: about a quarter of the triangles
-//! a level); [`Terrain::edits_since`] and
+//! a level); [`Terrain::find_detached`] finds the solid pieces an edit cut loose (within a search
+//! budget); [`Terrain::edits_since`] and
 //! [`Terrain::apply_delta`] replicate edits to another terrain; [`Terrain::cast_rays`] casts
 //! batches in parallel; [`Terrain::sweep_shape`] is continuous collision over a step, rotation
 //! included. Every query works from `&self`: a chunk the cache lacks is built into it by the
@@ -109,6 +110,7 @@ mod brush;
 mod collision_cache;
 mod config;
 mod delta;
+pub mod detach;
 pub mod fuzz;
 mod history;
 pub mod lod;

@@ -1,0 +1,125 @@
+//! Detached regions: after an edit removes terrain, which solid pieces near it no longer reach the
+//! ground.
+//!
+//! A voxel holds terrain up when it is *solid*: a solid material at occupancy one half or more (the
+//! mesher's inside, so a piece is what the player sees as one). Pieces are face-connected: voxels
+//! touching only along an edge or at a corner share no area, and a piece hanging by one would fall.
+//! Liquids hold nothing up. A piece is anchored when it reaches the floor (the lowest stored
+//! layer) or when its search passes the budget (too big to decide: treated as attached, as
+//! godot_voxel and Voxel Play bound theirs). The search starts from the solid voxels in and around
+//! the edited box, so its cost follows the budget, not the world.
+
+use crate::terrain::Terrain;
+use std::collections::VecDeque;
+use voxterra_core::nalgebra::Vector3;
+use voxterra_core::{Region, VoxelPos};
+
+type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
+
+/// The default search budget: voxels visited per piece before it counts as attached.
+pub const DEFAULT_DETACH_BUDGET: usize = 1 << 18;
+
+/// A solid piece that reaches no anchor: its voxels, in (y, z, x) order, and their bounding box.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DetachedRegion {
+    /// The piece's voxels, sorted by (y, z, x).
+    pub voxels: Vec<VoxelPos>,
+    /// The box holding them.
+    pub bounds: Region,
+}
+
+/// What the search found of a piece.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fate {
+    Anchored,
+    Detached(u32),
+}
+
+const FACES: [[i32; 3]; 6] = [[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]];
+
+impl Terrain {
+    /// Whether voxel `p` holds terrain up (see the module docs).
+    pub fn is_holding(&self, p: VoxelPos) -> bool {
+        let v = self.voxel(p);
+        self.materials().is_solid(v) && v.occupancy_byte() >= 128
+    }
+
+    /// The solid pieces around `dirty` (an edit's dirty box) that reach neither the floor nor the
+    /// budget (`budget` voxels visited per piece), in the order of their first voxel (y, z, x).
+    /// Every solid voxel in `dirty` grown by one starts a search unless an earlier one reached it.
+    pub fn find_detached(&self, dirty: &Region, budget: usize) -> Vec<DetachedRegion> {
+        let Some(extent) = self.extent() else { return Vec::new() };
+        let floor = extent.min().y;
+        let mut fate: Map<VoxelPos, Fate> = Map::default();
+        let mut pieces: Vec<Vec<VoxelPos>> = Vec::new();
+        let mut queue = VecDeque::new();
+        for seed in dirty.expanded(1).iter() {
+            if fate.contains_key(&seed) || !self.is_holding(seed) {
+                continue;
+            }
+            // Breadth first from the seed; stops at an anchor, at a voxel an earlier search
+            // settled, or past the budget.
+            queue.clear();
+            queue.push_back(seed);
+            let mut visited = 0usize;
+            let mut local: Map<VoxelPos, ()> = Map::default();
+            local.insert(seed, ());
+            let mut anchored = false;
+            while let Some(p) = queue.pop_front() {
+                visited += 1;
+                if p.y <= floor || visited > budget {
+                    anchored = true;
+                    break;
+                }
+                for f in FACES {
+                    let q = p + Vector3::from(f);
+                    if local.contains_key(&q) {
+                        continue;
+                    }
+                    match fate.get(&q) {
+                        Some(Fate::Anchored) => {
+                            anchored = true;
+                            break;
+                        }
+                        // A detached piece was searched whole: nothing outside it reaches it.
+                        Some(Fate::Detached(_)) => continue,
+                        None => {}
+                    }
+                    if self.is_holding(q) {
+                        local.insert(q, ());
+                        queue.push_back(q);
+                    }
+                }
+                if anchored {
+                    break;
+                }
+            }
+            if anchored {
+                // Everything visited is part of an anchored piece (or one too big to decide).
+                for p in local.keys() {
+                    fate.insert(*p, Fate::Anchored);
+                }
+            } else {
+                let id = pieces.len() as u32;
+                let mut voxels: Vec<VoxelPos> = local.into_keys().collect();
+                voxels.sort_unstable_by_key(|p| (p.y, p.z, p.x));
+                for p in &voxels {
+                    fate.insert(*p, Fate::Detached(id));
+                }
+                pieces.push(voxels);
+            }
+        }
+        pieces
+            .into_iter()
+            .filter_map(|voxels| {
+                let (mut lo, mut hi) = (voxels[0], voxels[0]);
+                for p in &voxels {
+                    lo = lo.inf(p);
+                    hi = hi.sup(p);
+                }
+                let bounds = Region::new(lo, hi + Vector3::new(1, 1, 1)).ok()?;
+                Some(DetachedRegion { voxels, bounds })
+            })
+            .collect()
+    }
+}
