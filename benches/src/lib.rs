@@ -19,13 +19,15 @@
 //! `contact_manifolds` on one `TriMesh` per chunk with `FIX_INTERNAL_EDGES`), `terrain` (the
 //! facade's `Terrain`: edit to collision-ready and memory, against re-meshing and rebuilding a
 //! parry `TriMesh` per touched chunk), `lod` (levels of detail: nodes against the `transvoxel`
-//! crate, error at equal triangle count against meshoptimizer's simplifier, a whole 2048² view).
+//! crate, error at equal triangle count against meshoptimizer's simplifier, a whole 2048² view),
+//! `detach` (finding the pieces an edit cut loose, against a flood fill of the edit's grown box).
 //! Every case checks that both sides compute the same answer before it is timed.
 
 #![forbid(unsafe_code)]
 
 pub mod bit_broadphase_suite;
 pub mod codec_suite;
+pub mod detach_suite;
 pub mod dynamic_tree_suite;
 pub mod harness;
 pub mod kdtree_suite;

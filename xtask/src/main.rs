@@ -20,6 +20,7 @@ const SUITES: &[&str] = &[
     "narrowphase",
     "terrain",
     "lod",
+    "detach",
 ];
 const FUZZ_TARGETS: &[&str] = &["decode_rle", "roundtrip", "open_world", "decode_delta", "apply_delta"];
 

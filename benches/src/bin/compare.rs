@@ -2,8 +2,8 @@
 
 use clap::Parser;
 use voxterra_benches::{
-    bit_broadphase_suite, codec_suite, dynamic_tree_suite, kdtree_suite, lod_suite, mesher_suite,
-    narrowphase_suite, store_suite, terrain_suite,
+    bit_broadphase_suite, codec_suite, detach_suite, dynamic_tree_suite, kdtree_suite, lod_suite,
+    mesher_suite, narrowphase_suite, store_suite, terrain_suite,
 };
 
 const SUITES: &[&str] = &[
@@ -16,13 +16,14 @@ const SUITES: &[&str] = &[
     "narrowphase",
     "terrain",
     "lod",
+    "detach",
 ];
 
 /// Runs a benchmark suite for voxterra and its named peer, interleaved, and prints medians and ratios.
 #[derive(Parser, Debug)]
 #[command(name = "compare")]
 struct Args {
-    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase, terrain, lod.
+    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase, terrain, lod, detach.
     suite: String,
     /// Smaller world and fewer repetitions: a smoke run.
     #[arg(long)]
@@ -47,6 +48,7 @@ fn main() -> anyhow::Result<()> {
         "narrowphase" => narrowphase_suite::run(args.quick),
         "terrain" => terrain_suite::run(args.quick),
         "lod" => lod_suite::run(args.quick),
+        "detach" => detach_suite::run(args.quick),
         other => anyhow::bail!("unknown suite {other:?}; suites: {}", SUITES.join(", ")),
     };
     if args.json {

@@ -7,10 +7,12 @@
 //! Liquids hold nothing up. A piece is anchored when it reaches the floor (the lowest stored
 //! layer) or when its search passes the budget (too big to decide: treated as attached, as
 //! godot_voxel and Voxel Play bound theirs). The search starts from the solid voxels in and around
-//! the edited box, so its cost follows the budget, not the world.
+//! the edited box, lowest voxel first (solid ground reaches the floor straight down), so its cost
+//! follows the budget, not the world.
 
 use crate::terrain::Terrain;
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use voxterra_core::nalgebra::Vector3;
 use voxterra_core::{Region, VoxelPos};
 
@@ -52,20 +54,22 @@ impl Terrain {
         let floor = extent.min().y;
         let mut fate: Map<VoxelPos, Fate> = Map::default();
         let mut pieces: Vec<Vec<VoxelPos>> = Vec::new();
-        let mut queue = VecDeque::new();
+        let mut queue = BinaryHeap::new();
         for seed in dirty.expanded(1).iter() {
             if fate.contains_key(&seed) || !self.is_holding(seed) {
                 continue;
             }
-            // Breadth first from the seed; stops at an anchor, at a voxel an earlier search
-            // settled, or past the budget.
+            // Lowest voxel first from the seed, so solid ground finds the floor in about its depth
+            // in steps; stops at an anchor, at a voxel an earlier search settled, or past the
+            // budget.
             queue.clear();
-            queue.push_back(seed);
+            queue.push(Reverse((seed.y, seed.z, seed.x)));
             let mut visited = 0usize;
             let mut local: Map<VoxelPos, ()> = Map::default();
             local.insert(seed, ());
             let mut anchored = false;
-            while let Some(p) = queue.pop_front() {
+            while let Some(Reverse((y, z, x))) = queue.pop() {
+                let p = VoxelPos::new(x, y, z);
                 visited += 1;
                 if p.y <= floor || visited > budget {
                     anchored = true;
@@ -87,7 +91,7 @@ impl Terrain {
                     }
                     if self.is_holding(q) {
                         local.insert(q, ());
-                        queue.push_back(q);
+                        queue.push(Reverse((q.y, q.z, q.x)));
                     }
                 }
                 if anchored {
