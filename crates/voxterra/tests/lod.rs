@@ -32,15 +32,20 @@ fn level_mesh(t: &Terrain, level: u32) -> RenderMesh {
         for z in -1..=(SIZE[2] as i32 / span) {
             for x in -1..=(SIZE[0] as i32 / span) {
                 let m = t.lod_mesh(&mesher, LodNode { level, x, y, z }, &mut ws).unwrap();
-                let base = all.positions.len() as u32;
-                all.positions.extend(&m.positions);
-                all.normals.extend(&m.normals);
-                all.materials.extend(&m.materials);
-                all.indices.extend(m.indices.iter().map(|t| t.map(|i| i + base)));
+                append(&mut all, &m);
             }
         }
     }
     all
+}
+
+/// Adds `m`'s triangles to `all`.
+fn append(all: &mut RenderMesh, m: &RenderMesh) {
+    let base = all.positions.len() as u32;
+    all.positions.extend(&m.positions);
+    all.normals.extend(&m.normals);
+    all.materials.extend(&m.materials);
+    all.indices.extend(m.indices.iter().map(|t| t.map(|i| i + base)));
 }
 
 fn trimesh(m: &RenderMesh) -> TriMesh {
@@ -259,11 +264,7 @@ mod clustered {
                     &mut m,
                 )
                 .unwrap();
-            let base = all.positions.len() as u32;
-            all.positions.extend(&m.positions);
-            all.normals.extend(&m.normals);
-            all.materials.extend(&m.materials);
-            all.indices.extend(m.indices.iter().map(|t| t.map(|i| i + base)));
+            append(&mut all, &m);
         }
         all
     }
@@ -512,11 +513,7 @@ mod view {
     fn joined(held: &BTreeMap<LodMeshKey, RenderMesh>) -> RenderMesh {
         let mut all = RenderMesh::default();
         for m in held.values() {
-            let base = all.positions.len() as u32;
-            all.positions.extend(&m.positions);
-            all.normals.extend(&m.normals);
-            all.materials.extend(&m.materials);
-            all.indices.extend(m.indices.iter().map(|t| t.map(|i| i + base)));
+            append(&mut all, m);
         }
         all
     }
