@@ -24,6 +24,10 @@
 //!   border come from the mesh of the region grown by a voxel, read through the same source, so
 //!   chunk-by-chunk flags equal whole-region flags; the narrowphase uses them to keep contacts on
 //!   flat and concave seams from bumping.
+//! - Levels of detail ([`Mesher::mesh_clustered`]): cells clustered into `2^k` cubes as the
+//!   dual-contouring octree simplifies, a cluster's vertex from its cells' tangent planes; render
+//!   nodes of any two levels meet without cracks, and a node's border is re-made from
+//!   [`BorderSummary`]s ([`Mesher::stitch_border`]) when a neighbor changes level.
 //! - Fast paths: a padded box the reader reports uniform
 //!   ([`VoxelRead::uniform`](voxterra_core::VoxelRead::uniform), answered by the store from its
 //!   packed rows) returns without reading a voxel; the box is converted from one slice, lent by

@@ -11,7 +11,9 @@
 //!   default one, so every contact, intersection test and shape cast between the terrain and any
 //!   collider comes from voxterra's narrowphase. Install it with
 //!   `NarrowPhase::with_query_dispatcher(dispatcher())`; rapier's query pipeline takes it from
-//!   the narrow phase.
+//!   the narrow phase. A pair keeps its last query's contact points and, while the body moves
+//!   less than a quarter of the prediction over an unchanged terrain, moves them with the body
+//!   instead of querying again.
 //! - [`RapierTerrain`]: the collider's handle with the two calls a frame loop needs:
 //!   [`RapierTerrain::prepare`] before each step (builds the collision data around every awake
 //!   body in parallel, so the step only reads) and [`RapierTerrain::apply_brush`] between steps
