@@ -17,6 +17,7 @@ use voxterra_core::nalgebra::Vector3;
 use voxterra_core::{Region, VoxelPos};
 
 type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
+type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
 
 /// The default search budget: voxels visited per piece before it counts as attached.
 pub const DEFAULT_DETACH_BUDGET: usize = 1 << 18;
@@ -34,7 +35,7 @@ pub struct DetachedRegion {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Fate {
     Anchored,
-    Detached(u32),
+    Detached,
 }
 
 const FACES: [[i32; 3]; 6] = [[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]];
@@ -65,8 +66,8 @@ impl Terrain {
             queue.clear();
             queue.push(Reverse((seed.y, seed.z, seed.x)));
             let mut visited = 0usize;
-            let mut local: Map<VoxelPos, ()> = Map::default();
-            local.insert(seed, ());
+            let mut local: Set<VoxelPos> = Set::default();
+            local.insert(seed);
             let mut anchored = false;
             while let Some(Reverse((y, z, x))) = queue.pop() {
                 let p = VoxelPos::new(x, y, z);
@@ -77,7 +78,7 @@ impl Terrain {
                 }
                 for f in FACES {
                     let q = p + Vector3::from(f);
-                    if local.contains_key(&q) {
+                    if local.contains(&q) {
                         continue;
                     }
                     match fate.get(&q) {
@@ -86,11 +87,11 @@ impl Terrain {
                             break;
                         }
                         // A detached piece was searched whole: nothing outside it reaches it.
-                        Some(Fate::Detached(_)) => continue,
+                        Some(Fate::Detached) => continue,
                         None => {}
                     }
                     if self.is_holding(q) {
-                        local.insert(q, ());
+                        local.insert(q);
                         queue.push(Reverse((q.y, q.z, q.x)));
                     }
                 }
@@ -100,15 +101,14 @@ impl Terrain {
             }
             if anchored {
                 // Everything visited is part of an anchored piece (or one too big to decide).
-                for p in local.keys() {
-                    fate.insert(*p, Fate::Anchored);
+                for p in local {
+                    fate.insert(p, Fate::Anchored);
                 }
             } else {
-                let id = pieces.len() as u32;
-                let mut voxels: Vec<VoxelPos> = local.into_keys().collect();
+                let mut voxels: Vec<VoxelPos> = local.into_iter().collect();
                 voxels.sort_unstable_by_key(|p| (p.y, p.z, p.x));
                 for p in &voxels {
-                    fate.insert(*p, Fate::Detached(id));
+                    fate.insert(*p, Fate::Detached);
                 }
                 pieces.push(voxels);
             }

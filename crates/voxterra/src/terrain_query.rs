@@ -233,12 +233,7 @@ impl Terrain {
         prediction: f32,
         out: &mut Vec<TerrainManifold>,
     ) -> Result<usize, TerrainError> {
-        check_pose(pose)?;
-        check_distance("prediction", prediction)?;
-        voxterra_narrowphase::check_supported(shape)?;
-        let b = Aabb::from_parry(&shape.compute_aabb(pose));
-        let keys = self.solid_chunks(&b.loosened(prediction));
-        self.contacts_in(shape, pose, prediction, &keys, out, None)
+        self.contacts_checked(shape, pose, prediction, out, None)
     }
 
     /// [`Terrain::contacts`], and every point its manifolds were reduced from (world units, grouped
@@ -255,12 +250,25 @@ impl Terrain {
         points: &mut Vec<TerrainContactPoint>,
     ) -> Result<usize, TerrainError> {
         points.clear();
+        self.contacts_checked(shape, pose, prediction, out, Some(points))
+    }
+
+    /// Checks the query, picks the chunks the shape's box (grown by `prediction`) shows solid in,
+    /// and collects their contacts.
+    fn contacts_checked(
+        &self,
+        shape: &dyn Shape,
+        pose: &Pose,
+        prediction: f32,
+        out: &mut Vec<TerrainManifold>,
+        points: Option<&mut Vec<TerrainContactPoint>>,
+    ) -> Result<usize, TerrainError> {
         check_pose(pose)?;
         check_distance("prediction", prediction)?;
         voxterra_narrowphase::check_supported(shape)?;
         let b = Aabb::from_parry(&shape.compute_aabb(pose));
         let keys = self.solid_chunks(&b.loosened(prediction));
-        self.contacts_in(shape, pose, prediction, &keys, out, Some(points))
+        self.contacts_in(shape, pose, prediction, &keys, out, points)
     }
 
     /// The contacts of `shape` with the triangles of `keys` (world units, pose and prediction

@@ -39,6 +39,18 @@ fn level_mesh(t: &Terrain, level: u32) -> RenderMesh {
     all
 }
 
+/// `m`'s triangles as their corners' position bits, sorted: meshes compare exactly whatever their
+/// vertex order.
+fn sorted_triangles(m: &RenderMesh) -> Vec<[[u32; 3]; 3]> {
+    let mut v: Vec<[[u32; 3]; 3]> = m
+        .indices
+        .iter()
+        .map(|t| t.map(|i| m.positions[i as usize].coords.map(|v| v.to_bits()).into()))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
 /// Adds `m`'s triangles to `all`.
 fn append(all: &mut RenderMesh, m: &RenderMesh) {
     let base = all.positions.len() as u32;
@@ -184,19 +196,14 @@ fn nodes_of_a_level_mesh_as_one_box() {
     mesher.mesh(&view, &union, &mut ws, &mut whole).unwrap();
     assert!(!whole.indices.is_empty());
     assert_eq!(ma.indices.len() + mb.indices.len(), whole.indices.len());
-    let tri = |m: &RenderMesh, t: &[u32; 3]| -> [[u32; 3]; 3] {
-        t.map(|i| m.positions[i as usize].coords.map(|v| v.to_bits()).into())
-    };
-    let mut split: Vec<[[u32; 3]; 3]> =
-        ma.indices.iter().map(|t| tri(&ma, t)).chain(mb.indices.iter().map(|t| tri(&mb, t))).collect();
-    let mut joined: Vec<[[u32; 3]; 3]> = whole
-        .indices
-        .iter()
-        .map(|t| t.map(|i| (whole.positions[i as usize].coords * 4.0).map(|v| v.to_bits()).into()))
-        .collect();
-    split.sort_unstable();
-    joined.sort_unstable();
-    assert_eq!(split, joined);
+    // The level's positions are in units of 4 voxels in the whole box's mesh.
+    let mut split = RenderMesh::default();
+    append(&mut split, &ma);
+    append(&mut split, &mb);
+    for p in &mut whole.positions {
+        p.coords *= 4.0;
+    }
+    assert_eq!(sorted_triangles(&split), sorted_triangles(&whole));
 }
 
 #[test]
@@ -224,6 +231,11 @@ mod clustered {
     /// by side.
     const BLOCK: i32 = 64;
 
+    fn block_region(b: [i32; 3]) -> Region {
+        Region::from_min_size(Point3::new(b[0] * BLOCK, b[1] * BLOCK, b[2] * BLOCK), [BLOCK as u32; 3])
+            .unwrap()
+    }
+
     fn block_of(p: VoxelPos) -> [i32; 3] {
         [p.x.div_euclid(BLOCK), p.y.div_euclid(BLOCK), p.z.div_euclid(BLOCK)]
     }
@@ -248,11 +260,7 @@ mod clustered {
         let mut all = RenderMesh::default();
         let mut m = RenderMesh::default();
         for b in blocks(size) {
-            let region = Region::from_min_size(
-                Point3::new(b[0] * BLOCK, b[1] * BLOCK, b[2] * BLOCK),
-                [BLOCK as u32; 3],
-            )
-            .unwrap();
+            let region = block_region(b);
             let level = levels.level_at(region.min());
             mesher
                 .mesh_clustered(
@@ -305,17 +313,8 @@ mod clustered {
         )
         .unwrap();
         mesher.mesh(t.store(), &all, &mut ws, &mut theirs).unwrap();
-        let tris = |m: &RenderMesh| {
-            let mut v: Vec<[[u32; 3]; 3]> = m
-                .indices
-                .iter()
-                .map(|t| t.map(|i| m.positions[i as usize].coords.map(|v| v.to_bits()).into()))
-                .collect();
-            v.sort_unstable();
-            v
-        };
         assert!(!theirs.indices.is_empty());
-        assert_eq!(tris(&ours), tris(&theirs));
+        assert_eq!(sorted_triangles(&ours), sorted_triangles(&theirs));
     }
 
     /// Clustered levels against the full surface, as the mips' levels are held: every vertex
@@ -350,19 +349,9 @@ mod clustered {
             let b = block_of(p);
             ((b[0] * 3 + b[1] * 5 + b[2] * 7).rem_euclid(4)) as u32
         };
-        let tris = |m: &RenderMesh| -> Vec<[[u32; 3]; 3]> {
-            m.indices
-                .iter()
-                .map(|t| t.map(|i| m.positions[i as usize].coords.map(|v| v.to_bits()).into()))
-                .collect()
-        };
         let mut checked = 0;
         for b in blocks(size) {
-            let region = Region::from_min_size(
-                Point3::new(b[0] * BLOCK, b[1] * BLOCK, b[2] * BLOCK),
-                [BLOCK as u32; 3],
-            )
-            .unwrap();
+            let region = block_region(b);
             let level = levels.level_at(region.min());
             let mut parts = Vec::new();
             for part in [ClusterPart::Whole, ClusterPart::Interior, ClusterPart::Border] {
@@ -370,13 +359,11 @@ mod clustered {
                 mesher
                     .mesh_clustered(t.store(), ClusterNode { region, level }, &levels, part, &mut ws, &mut m)
                     .unwrap();
-                parts.push(tris(&m));
+                parts.push(sorted_triangles(&m));
             }
-            let mut whole = parts[0].clone();
             let mut split = [parts[1].clone(), parts[2].clone()].concat();
-            whole.sort_unstable();
             split.sort_unstable();
-            assert_eq!(whole, split, "block {b:?}");
+            assert_eq!(parts[0], split, "block {b:?}");
             checked += usize::from(!parts[1].is_empty() && !parts[2].is_empty());
         }
         assert!(checked > 4, "{checked} blocks with both parts");
@@ -400,14 +387,10 @@ mod clustered {
             ((b[0] * 2 + b[1] + b[2] * 5).rem_euclid(4)) as u32
         };
         let all = blocks(size);
-        let region_of = |b: [i32; 3]| {
-            Region::from_min_size(Point3::new(b[0] * BLOCK, b[1] * BLOCK, b[2] * BLOCK), [BLOCK as u32; 3])
-                .unwrap()
-        };
         // Summaries of every block at the new levels (as a view keeps them).
         let mut summaries = HashMap::new();
         for &b in &all {
-            let node = ClusterNode { region: region_of(b), level: after(region_of(b).min()) };
+            let node = ClusterNode { region: block_region(b), level: after(block_region(b).min()) };
             let (mut i, mut o) = (RenderMesh::default(), RenderMesh::default());
             let summary = mesher.mesh_cluster_node(t.store(), node, &after, &mut ws, &mut i, &mut o).unwrap();
             // One pass gives the two parts.
@@ -422,11 +405,11 @@ mod clustered {
         for &b in &all {
             // A summary made at the old levels is still this block's: its own clusters and signs
             // do not depend on its neighbours' levels.
-            let level = after(region_of(b).min());
-            let node = ClusterNode { region: region_of(b), level };
+            let level = after(block_region(b).min());
+            let node = ClusterNode { region: block_region(b), level };
             let old = {
                 let (mut i, mut o) = (RenderMesh::default(), RenderMesh::default());
-                let lv = |p: VoxelPos| if region_of(b).contains(p) { level } else { before(p) };
+                let lv = |p: VoxelPos| if block_region(b).contains(p) { level } else { before(p) };
                 mesher.mesh_cluster_node(t.store(), node, &lv, &mut ws, &mut i, &mut o).unwrap()
             };
             let others = |k: (u32, [i32; 3])| {
