@@ -43,18 +43,30 @@ pub struct MaterialInfo {
     pub restitution: f32,
     /// sRGB color for previews and exported meshes.
     pub color: [u8; 3],
+    /// Mass per cubic world unit of a full voxel (kg/m³ when a world unit is a metre): what a
+    /// piece of terrain cut loose weighs. Finite and >= 0; above 0 for solids. Tables written
+    /// without it read as [`MaterialInfo::DEFAULT_DENSITY`].
+    #[cfg_attr(feature = "serde", serde(default = "default_density"))]
+    pub density: f32,
+}
+
+#[cfg(feature = "serde")]
+fn default_density() -> f32 {
+    MaterialInfo::DEFAULT_DENSITY
 }
 
 impl MaterialInfo {
+    /// The density of an entry that names none: water's, 1000 kg/m³.
+    pub const DEFAULT_DENSITY: f32 = 1000.0;
+
     fn new(
         name: &str,
         kind: MaterialKind,
         surface: SurfaceShape,
-        friction: f32,
-        restitution: f32,
+        (friction, restitution, density): (f32, f32, f32),
         color: [u8; 3],
     ) -> Self {
-        MaterialInfo { name: name.to_owned(), kind, surface, friction, restitution, color }
+        MaterialInfo { name: name.to_owned(), kind, surface, friction, restitution, color, density }
     }
 }
 
@@ -108,7 +120,8 @@ pub struct MaterialTable {
 
 impl MaterialTable {
     /// A table from its entries, checked: 1..=64 entries, entry 0 and only it is Air, names unique
-    /// and non-empty, friction finite and >= 0, restitution in `[0, 1]`.
+    /// and non-empty, friction finite and >= 0, restitution in `[0, 1]`, density finite and >= 0
+    /// (above 0 for solids).
     pub fn new(entries: Vec<MaterialInfo>) -> Result<Self, CoreError> {
         let bad = |entry: usize, rule: &'static str| Err(CoreError::InvalidMaterialTable { entry, rule });
         if entries.is_empty() || entries.len() > Material::COUNT {
@@ -127,6 +140,10 @@ impl MaterialTable {
             }
             if !(0.0..=1.0).contains(&e.restitution) {
                 return bad(id, "restitution is in [0, 1]");
+            }
+            let solid = e.kind == MaterialKind::Solid;
+            if !(e.density.is_finite() && e.density >= 0.0 && (e.density > 0.0 || !solid)) {
+                return bad(id, "density is finite and >= 0, above 0 for solids");
             }
             match e.kind {
                 MaterialKind::Solid => solid_mask |= 1 << id,
@@ -199,21 +216,21 @@ impl Default for MaterialTable {
         use MaterialKind::*;
         use SurfaceShape::*;
         let entries = vec![
-            MaterialInfo::new("air", Air, Smooth, 0.0, 0.0, [0, 0, 0]),
-            MaterialInfo::new("grass", Solid, Smooth, 0.8, 0.1, [86, 140, 52]),
-            MaterialInfo::new("dirt", Solid, Smooth, 0.7, 0.1, [120, 86, 58]),
-            MaterialInfo::new("rock", Solid, Smooth, 0.75, 0.2, [118, 118, 112]),
-            MaterialInfo::new("sand", Solid, Smooth, 0.6, 0.05, [214, 196, 140]),
-            MaterialInfo::new("snow", Solid, Smooth, 0.35, 0.05, [240, 244, 250]),
-            MaterialInfo::new("ice", Solid, Smooth, 0.05, 0.1, [170, 210, 235]),
-            MaterialInfo::new("water", Liquid, Smooth, 0.0, 0.0, [40, 90, 160]),
-            MaterialInfo::new("mud", Solid, Smooth, 0.9, 0.0, [92, 70, 50]),
-            MaterialInfo::new("basalt", Solid, Sharp, 0.8, 0.2, [52, 50, 54]),
-            MaterialInfo::new("sandstone", Solid, Smooth, 0.7, 0.15, [196, 150, 100]),
-            MaterialInfo::new("gravel", Solid, Smooth, 0.65, 0.1, [140, 136, 128]),
-            MaterialInfo::new("slate", Solid, Sharp, 0.7, 0.2, [74, 80, 90]),
-            MaterialInfo::new("brick", Solid, Sharp, 0.8, 0.2, [160, 72, 56]),
-            MaterialInfo::new("concrete", Solid, Sharp, 0.8, 0.2, [168, 168, 164]),
+            MaterialInfo::new("air", Air, Smooth, (0.0, 0.0, 0.0), [0, 0, 0]),
+            MaterialInfo::new("grass", Solid, Smooth, (0.8, 0.1, 1300.0), [86, 140, 52]),
+            MaterialInfo::new("dirt", Solid, Smooth, (0.7, 0.1, 1500.0), [120, 86, 58]),
+            MaterialInfo::new("rock", Solid, Smooth, (0.75, 0.2, 2600.0), [118, 118, 112]),
+            MaterialInfo::new("sand", Solid, Smooth, (0.6, 0.05, 1600.0), [214, 196, 140]),
+            MaterialInfo::new("snow", Solid, Smooth, (0.35, 0.05, 400.0), [240, 244, 250]),
+            MaterialInfo::new("ice", Solid, Smooth, (0.05, 0.1, 917.0), [170, 210, 235]),
+            MaterialInfo::new("water", Liquid, Smooth, (0.0, 0.0, 1000.0), [40, 90, 160]),
+            MaterialInfo::new("mud", Solid, Smooth, (0.9, 0.0, 1700.0), [92, 70, 50]),
+            MaterialInfo::new("basalt", Solid, Sharp, (0.8, 0.2, 3000.0), [52, 50, 54]),
+            MaterialInfo::new("sandstone", Solid, Smooth, (0.7, 0.15, 2300.0), [196, 150, 100]),
+            MaterialInfo::new("gravel", Solid, Smooth, (0.65, 0.1, 1700.0), [140, 136, 128]),
+            MaterialInfo::new("slate", Solid, Sharp, (0.7, 0.2, 2700.0), [74, 80, 90]),
+            MaterialInfo::new("brick", Solid, Sharp, (0.8, 0.2, 1900.0), [160, 72, 56]),
+            MaterialInfo::new("concrete", Solid, Sharp, (0.8, 0.2, 2400.0), [168, 168, 164]),
         ];
         MaterialTable::new(entries).expect("the default palette satisfies the table's rules")
     }
@@ -257,6 +274,9 @@ mod tests {
         e[3].friction = f32::NAN;
         assert!(MaterialTable::new(e.clone()).is_err());
         e[3].friction = 0.5;
+        e[3].density = 0.0;
+        assert!(MaterialTable::new(e.clone()).is_err());
+        e[3].density = 2600.0;
         e[4].kind = MaterialKind::Air;
         assert!(MaterialTable::new(e.clone()).is_err());
         e[4].kind = MaterialKind::Solid;
@@ -269,8 +289,7 @@ mod tests {
                     &format!("m{i}"),
                     if i == 0 { MaterialKind::Air } else { MaterialKind::Solid },
                     SurfaceShape::Smooth,
-                    0.5,
-                    0.0,
+                    (0.5, 0.0, 1000.0),
                     [0; 3],
                 )
             })
@@ -286,5 +305,9 @@ mod tests {
         assert_eq!(serde_json::from_str::<MaterialTable>(&json).unwrap(), t);
         let broken = json.replacen("\"solid\"", "\"air\"", 1);
         assert!(serde_json::from_str::<MaterialTable>(&broken).is_err());
+        // Tables written before densities existed read with the default one.
+        let old = json.replace(",\"density\":2600.0", "");
+        let read = serde_json::from_str::<MaterialTable>(&old).unwrap();
+        assert_eq!(read.get(materials::ROCK).unwrap().density, MaterialInfo::DEFAULT_DENSITY);
     }
 }

@@ -34,6 +34,29 @@ pub struct TerrainConfig {
     pub delta_log_bytes: usize,
     /// The largest edit, in voxels; larger edits (and deltas) are refused.
     pub max_edit_voxels: usize,
+    /// Whether edits that remove terrain cut loose what no longer reaches the ground, and how
+    /// ([`DetachConfig`]); `None` (the default) leaves floating terrain where it is.
+    pub detach: Option<DetachConfig>,
+}
+
+/// How edits detach terrain ([`TerrainConfig::detach`]): after an edit that removed solid
+/// voxels, the pieces around it that reach neither the floor nor `budget` voxels are taken out of
+/// the terrain in the same edit and handed out by
+/// [`Terrain::take_detached`](crate::Terrain::take_detached).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct DetachConfig {
+    /// Voxels one piece's search may visit before the piece counts as attached (too big to
+    /// decide).
+    pub budget: usize,
+    /// Pieces of fewer solid voxels are removed as debris and not handed out.
+    pub min_piece_voxels: usize,
+}
+
+impl Default for DetachConfig {
+    /// [`crate::detach::DEFAULT_DETACH_BUDGET`] and pieces of at least 8 voxels.
+    fn default() -> Self {
+        DetachConfig { budget: crate::detach::DEFAULT_DETACH_BUDGET, min_piece_voxels: 8 }
+    }
 }
 
 impl Default for TerrainConfig {
@@ -45,6 +68,7 @@ impl Default for TerrainConfig {
             history_bytes: DEFAULT_HISTORY_BYTES,
             delta_log_bytes: DEFAULT_DELTA_LOG_BYTES,
             max_edit_voxels: DEFAULT_MAX_EDIT_VOXELS,
+            detach: None,
         }
     }
 }

@@ -10,6 +10,7 @@
 //! the edited box, lowest voxel first (solid ground reaches the floor straight down), so its cost
 //! follows the budget, not the world.
 
+pub use crate::piece::{DECOMPOSITION_BLOCK, DetachedPiece, POOR_HULL_RATIO, PieceMass, piece_mass};
 use crate::terrain::Terrain;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -38,7 +39,7 @@ enum Fate {
     Detached,
 }
 
-const FACES: [[i32; 3]; 6] = [[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]];
+pub(crate) const FACES: [[i32; 3]; 6] = [[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]];
 
 impl Terrain {
     /// Whether voxel `p` holds terrain up (see the module docs).
@@ -51,12 +52,22 @@ impl Terrain {
     /// budget (`budget` voxels visited per piece), in the order of their first voxel (y, z, x).
     /// Every solid voxel in `dirty` grown by one starts a search unless an earlier one reached it.
     pub fn find_detached(&self, dirty: &Region, budget: usize) -> Vec<DetachedRegion> {
+        self.search_detached(dirty.expanded(1).iter(), budget)
+    }
+
+    /// The pieces of the solid voxels among `seeds` that reach no anchor, in the order of the
+    /// seeds that found them; a seed an earlier search reached starts none.
+    pub(crate) fn search_detached(
+        &self,
+        seeds: impl IntoIterator<Item = VoxelPos>,
+        budget: usize,
+    ) -> Vec<DetachedRegion> {
         let Some(extent) = self.extent() else { return Vec::new() };
         let floor = extent.min().y;
         let mut fate: Map<VoxelPos, Fate> = Map::default();
         let mut pieces: Vec<Vec<VoxelPos>> = Vec::new();
         let mut queue = BinaryHeap::new();
-        for seed in dirty.expanded(1).iter() {
+        for seed in seeds {
             if fate.contains_key(&seed) || !self.is_holding(seed) {
                 continue;
             }

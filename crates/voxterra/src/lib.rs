@@ -114,6 +114,7 @@ pub mod detach;
 pub mod fuzz;
 mod history;
 pub mod lod;
+mod piece;
 pub mod reach;
 mod render_updates;
 mod terrain;
@@ -129,7 +130,7 @@ pub use brush::{Brush, BrushOp, BrushShape};
 pub use collision_cache::{CacheStats, ChunkCollision, ChunkData};
 pub use config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS,
-    TerrainConfig,
+    DetachConfig, TerrainConfig,
 };
 pub use delta::DeltaError;
 pub use terrain::{EditReport, Terrain, TerrainError};

@@ -98,6 +98,9 @@ pub enum TerrainError {
     /// Delta bytes were refused.
     #[error(transparent)]
     Delta(#[from] crate::delta::DeltaError),
+    /// A detached piece's mesh could not be made.
+    #[error(transparent)]
+    Mesh(#[from] MeshError),
     /// A history snapshot did not decode.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError<std::convert::Infallible>),
@@ -128,6 +131,11 @@ pub struct EditReport {
     pub masks_rebuilt: usize,
     /// Collision cache entries dropped (chunks whose physics mesh reads into `dirty`).
     pub cache_dropped: usize,
+    /// Pieces the edit cut loose and took out of the terrain, waiting in
+    /// [`Terrain::take_detached`] (with [`TerrainConfig::detach`](crate::TerrainConfig::detach)).
+    pub detached: usize,
+    /// Pieces the edit cut loose that were too small to hand out: removed as debris.
+    pub debris: usize,
     /// Wall time of the edit, masks included.
     pub elapsed: Duration,
 }
@@ -155,6 +163,8 @@ pub struct Terrain {
     pub(crate) log: DeltaLog,
     /// See [`Terrain::revision`].
     revision: u64,
+    /// Pieces edits cut loose, until [`Terrain::take_detached`].
+    detached: Vec<crate::detach::DetachedPiece>,
 }
 
 /// Revisions are unique across every terrain of the process: a terrain swapped for another behind
@@ -199,6 +209,7 @@ impl Terrain {
             render: RenderUpdates::default(),
             log: DeltaLog::new(config.delta_log_bytes),
             revision: next_revision(),
+            detached: Vec::new(),
         })
     }
 
@@ -324,18 +335,31 @@ impl Terrain {
         }
     }
 
-    /// Writes with `write`, recording the region's previous state and rebuilding the masks.
+    /// Writes with `write`, recording the region's previous state and rebuilding the masks; with
+    /// `detect` (and [`TerrainConfig::detach`]), takes out what the write cut loose in the same
+    /// step.
     fn edit(
         &mut self,
         region: Region,
+        detect: bool,
         write: impl FnOnce(&mut VoxelStore) -> Result<Option<Region>, StoreError>,
     ) -> Result<EditReport, TerrainError> {
         let start = Instant::now();
         self.check_region(&region)?;
-        let before = Snapshot::capture(&self.store, &region, Compression::None)?;
+        let mut before = Snapshot::capture(&self.store, &region, Compression::None)?;
         let dirty = write(&mut self.store)?;
         let mut report = EditReport { dirty, ..Default::default() };
-        if let Some(d) = dirty {
+        if let Some(mut d) = dirty {
+            if detect
+                && let Some(cfg) = self.config.detach
+                && let Some(cut) = self.cut_loose(&before, d, cfg)?
+            {
+                (before, d) = (cut.undo, cut.dirty);
+                report.dirty = Some(d);
+                report.detached = cut.pieces.len();
+                report.debris = cut.debris;
+                self.detached.extend(cut.pieces);
+            }
             self.history.record(before);
             report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
             report.cache_dropped = self.cache.invalidate(&d);
@@ -376,17 +400,17 @@ impl Terrain {
                 }
                 out.push(brush::smooth(at(p), &n, shape.coverage(p)));
             }
-            return self.edit(region, |store| store.write_box(&region, &out));
+            return self.edit(region, true, |store| store.write_box(&region, &out));
         }
         let op = brush.op;
-        self.edit(region, |store| store.brush(&region, |p, v| brush::apply(op, v, shape.coverage(p))))
+        self.edit(region, true, |store| store.brush(&region, |p, v| brush::apply(op, v, shape.coverage(p))))
     }
 
     /// Fills a voxel region with one voxel.
     pub fn fill(&mut self, region: &Region, voxel: Voxel) -> Result<EditReport, TerrainError> {
         self.check_matter(voxel)?;
         let r = *region;
-        self.edit(r, |store| store.fill(&r, voxel))
+        self.edit(r, true, |store| store.fill(&r, voxel))
     }
 
     /// Sets one voxel.
@@ -422,13 +446,20 @@ impl Terrain {
             self.mark_changed(&d);
             self.log.record(&self.store, &d)?;
         }
-        Ok(EditReport { dirty, masks_rebuilt, cache_dropped, elapsed: start.elapsed() })
+        Ok(EditReport { dirty, masks_rebuilt, cache_dropped, elapsed: start.elapsed(), ..Default::default() })
     }
 
     /// A region holding every stored voxel (`None` for an empty terrain); it may be larger than
     /// the store's bounds after carving.
     pub fn extent(&self) -> Option<Region> {
         self.extent
+    }
+
+    /// The pieces edits have cut loose since the last call, oldest edit first, each edit's in the
+    /// order of their lowest voxel: already out of the terrain (undo puts them back), for the game
+    /// to turn into falling bodies. Empty unless [`TerrainConfig::detach`] is set.
+    pub fn take_detached(&mut self) -> Vec<crate::detach::DetachedPiece> {
+        std::mem::take(&mut self.detached)
     }
 
     /// The voxel at `p`.
@@ -534,6 +565,6 @@ impl Terrain {
         for v in voxels {
             self.check_matter(*v)?;
         }
-        self.edit(region, |store| store.write_box(&region, voxels))
+        self.edit(region, false, |store| store.write_box(&region, voxels))
     }
 }

@@ -3,12 +3,12 @@
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use proptest::prelude::*;
-use voxterra::TerrainConfig;
-use voxterra::core::nalgebra::Point3;
-use voxterra::core::{Region, VoxelPos, materials};
-use voxterra::detach::DetachedRegion;
+use voxterra::core::nalgebra::{Matrix3, Point3, Vector3};
+use voxterra::core::{MaterialTable, Region, Voxel, VoxelPos, VoxelRead, materials};
+use voxterra::detach::{DetachedPiece, DetachedRegion};
 use voxterra::worldgen::WorldParams;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain};
+use voxterra::{DetachConfig, TerrainConfig};
 
 /// Every face-connected piece of holding voxels in the terrain's stored box, by brute force: its
 /// voxels (sorted by y, z, x) and whether it reaches the floor.
@@ -127,4 +127,249 @@ fn an_arch_cut_through_falls_and_its_piers_stay() {
     assert!(p.voxels.iter().all(|v| v.y >= 20));
     // With a budget under the piece's size it counts as attached.
     assert!(t.find_detached(&dirty.unwrap(), p.voxels.len() - 1).is_empty());
+}
+
+fn detaching(budget: usize) -> TerrainConfig {
+    TerrainConfig { detach: Some(DetachConfig { budget, min_piece_voxels: 8 }), ..TerrainConfig::default() }
+}
+
+fn dense(t: &Terrain, r: &Region) -> Vec<Voxel> {
+    let mut v = vec![Voxel::AIR; r.len().unwrap()];
+    t.store().read_box(r, &mut v).unwrap();
+    v
+}
+
+/// Mass, centre and inertia of a piece's voxels by the textbook two passes over its dense box:
+/// the centre first, then each voxel's cube about it (parallel axis), in f64.
+fn brute_mass(piece: &DetachedPiece, table: &MaterialTable, vs: f64) -> (f64, [f64; 3], Matrix3<f64>) {
+    let voxels: Vec<(VoxelPos, f64)> = piece
+        .bounds
+        .iter()
+        .map(|p| {
+            let v = piece.voxels.voxel(p);
+            (p, v.occupancy() as f64 * table.get(v.material()).unwrap().density as f64 * vs.powi(3))
+        })
+        .filter(|(_, m)| *m > 0.0)
+        .collect();
+    let centre = |p: VoxelPos| Vector3::new(p.x as f64 + 0.5, p.y as f64 + 0.5, p.z as f64 + 0.5) * vs;
+    let mass: f64 = voxels.iter().map(|(_, m)| m).sum();
+    let c = voxels.iter().map(|(p, m)| centre(*p) * *m).sum::<Vector3<f64>>() / mass;
+    let mut inertia = Matrix3::zeros();
+    for (p, m) in &voxels {
+        let r = centre(*p) - c;
+        inertia += (Matrix3::identity() * (r.norm_squared() + vs * vs / 6.0) - r * r.transpose()) * *m;
+    }
+    (mass, [c.x, c.y, c.z], inertia)
+}
+
+/// The brute force's pieces an edit cut loose: those holding a voxel beside one it emptied.
+fn cut_loose(after: &Terrain, lost: &[VoxelPos], budget: usize) -> Vec<Vec<VoxelPos>> {
+    let near = |v: &Vec<VoxelPos>| v.iter().any(|p| lost.iter().any(|q| (p - q).abs().sum() == 1));
+    pieces(after)
+        .into_iter()
+        .filter(|(v, floor)| !floor && v.len() <= budget && near(v))
+        .map(|(v, _)| v)
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    /// A carve that cuts rocks and ledges loose takes exactly the brute force's pieces out in the
+    /// same edit; the pieces' masses are the brute force's; one undo puts every voxel back; the
+    /// edit's delta gives a replica the same voxels.
+    #[test]
+    fn detaching_edits_remove_the_pieces_undo_and_deltas_agree(
+        seed in 1u64..500,
+        rocks in proptest::collection::vec((proptest::array::uniform3(8.0f32..56.0), 2.0f32..5.0), 1..4),
+        carve_r in 2.0f32..6.0,
+        pick in 0usize..4,
+    ) {
+        let mut t = Terrain::generate(&WorldParams::new(seed, [64, 48, 64]), TerrainConfig::default()).unwrap();
+        // Rocks on stalks rising from the ground; the carve cuts one stalk.
+        let mut stalks = Vec::new();
+        for (c, r) in &rocks {
+            let top = 34.0 + c[1] * 0.2;
+            let stalk = BrushShape::Box { min: Point3::new(c[0] - 1.0, 0.0, c[2] - 1.0), max: Point3::new(c[0] + 1.0, top, c[2] + 1.0) };
+            t.apply_brush(&Brush { shape: stalk, op: BrushOp::Add(materials::ROCK) }).unwrap();
+            let rock = BrushShape::Sphere { center: Point3::new(c[0], top + r - 1.0, c[2]), radius: *r };
+            t.apply_brush(&Brush { shape: rock, op: BrushOp::Add(materials::SANDSTONE) }).unwrap();
+            stalks.push(Point3::new(c[0], top - 2.0, c[2]));
+        }
+        let extent = t.extent().unwrap().expanded(2);
+        let before = dense(&t, &extent);
+        let mut plain = Terrain::from_store(t.store().clone(), MaterialTable::default(), TerrainConfig::default()).unwrap();
+        let mut replica = Terrain::from_store(t.store().clone(), MaterialTable::default(), TerrainConfig::default()).unwrap();
+        replica.set_sequence(t.sequence());
+        t.reconfigure(detaching(1 << 20)).unwrap();
+        let hole = Brush { shape: BrushShape::Sphere { center: stalks[pick % stalks.len()], radius: carve_r }, op: BrushOp::Subtract };
+        plain.apply_brush(&hole).unwrap();
+        let seq = t.sequence();
+        let report = t.apply_brush(&hole).unwrap();
+
+        // The brute force on the same carve without detection.
+        let lost: Vec<VoxelPos> = extent.iter().filter(|p| {
+            let v = before[extent.index_of(*p)];
+            MaterialTable::default().is_solid(v) && v.occupancy_byte() >= 128 && !plain.is_holding(*p)
+        }).collect();
+        let want = cut_loose(&plain, &lost, 1 << 20);
+        prop_assert_eq!(report.detached + report.debris, want.len());
+        let pieces = t.take_detached();
+        prop_assert_eq!(pieces.len(), report.detached);
+        let big: Vec<usize> = want.iter().map(Vec::len).filter(|n| *n >= 8).collect();
+        prop_assert_eq!(pieces.iter().map(|p| p.solid_voxels).collect::<Vec<_>>(), big);
+        for p in want.iter().flatten() {
+            prop_assert!(t.voxel(*p).is_air(), "{:?} stayed", p);
+        }
+        // Everything else that holds terrain up is where it was.
+        for p in extent.iter() {
+            if plain.is_holding(p) && !want.iter().any(|v| v.binary_search_by_key(&(p.y, p.z, p.x), |q| (q.y, q.z, q.x)).is_ok()) {
+                prop_assert_eq!(t.voxel(p), plain.voxel(p));
+            }
+        }
+        let table = MaterialTable::default();
+        for piece in &pieces {
+            let (mass, c, inertia) = brute_mass(piece, &table, 1.0);
+            prop_assert!((piece.mass.mass as f64 - mass).abs() <= 1e-4 * mass);
+            for (got, want) in piece.mass.center.iter().zip(c) {
+                prop_assert!((*got as f64 - want).abs() < 1e-3);
+            }
+            let scale = inertia.abs().max();
+            prop_assert!((piece.mass.inertia.cast::<f64>() - inertia).abs().max() <= 1e-4 * scale);
+            prop_assert!(!piece.mesh.indices.is_empty() && piece.shape_parts >= 1);
+        }
+        // The delta carries the pieces' removal too.
+        for d in t.edits_since(seq) {
+            replica.apply_delta(&d).unwrap();
+        }
+        let after = t.extent().unwrap().union(&extent);
+        prop_assert!(dense(&replica, &after) == dense(&t, &after));
+        // One undo step brings every voxel back.
+        t.undo().unwrap();
+        prop_assert!(dense(&t, &extent) == before);
+        t.redo().unwrap();
+        prop_assert!(dense(&t, &after) == dense(&replica, &after));
+    }
+}
+
+/// Ground, two piers and a lintel, in voxels from `o`.
+fn arch(t: &mut Terrain, o: [i32; 3]) {
+    for (min, size) in [
+        ([0, 0, 0], [40, 4, 16]),
+        ([4, 4, 4], [6, 16, 8]),
+        ([30, 4, 4], [6, 16, 8]),
+        ([4, 20, 4], [32, 6, 8]),
+    ] {
+        let min = Point3::new(min[0] + o[0], min[1] + o[1], min[2] + o[2]);
+        t.fill(&Region::from_min_size(min, size).unwrap(), Voxel::full(materials::ROCK)).unwrap();
+    }
+}
+
+/// Empties a layer through both piers near their feet: the arch (an upside-down U) comes loose.
+fn cut_piers(t: &mut Terrain, o: [i32; 3]) -> voxterra::EditReport {
+    let layer = Region::from_min_size(Point3::new(o[0], o[1] + 6, o[2]), [40, 2, 16]).unwrap();
+    t.fill(&layer, Voxel::AIR).unwrap()
+}
+
+#[test]
+fn a_loose_arch_collides_as_a_decomposition_that_covers_it() {
+    for (vs, o) in [(1.0f32, [0, 0, 0]), (0.5, [4096, -40, -8192])] {
+        let mut t =
+            Terrain::new(MaterialTable::default(), TerrainConfig { voxel_size: vs, ..detaching(1 << 20) })
+                .unwrap();
+        arch(&mut t, o);
+        let report = cut_piers(&mut t, o);
+        assert_eq!(report.detached, 1, "{report:?}");
+        let piece = t.take_detached().pop().unwrap();
+        assert!(piece.shape_parts > 1, "a U's hull spans its opening: {} parts", piece.shape_parts);
+        // Every solid voxel's centre lies in the shape or within half a voxel of it.
+        for p in piece.bounds.iter() {
+            if piece.voxels.voxel(p).occupancy_byte() < 128 {
+                continue;
+            }
+            let world = (p.cast::<f64>() + Vector3::repeat(0.5)) * vs as f64;
+            let local = (world - piece.mass.center.cast::<f64>().coords).cast::<f32>();
+            let q = voxterra::parry3d::math::Vector::new(local.x, local.y, local.z);
+            let d = piece.shape.distance_to_local_point(q, true);
+            assert!(d <= 0.5 * vs, "voxel {p:?} is {d} outside the shape");
+        }
+        // The parts stay close to the piece, where its hull spans the opening.
+        let parts = piece.shape.as_compound().unwrap().shapes();
+        let parts_volume: f32 = parts.iter().map(|(_, s)| s.mass_properties(1.0).mass()).sum();
+        assert!(parts_volume < 2.0 * piece.volume, "{parts_volume} for {}", piece.volume);
+        let points: Vec<_> = piece
+            .mesh
+            .positions
+            .iter()
+            .map(|p| voxterra::parry3d::math::Vector::new(p.x, p.y, p.z))
+            .collect();
+        let hull = voxterra::parry3d::shape::SharedShape::convex_hull(&points).unwrap();
+        assert!(hull.mass_properties(1.0).mass() > voxterra::detach::POOR_HULL_RATIO * piece.volume);
+    }
+}
+
+#[test]
+fn a_cut_lintel_is_one_hull_and_small_bits_are_debris() {
+    let mut t = Terrain::new(MaterialTable::default(), detaching(1 << 20)).unwrap();
+    arch(&mut t, [0; 3]);
+    // A pebble on a thin stalk beside the arch.
+    t.fill(&Region::from_min_size(Point3::new(20, 4, 14), [1, 6, 1]).unwrap(), Voxel::full(materials::ROCK))
+        .unwrap();
+    t.fill(&Region::from_min_size(Point3::new(20, 10, 14), [2, 1, 2]).unwrap(), Voxel::full(materials::ROCK))
+        .unwrap();
+    let r = t.fill(&Region::from_min_size(Point3::new(20, 8, 14), [1, 1, 1]).unwrap(), Voxel::AIR).unwrap();
+    assert_eq!((r.detached, r.debris), (0, 1), "the pebble and its stalk's top: 5 voxels");
+    assert!(t.voxel(VoxelPos::new(21, 10, 15)).is_air());
+    for x in [12.0, 26.0] {
+        t.apply_brush(&Brush {
+            shape: BrushShape::Box { min: Point3::new(x, 18.0, 0.0), max: Point3::new(x + 2.0, 30.0, 12.0) },
+            op: BrushOp::Subtract,
+        })
+        .unwrap();
+    }
+    let pieces = t.take_detached();
+    assert_eq!(pieces.len(), 1);
+    let lintel = &pieces[0];
+    assert_eq!(lintel.shape_parts, 1, "a box's hull is the box");
+    assert_eq!(lintel.solid_voxels, 12 * 6 * 8);
+    assert_eq!(lintel.material, materials::ROCK);
+    let density = MaterialTable::default().get(materials::ROCK).unwrap().density;
+    assert!((lintel.mass.mass - lintel.volume * density).abs() < 1e-3 * lintel.mass.mass);
+    // The lintel's centre: x in [14, 26), y in [20, 26), z in [4, 12).
+    assert!((lintel.mass.center - Point3::new(20.0, 23.0, 8.0)).norm() < 0.05, "{:?}", lintel.mass.center);
+    // Its mesh sits around the centre where the lintel was.
+    let lo = lintel.mesh.positions.iter().fold(f32::INFINITY, |m, p| m.min(p.y));
+    assert!((lo + 3.0).abs() < 0.6, "bottom at {lo}");
+}
+
+#[test]
+fn pieces_are_the_same_on_one_and_two_threads() {
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut t = Terrain::new(MaterialTable::default(), detaching(1 << 20)).unwrap();
+            arch(&mut t, [0; 3]);
+            for x in [11.0, 19.0, 27.0] {
+                t.apply_brush(&Brush {
+                    shape: BrushShape::Box {
+                        min: Point3::new(x, 18.0, 0.0),
+                        max: Point3::new(x + 1.5, 30.0, 16.0),
+                    },
+                    op: BrushOp::Subtract,
+                })
+                .unwrap();
+            }
+            cut_piers(&mut t, [0; 3]);
+            t.take_detached()
+        })
+    };
+    let (one, two) = (run(1), run(2));
+    assert_eq!(one.len(), 4, "two lintel spans, then both piers' tops");
+    assert_eq!(one.len(), two.len());
+    for (a, b) in one.iter().zip(&two) {
+        assert_eq!((a.bounds, a.solid_voxels, a.shape_parts), (b.bounds, b.solid_voxels, b.shape_parts));
+        assert_eq!(a.mesh, b.mesh);
+        assert_eq!(a.mass.mass.to_bits(), b.mass.mass.to_bits());
+        assert_eq!(a.mass.center.map(f32::to_bits), b.mass.center.map(f32::to_bits));
+    }
 }

@@ -1,0 +1,386 @@
+//! Detached pieces: the edit that cuts terrain loose takes it out of the terrain in the same step
+//! (one undo step, one delta) and hands each piece out with its voxels, render mesh, collision
+//! shape and mass.
+
+use crate::config::DetachConfig;
+use crate::convert::ToParry;
+use crate::detach::{DetachedRegion, FACES};
+use crate::terrain::{Terrain, TerrainError};
+use rayon::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+use voxterra_codec::{Compression, Snapshot};
+use voxterra_core::nalgebra::{Matrix3, Point3, Vector3};
+use voxterra_core::{Material, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
+use voxterra_mesher::{MeshWorkspace, Mesher, RenderMesh};
+use voxterra_narrowphase::parry3d::math::{Pose, Vector};
+use voxterra_narrowphase::parry3d::shape::SharedShape;
+use voxterra_voxel_store::VoxelStore;
+
+type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
+
+/// A piece's convex hull is *poor* when it holds more than this times the piece's own volume (an
+/// arch's hull spans the opening under it); the piece then collides as a decomposition.
+pub const POOR_HULL_RATIO: f32 = 1.5;
+
+/// The side, in voxels, of the blocks a decomposition hulls one by one (each block's hull takes
+/// the points one voxel past its faces, so neighbouring hulls overlap and leave no gap).
+pub const DECOMPOSITION_BLOCK: i32 = 8;
+
+/// A piece's mass properties, from its voxels' occupancy and its materials' densities.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PieceMass {
+    /// Mass (density × world volume).
+    pub mass: f32,
+    /// Centre of mass in the terrain's frame, world units: the piece's pose.
+    pub center: Point3<f32>,
+    /// Inertia tensor about `center`, along the terrain's axes (each voxel a uniform cube).
+    pub inertia: Matrix3<f32>,
+}
+
+/// A piece of terrain an edit cut loose, taken out of the terrain. Its mesh and collision shape
+/// are in world units around [`PieceMass::center`]: a rigid body at that translation (in the
+/// terrain's frame, no rotation) shows the piece exactly where it was.
+#[derive(Clone, Debug)]
+pub struct DetachedPiece {
+    /// The voxels taken out, at their terrain positions: the solid voxels of the piece and the
+    /// thin surface voxels (solid, under half full) that touched only them.
+    pub voxels: VoxelStore,
+    /// The box holding `voxels`.
+    pub bounds: Region,
+    /// How many of the voxels hold terrain up ([`Terrain::is_holding`]).
+    pub solid_voxels: usize,
+    /// The material of most of the mass: its friction and restitution are the piece's.
+    pub material: Material,
+    /// Mass, centre of mass and inertia.
+    pub mass: PieceMass,
+    /// The voxels' volume in world units (each voxel its occupancy of a cube).
+    pub volume: f32,
+    /// The render mesh of `voxels` (the mesher's, as the terrain showed it), in world units
+    /// relative to the centre of mass.
+    pub mesh: RenderMesh,
+    /// The collision shape relative to the centre of mass: the convex hull of the mesh, or,
+    /// when that hull is poor ([`POOR_HULL_RATIO`]), a compound of the hulls of its
+    /// [`DECOMPOSITION_BLOCK`]-voxel blocks.
+    pub shape: SharedShape,
+    /// Convex parts in `shape`: 1 for a hull.
+    pub shape_parts: usize,
+}
+
+/// What an edit cut loose: the undo snapshot covering the edit and the pieces, the dirty box of
+/// both, and the pieces.
+pub(crate) struct Cut {
+    pub(crate) undo: Snapshot,
+    pub(crate) dirty: Region,
+    pub(crate) pieces: Vec<DetachedPiece>,
+    pub(crate) debris: usize,
+}
+
+/// The store before an edit: `old` over `region` (the edit's box, as captured before the write),
+/// the store elsewhere.
+struct BeforeEdit<'a> {
+    store: &'a VoxelStore,
+    region: Region,
+    old: &'a [Voxel],
+}
+
+impl VoxelRead for BeforeEdit<'_> {
+    fn voxel(&self, p: VoxelPos) -> Voxel {
+        if self.region.contains(p) { self.old[self.region.index_of(p)] } else { self.store.voxel(p) }
+    }
+
+    fn visit_rows(&self, region: &Region, visit: &mut dyn FnMut(VoxelPos, &[Voxel])) {
+        let (lo, hi) = (self.region.min(), self.region.max());
+        let mut row = Vec::new();
+        self.store.visit_rows(region, &mut |start, seg| {
+            let end = start.x + seg.len() as i32;
+            let (x0, x1) = (start.x.max(lo.x), end.min(hi.x));
+            let crosses = (lo.y..hi.y).contains(&start.y) && (lo.z..hi.z).contains(&start.z) && x0 < x1;
+            if !crosses {
+                return visit(start, seg);
+            }
+            row.clear();
+            row.extend_from_slice(seg);
+            let first = self.region.index_of(VoxelPos::new(x0, start.y, start.z));
+            row[(x0 - start.x) as usize..(x1 - start.x) as usize]
+                .copy_from_slice(&self.old[first..first + (x1 - x0) as usize]);
+            visit(start, &row);
+        });
+    }
+}
+
+fn holds(table: &MaterialTable, v: Voxel) -> bool {
+    table.is_solid(v) && v.occupancy_byte() >= 128
+}
+
+/// Runs of consecutive x in `voxels` (sorted by (y, z, x)): each run's box and its voxels.
+fn runs(voxels: &[(VoxelPos, Voxel)]) -> impl Iterator<Item = (Region, &[(VoxelPos, Voxel)])> {
+    let mut rest = voxels;
+    std::iter::from_fn(move || {
+        let (first, _) = *rest.first()?;
+        let len = rest
+            .iter()
+            .enumerate()
+            .take_while(|(i, (p, _))| p.y == first.y && p.z == first.z && p.x == first.x + *i as i32)
+            .count();
+        let (run, tail) = rest.split_at(len);
+        rest = tail;
+        let end = VoxelPos::new(first.x + len as i32, first.y + 1, first.z + 1);
+        Some((Region::new(first, end).expect("a run is a non-empty box"), run))
+    })
+}
+
+fn bounds_of(voxels: &[(VoxelPos, Voxel)]) -> Region {
+    let (mut lo, mut hi) = (voxels[0].0, voxels[0].0);
+    for (p, _) in voxels {
+        lo = lo.inf(p);
+        hi = hi.sup(p);
+    }
+    Region::new(lo, hi + Vector3::new(1, 1, 1)).expect("voxels lie inside the i32 range")
+}
+
+impl Terrain {
+    /// After an edit wrote `dirty` inside the box `before` captured: takes out every piece the
+    /// edit cut loose (searched from the solid voxels next to those it emptied), within the edit
+    /// limit (a piece that would take the edit's box past it stays, as one too big to decide).
+    pub(crate) fn cut_loose(
+        &mut self,
+        before: &Snapshot,
+        dirty: Region,
+        cfg: DetachConfig,
+    ) -> Result<Option<Cut>, TerrainError> {
+        let region = *before.region();
+        // `before` was captured from an edit box already checked against the edit limit.
+        let old = before.decode(usize::MAX)?;
+        let mut seeds = BTreeSet::new();
+        for p in dirty.iter() {
+            if holds(self.materials(), old[region.index_of(p)]) && !self.is_holding(p) {
+                for f in FACES {
+                    let q = p + Vector3::from(f);
+                    if self.is_holding(q) {
+                        seeds.insert((q.y, q.z, q.x));
+                    }
+                }
+            }
+        }
+        if seeds.is_empty() {
+            return Ok(None);
+        }
+        let found =
+            self.search_detached(seeds.into_iter().map(|(y, z, x)| VoxelPos::new(x, y, z)), cfg.budget);
+        let limit = self.max_edit_voxels() as u128;
+        let mut union = region;
+        let mut taken = Vec::new();
+        for piece in &found {
+            let removed = self.removal_of(piece);
+            let grown = union.union(&bounds_of(&removed));
+            if grown.volume() <= limit {
+                union = grown;
+                taken.push((removed, piece.voxels.len()));
+            }
+        }
+        if taken.is_empty() {
+            return Ok(None);
+        }
+        let undo = Snapshot::capture(
+            &BeforeEdit { store: &self.store, region, old: &old },
+            &union,
+            Compression::None,
+        )?;
+        let mut all_dirty = dirty;
+        for (removed, _) in &taken {
+            for (run, _) in runs(removed) {
+                if let Some(d) = self.store.fill(&run, Voxel::AIR)? {
+                    all_dirty = all_dirty.union(&d);
+                }
+            }
+        }
+        let (kept, debris): (Vec<_>, Vec<_>) =
+            taken.into_iter().partition(|(_, n)| *n >= cfg.min_piece_voxels);
+        let (mesher, table, vs) = (&self.mesher, self.materials(), self.voxel_size());
+        let pieces = kept
+            .par_iter()
+            .map(|(removed, n)| build_piece(removed, *n, mesher, table, vs))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(Cut { undo, dirty: all_dirty, pieces, debris: debris.len() }))
+    }
+
+    /// The voxels taking `piece` out removes, sorted by (y, z, x): its solid voxels and the solid
+    /// surface voxels under half full beside them that touch no other solid voxel.
+    fn removal_of(&self, piece: &DetachedRegion) -> Vec<(VoxelPos, Voxel)> {
+        let inside: Set<VoxelPos> = piece.voxels.iter().copied().collect();
+        let mut out: Vec<(VoxelPos, Voxel)> = piece.voxels.iter().map(|&p| (p, self.voxel(p))).collect();
+        let mut seen: Set<VoxelPos> = Set::default();
+        for p in &piece.voxels {
+            for f in FACES {
+                let q = p + Vector3::from(f);
+                if inside.contains(&q) || !seen.insert(q) {
+                    continue;
+                }
+                let v = self.voxel(q);
+                if !self.materials().is_solid(v) {
+                    continue;
+                }
+                let shared = FACES.iter().any(|g| {
+                    let r = q + Vector3::from(*g);
+                    !inside.contains(&r) && self.is_holding(r)
+                });
+                if !shared {
+                    out.push((q, v));
+                }
+            }
+        }
+        out.sort_unstable_by_key(|(p, _)| (p.y, p.z, p.x));
+        out
+    }
+}
+
+/// Mass properties of `voxels` (any order), and the material of most of the mass; `None` when
+/// they weigh nothing. Sums in f64 around the first voxel, so pieces far from the origin keep
+/// their precision.
+pub fn piece_mass(
+    voxels: &[(VoxelPos, Voxel)],
+    table: &MaterialTable,
+    voxel_size: f32,
+) -> Option<(PieceMass, Material)> {
+    let (o, _) = *voxels.first()?;
+    let vs = voxel_size as f64;
+    let cell = vs * vs * vs;
+    let mut mass = 0.0f64;
+    let mut first = [0.0f64; 3];
+    let mut second = [[0.0f64; 3]; 3];
+    let mut by_material = [0.0f64; Material::COUNT];
+    for (p, v) in voxels {
+        let density = table.get(v.material()).map_or(0.0, |i| i.density) as f64;
+        let m = v.occupancy() as f64 * cell * density;
+        if m == 0.0 {
+            continue;
+        }
+        let r =
+            [(p.x - o.x) as f64 + 0.5, (p.y - o.y) as f64 + 0.5, (p.z - o.z) as f64 + 0.5].map(|c| c * vs);
+        mass += m;
+        for a in 0..3 {
+            first[a] += m * r[a];
+            for b in 0..3 {
+                second[a][b] += m * r[a] * r[b];
+            }
+        }
+        by_material[v.material().id() as usize] += m;
+    }
+    if mass <= 0.0 {
+        return None;
+    }
+    let c = first.map(|f| f / mass);
+    // About the centre: Σ m (|r-c|² I − (r-c)(r-c)ᵀ), plus each cube's own m·s²/6 on the diagonal.
+    let s = |a: usize, b: usize| second[a][b] - mass * c[a] * c[b];
+    let trace = s(0, 0) + s(1, 1) + s(2, 2);
+    let cube = mass * vs * vs / 6.0;
+    let inertia = Matrix3::from_fn(|a, b| {
+        let diag = if a == b { trace + cube } else { 0.0 };
+        (diag - s(a, b)) as f32
+    });
+    let center = Point3::new(
+        (o.x as f64 * vs + c[0]) as f32,
+        (o.y as f64 * vs + c[1]) as f32,
+        (o.z as f64 * vs + c[2]) as f32,
+    );
+    let mut best = 0;
+    for (id, m) in by_material.iter().enumerate() {
+        if *m > by_material[best] {
+            best = id;
+        }
+    }
+    Some((PieceMass { mass: mass as f32, center, inertia }, Material::from_low_bits(best as u8)))
+}
+
+fn build_piece(
+    removed: &[(VoxelPos, Voxel)],
+    solid_voxels: usize,
+    mesher: &Mesher,
+    table: &MaterialTable,
+    voxel_size: f32,
+) -> Result<DetachedPiece, TerrainError> {
+    let bounds = bounds_of(removed);
+    let mut voxels = VoxelStore::new();
+    let mut row = Vec::new();
+    for (run, vs) in runs(removed) {
+        row.clear();
+        row.extend(vs.iter().map(|(_, v)| *v));
+        voxels.write_box(&run, &row)?;
+    }
+    // Solid voxels of solid materials (density above 0) always weigh something.
+    let (mass, material) = piece_mass(removed, table, voxel_size).expect("a piece holds solid voxels");
+    let mut mesh = RenderMesh::default();
+    mesher.mesh(&voxels, &bounds.expanded(1), &mut MeshWorkspace::new(), &mut mesh)?;
+    // Into world units around the centre of mass, in f64 so far pieces keep their precision.
+    let c = mass.center.cast::<f64>();
+    let local = |p: &Point3<f32>| ((p.cast::<f64>() * voxel_size as f64) - c).cast::<f32>();
+    let absolute = mesh.positions.clone();
+    for p in &mut mesh.positions {
+        *p = Point3::from(local(p));
+    }
+    let solid_volume: f64 =
+        removed.iter().map(|(_, v)| v.occupancy() as f64).sum::<f64>() * (voxel_size as f64).powi(3);
+    let volume = solid_volume as f32;
+    let (shape, shape_parts) = collision_shape(&absolute, removed, &local, volume, &bounds, voxel_size);
+    Ok(DetachedPiece { voxels, bounds, solid_voxels, material, mass, volume, mesh, shape, shape_parts })
+}
+
+pub(crate) fn shape_volume(shape: &SharedShape) -> f32 {
+    shape.mass_properties(1.0).mass()
+}
+
+/// The convex hull of the mesh, or the hulls of its blocks when that is poor; a box of the
+/// piece's bounds if no hull can be made (a mesh too flat to hold volume).
+fn collision_shape(
+    absolute: &[Point3<f32>],
+    removed: &[(VoxelPos, Voxel)],
+    local: &dyn Fn(&Point3<f32>) -> Vector3<f32>,
+    solid_volume: f32,
+    bounds: &Region,
+    voxel_size: f32,
+) -> (SharedShape, usize) {
+    let points: Vec<Vector> = absolute.iter().map(|p| local(p).to_parry()).collect();
+    let hull = SharedShape::convex_hull(&points);
+    if let Some(h) = &hull
+        && shape_volume(h) <= POOR_HULL_RATIO * solid_volume
+    {
+        return (h.clone(), 1);
+    }
+    // Each block takes the mesh vertices and the solid voxels' centres one voxel past its faces.
+    let mut blocks: BTreeMap<[i32; 3], Vec<Vector>> = BTreeMap::new();
+    let centers = removed
+        .iter()
+        .filter(|(_, v)| v.occupancy_byte() >= 128)
+        .map(|(p, _)| p.cast::<f32>() + Vector3::repeat(0.5));
+    for p in absolute.iter().copied().chain(centers) {
+        let range = |x: f32| {
+            let lo = ((x - 1.0) / DECOMPOSITION_BLOCK as f32 - 1.0).ceil() as i32;
+            let hi = ((x + 1.0) / DECOMPOSITION_BLOCK as f32).floor() as i32;
+            lo..=hi
+        };
+        let q = local(&p).to_parry();
+        for bx in range(p.x) {
+            for by in range(p.y) {
+                for bz in range(p.z) {
+                    blocks.entry([bx, by, bz]).or_default().push(q);
+                }
+            }
+        }
+    }
+    let parts: Vec<(Pose, SharedShape)> = blocks
+        .values()
+        .filter_map(|pts| SharedShape::convex_hull(pts))
+        .map(|s| (Pose::IDENTITY, s))
+        .collect();
+    match (parts.len(), hull) {
+        (0, Some(h)) => (h, 1),
+        (0, None) => {
+            let (lo, hi) = (bounds.min().cast::<f32>(), bounds.max().cast::<f32>());
+            let half = (hi - lo) * (voxel_size / 2.0);
+            let middle = local(&Point3::from((lo.coords + hi.coords) / 2.0));
+            let pose = Pose::from_translation(middle.to_parry());
+            (SharedShape::compound(vec![(pose, SharedShape::cuboid(half.x, half.y, half.z))]), 1)
+        }
+        (n, _) => (SharedShape::compound(parts), n),
+    }
+}
