@@ -1,6 +1,6 @@
 //! The one boundary between voxterra's types (nalgebra: points, vectors, rotations, isometries,
-//! [`Aabb`], [`Ray`]) and parry's and rapier's (glam: `Vec3`, `Quat`, `Pose`, parry's `Aabb` and
-//! `Ray`). Every crate of the workspace converts through it, and nowhere else.
+//! [`Aabb`], [`Ray`], 3×3 matrices) and parry's and rapier's (glam: `Vec3`, `Quat`, `Pose`, `Mat3`,
+//! parry's `Aabb` and `Ray`). Every crate of the workspace converts through it, and nowhere else.
 //!
 //! - [`ToParry`]: a voxterra value as parry's (`point.to_parry()`, `isometry.to_parry()`).
 //! - [`FromParry`]: a voxterra value from parry's, the target named by its type
@@ -11,7 +11,7 @@
 //! a few register moves: nothing a contact, ray or cast query can see in its profile.
 //!
 //! ```
-//! use voxterra_core::nalgebra::{Isometry3, Point3, Vector3};
+//! use voxterra_core::nalgebra::{Isometry3, Matrix3, Point3, Vector3};
 //! use voxterra_narrowphase::convert::{FromParry, ToParry};
 //! use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 //!
@@ -23,9 +23,11 @@
 //! ```
 
 use crate::parry3d::bounding_volume::Aabb as ParryAabb;
-use crate::parry3d::math::{Pose, Rotation, Vector};
+use crate::parry3d::math::{Matrix, Pose, Rotation, Vector};
 use crate::parry3d::query::Ray as ParryRay;
-use voxterra_core::nalgebra::{Isometry3, Point3, Quaternion, Translation3, Unit, UnitQuaternion, Vector3};
+use voxterra_core::nalgebra::{
+    Isometry3, Matrix3, Point3, Quaternion, Translation3, Unit, UnitQuaternion, Vector3,
+};
 use voxterra_core::{Aabb, Ray};
 
 /// A voxterra (nalgebra) value as parry's (glam) type.
@@ -80,6 +82,15 @@ impl ToParry for Isometry3<f32> {
     #[inline]
     fn to_parry(&self) -> Pose {
         Pose::from_parts(self.translation.vector.to_parry(), self.rotation.to_parry())
+    }
+}
+
+impl ToParry for Matrix3<f32> {
+    type Parry = Matrix;
+    #[inline]
+    fn to_parry(&self) -> Matrix {
+        let col = |j: usize| Vector::new(self[(0, j)], self[(1, j)], self[(2, j)]);
+        Matrix::from_cols(col(0), col(1), col(2))
     }
 }
 
@@ -198,6 +209,15 @@ mod tests {
             let again = Isometry3::from_parry(&pose).to_parry();
             prop_assert_eq!(bits(&again.translation.to_array()), bits(&pose.translation.to_array()));
             prop_assert_eq!(bits(&again.rotation.to_array()), bits(&pose.rotation.to_array()));
+        }
+
+        #[test]
+        fn matrices_keep_rows_and_columns(m in proptest::array::uniform9(any_f32())) {
+            let n = Matrix3::from_row_slice(&m);
+            let g = n.to_parry();
+            for (i, j) in (0..3).flat_map(|i| (0..3).map(move |j| (i, j))) {
+                prop_assert_eq!(g.col(j)[i].to_bits(), n[(i, j)].to_bits());
+            }
         }
 
         #[test]

@@ -45,7 +45,7 @@ fn main() -> Result<(), voxterra::TerrainError> {
                 },
                 op: BrushOp::Subtract,
             };
-            let report = ground.apply_brush(&crater, &mut bodies, &mut colliders)?;
+            let report = ground.apply_brush(&crater, &mut bodies, &mut colliders)?.report;
             println!(
                 "frame {frame}: crater dug, {} masks rebuilt in {:?}",
                 report.masks_rebuilt, report.elapsed

@@ -2,14 +2,38 @@
 
 use crate::shape::{SharedTerrain, TerrainShape};
 use rapier3d::prelude::{
-    Collider, ColliderBuilder, ColliderHandle, ColliderSet, IntegrationParameters, RigidBodySet, SharedShape,
+    Collider, ColliderBuilder, ColliderHandle, ColliderSet, IntegrationParameters, MassProperties, Pose,
+    RigidBodyBuilder, RigidBodyHandle, RigidBodySet, SharedShape, Vector,
 };
 use std::sync::Arc;
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::Aabb;
 use voxterra::core::nalgebra::Vector3;
+use voxterra::detach::DetachedPiece;
 use voxterra::reach::CONTACT_REACH;
 use voxterra::{Brush, EditReport, Terrain, TerrainError};
+
+/// A piece of terrain an edit cut loose, spawned as a dynamic body.
+#[derive(Clone, Debug)]
+pub struct SpawnedPiece {
+    /// Its rigid body: at the piece's centre of mass, at rest, with the piece's mass properties.
+    pub body: RigidBodyHandle,
+    /// Its collider (the piece's shape, its material's friction and restitution, no density: the
+    /// body's mass comes from the voxels).
+    pub collider: ColliderHandle,
+    /// The piece: voxels, render mesh (in the body's frame) and the rest.
+    pub piece: DetachedPiece,
+}
+
+/// What an edit through [`RapierTerrain`] did.
+#[derive(Clone, Debug)]
+pub struct RapierEdit {
+    /// The terrain's report.
+    pub report: EditReport,
+    /// The bodies spawned for the pieces the edit (or any edit since the last one through
+    /// [`RapierTerrain`]) cut loose, in the terrain's order.
+    pub pieces: Vec<SpawnedPiece>,
+}
 
 /// The terrain's collider in a rapier `ColliderSet`, and the shared terrain it reads.
 #[derive(Clone, Debug)]
@@ -81,13 +105,15 @@ impl RapierTerrain {
 
     /// Applies a brush between steps, then wakes every body near the change and has rapier
     /// recompute its contacts at the next step (rapier 0.36 otherwise reuses the contacts of a pair
-    /// that has barely moved), and updates the collider's box if the terrain grew.
+    /// that has barely moved), and updates the collider's box if the terrain grew. With the
+    /// terrain's [`TerrainConfig::detach`](voxterra::TerrainConfig::detach) set, each piece the
+    /// edit cut loose becomes a dynamic body where it was ([`RapierEdit::pieces`]).
     pub fn apply_brush(
         &self,
         brush: &Brush,
         bodies: &mut RigidBodySet,
         colliders: &mut ColliderSet,
-    ) -> Result<EditReport, TerrainError> {
+    ) -> Result<RapierEdit, TerrainError> {
         self.edit(bodies, colliders, |t| t.apply_brush(brush))
     }
 
@@ -98,15 +124,39 @@ impl RapierTerrain {
         bodies: &mut RigidBodySet,
         colliders: &mut ColliderSet,
         edit: impl FnOnce(&mut Terrain) -> Result<EditReport, TerrainError>,
-    ) -> Result<EditReport, TerrainError> {
-        let (report, vs, grew) = {
+    ) -> Result<RapierEdit, TerrainError> {
+        let (report, vs, grew, detached, table) = {
             let mut t = self.terrain.write();
             let before = t.extent();
             let report = edit(&mut t)?;
-            (report, t.voxel_size(), t.extent() != before)
+            let detached = t.take_detached();
+            let table = if detached.is_empty() { None } else { Some(t.materials().clone()) };
+            (report, t.voxel_size(), t.extent() != before, detached, table)
         };
-        let Some(dirty) = report.dirty else { return Ok(report) };
-        let Some(frame) = colliders.get(self.collider).map(|c| *c.position()) else { return Ok(report) };
+        let Some(frame) = colliders.get(self.collider).map(|c| *c.position()) else {
+            return Ok(RapierEdit { report, pieces: Vec::new() });
+        };
+        self.wake_near(&report, vs, grew, frame, bodies, colliders);
+        let pieces = match table {
+            Some(table) => {
+                detached.into_iter().map(|p| spawn_piece(p, &table, frame, bodies, colliders)).collect()
+            }
+            None => Vec::new(),
+        };
+        Ok(RapierEdit { report, pieces })
+    }
+
+    /// Wakes the bodies an edit's change can reach and has rapier recompute their contacts.
+    fn wake_near(
+        &self,
+        report: &EditReport,
+        vs: f32,
+        grew: bool,
+        frame: Pose,
+        bodies: &mut RigidBodySet,
+        colliders: &mut ColliderSet,
+    ) {
+        let Some(dirty) = report.dirty else { return };
         // Every contact the change can alter lies this close to it. The box goes to the world
         // frame through its corners.
         let reach = CONTACT_REACH as f32;
@@ -132,8 +182,30 @@ impl RapierTerrain {
             // A new shape handle makes rapier recompute the collider's box.
             co.set_shape(co.shared_shape().clone());
         }
-        Ok(report)
     }
+}
+
+/// Adds a piece as a dynamic body at rest where it was in a terrain whose collider sits at
+/// `frame`, with its collider (its material's friction and restitution from `table`; its mass
+/// properties from its voxels). [`RapierTerrain`]'s edits call it for every piece they cut loose; a
+/// game calls it for pieces it takes from a [`Terrain`] itself.
+pub fn spawn_piece(
+    piece: DetachedPiece,
+    table: &voxterra::core::MaterialTable,
+    frame: Pose,
+    bodies: &mut RigidBodySet,
+    colliders: &mut ColliderSet,
+) -> SpawnedPiece {
+    let (friction, restitution) =
+        table.get(piece.material).map_or((0.5, 0.0), |m| (m.friction, m.restitution));
+    let m = &piece.mass;
+    let mass = MassProperties::with_inertia_matrix(Vector::ZERO, m.mass, m.inertia.to_parry());
+    let pose = frame * Pose::from_translation(m.center.to_parry());
+    let body = bodies.insert(RigidBodyBuilder::dynamic().pose(pose).additional_mass_properties(mass));
+    let collider =
+        ColliderBuilder::new(piece.shape.clone()).density(0.0).friction(friction).restitution(restitution);
+    let collider = colliders.insert_with_parent(collider, body, bodies);
+    SpawnedPiece { body, collider, piece }
 }
 
 fn overlaps(co: &Collider, b: &Aabb) -> bool {

@@ -17,7 +17,9 @@
 //! - [`RapierTerrain`]: the collider's handle with the two calls a frame loop needs:
 //!   [`RapierTerrain::prepare`] before each step (builds the collision data around every awake
 //!   body in parallel, so the step only reads) and [`RapierTerrain::apply_brush`] between steps
-//!   (edits, then wakes the bodies whose ground changed).
+//!   (edits, then wakes the bodies whose ground changed). With the terrain's
+//!   `TerrainConfig::detach` set, the terrain an edit cuts loose comes back as dynamic bodies
+//!   ([`RapierEdit::pieces`], made by [`spawn_piece`]).
 //! - [`CharacterController`]: rapier's `KinematicCharacterController` for a world with the
 //!   terrain (see below).
 //! - [`refused_queries`]: how many queries with the terrain the dispatcher refused (see below).
@@ -95,6 +97,6 @@ mod dispatcher;
 mod shape;
 
 pub use character::CharacterController;
-pub use collider::RapierTerrain;
+pub use collider::{RapierEdit, RapierTerrain, SpawnedPiece, spawn_piece};
 pub use dispatcher::{TerrainDispatcher, dispatcher, refused_queries};
 pub use shape::{SharedTerrain, TerrainShape};

@@ -15,12 +15,12 @@ mod common;
 use common::{Sim, height_field};
 use rapier3d::control::KinematicCharacterController;
 use rapier3d::prelude::*;
-use voxterra::TerrainConfig;
 use voxterra::convert::FromParry;
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{MaterialTable, Region, Voxel, VoxelPos, materials};
 use voxterra::{Brush, BrushOp, BrushShape, Terrain};
-use voxterra_rapier::CharacterController;
+use voxterra::{DetachConfig, TerrainConfig};
+use voxterra_rapier::{CharacterController, spawn_piece};
 
 /// Bodies of every kind, about `s` across.
 fn body_shape(i: usize, s: f32) -> ColliderBuilder {
@@ -385,4 +385,108 @@ fn balls_roll_down_slopes_and_bowls_in_contact() {
         assert!(fine, "{name}: {ours:?} vs trimesh {trimesh:?}");
     }
     common::no_refusals();
+}
+
+/// Ground 4 voxels thick, two piers and a lintel over them, from the voxel `o`, on a terrain that
+/// detaches what edits cut loose.
+fn arch(voxel_size: f32, o: [i32; 3]) -> Terrain {
+    let config =
+        TerrainConfig { detach: Some(DetachConfig::default()), ..TerrainConfig::with_voxel_size(voxel_size) };
+    let mut t = Terrain::new(MaterialTable::default(), config).unwrap();
+    for (min, size) in [
+        ([0, 0, 0], [48, 4, 24]),
+        ([6, 4, 8], [6, 16, 8]),
+        ([36, 4, 8], [6, 16, 8]),
+        ([6, 20, 8], [36, 6, 8]),
+    ] {
+        let r =
+            Region::from_min_size(VoxelPos::new(min[0] + o[0], min[1] + o[1], min[2] + o[2]), size).unwrap();
+        t.fill(&r, Voxel::full(materials::ROCK)).unwrap();
+    }
+    t
+}
+
+/// Steps until `body` sleeps (at most `max` steps); the lowest its collider's box reached.
+fn fall(sim: &mut Sim, body: RigidBodyHandle, max: usize) -> (usize, f32) {
+    let mut lowest = f32::INFINITY;
+    for step in 0..max {
+        sim.step();
+        let b = &sim.world.bodies[body];
+        lowest = lowest.min(sim.world.colliders[b.colliders()[0]].compute_aabb().mins.y);
+        if b.is_sleeping() {
+            return (step, lowest);
+        }
+    }
+    (max, lowest)
+}
+
+/// Cutting both piers of an arch at their feet detaches the arch: it falls onto the ground with the
+/// ball that rested on it, never passes through it, comes to rest where the same piece dropped on
+/// the TriMesh of the cut terrain rests, and sleeps.
+#[test]
+fn an_arch_cut_loose_falls_rests_on_the_ground_and_sleeps() {
+    for (vs, o) in [(0.5f32, [2000, -30, -3000]), (1.0, [0, 0, 0])] {
+        let mut sim = Sim::voxterra(arch(vs, o));
+        let at = |x: f32, y: f32, z: f32| {
+            Vector::new((o[0] as f32 + x) * vs, (o[1] as f32 + y) * vs, (o[2] as f32 + z) * vs)
+        };
+        let ball = sim.add(
+            RigidBodyBuilder::dynamic().translation(at(24.0, 27.6, 12.0)),
+            ColliderBuilder::ball(1.5 * vs),
+        );
+        for _ in 0..60 {
+            sim.step();
+        }
+        let ball_before = sim.world.bodies[ball].translation().y;
+        let common::Ground::Voxterra(ground) = &sim.ground else { unreachable!() };
+        let cut = Brush {
+            shape: BrushShape::Box {
+                min: Point3::from(at(0.0, 4.0, 0.0)),
+                max: Point3::from(at(48.0, 8.0, 24.0)),
+            },
+            op: BrushOp::Subtract,
+        };
+        let edit = ground.apply_brush(&cut, &mut sim.world.bodies, &mut sim.world.colliders).unwrap();
+        assert_eq!(edit.pieces.len(), 1, "{:?}", edit.report);
+        let piece = edit.pieces[0].clone();
+        assert!(!sim.world.bodies[ball].is_sleeping(), "the ball on the arch is woken");
+        let start = sim.world.bodies[piece.body].translation();
+        assert!((Point3::from_parry(start) - piece.piece.mass.center).norm() < 1e-3 * (1.0 + start.length()));
+        let after_cut = sim.terrain(|t| {
+            Terrain::from_store(t.store().clone(), t.materials().clone(), TerrainConfig::with_voxel_size(vs))
+                .unwrap()
+        });
+        let (steps, lowest) = fall(&mut sim, piece.body, 1500);
+        let end = sim.world.bodies[piece.body].translation();
+        let ground_top = at(0.0, 4.0, 0.0).y;
+        println!(
+            "voxel size {vs}: the arch ({} parts) fell {:.2} in {steps} steps, lowest {:.3} over ground at {ground_top}",
+            piece.piece.shape_parts,
+            start.y - end.y,
+            lowest
+        );
+        assert!(start.y - end.y > 3.0 * vs, "it falls the 4 voxels to the ground");
+        assert!(lowest > ground_top - 0.25 * vs, "never through the ground: {lowest} under {ground_top}");
+        assert!(steps < 1500, "it sleeps once at rest");
+        assert!(
+            ball_before - sim.world.bodies[ball].translation().y > 3.0 * vs,
+            "the ball comes down with it"
+        );
+        assert!(!sim.sunk(ball));
+
+        // The reference: the same piece dropped on the TriMesh colliders of the cut terrain.
+        let mut tri = Sim::trimesh(after_cut);
+        let table = MaterialTable::default();
+        let same = spawn_piece(
+            piece.piece.clone(),
+            &table,
+            Pose::IDENTITY,
+            &mut tri.world.bodies,
+            &mut tri.world.colliders,
+        );
+        let (tri_steps, _) = fall(&mut tri, same.body, 1500);
+        let tri_end = tri.world.bodies[same.body].translation();
+        println!("  rests at {:.3} (TriMesh: {:.3}, asleep after {tri_steps} steps)", end.y, tri_end.y);
+        assert!((end.y - tri_end.y).abs() < 0.25 * vs, "{} vs {} on the TriMesh", end.y, tri_end.y);
+    }
 }
