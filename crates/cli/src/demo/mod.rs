@@ -1,6 +1,7 @@
 //! `voxterra demo`: bodies dropped on a generated world, rapier integrating them at 60 Hz, craters
 //! dug and hills raised under them (and elsewhere) while they fall and rest, and a character
-//! walking a course of ramps across chunk seams and over freshly raised ground; a table of what it
+//! walking a course of ramps across chunk seams and over freshly raised ground, a rock overhang cut
+//! loose to fall as a body; a table of what it
 //! cost, whether anything fell through and how the character fared, optionally beside the same
 //! scene on per-chunk TriMesh colliders (what rapier users do today), and a ray-cast picture of
 //! the last frame.
@@ -14,20 +15,20 @@ use crate::render_cmd::parse_resolution;
 use anyhow::Context;
 use rapier3d::control::KinematicCharacterController;
 use rapier3d::prelude::*;
-use scene::{Course, Fnv, Plaza, Rng};
+use scene::{Course, Fnv, Overhang, Plaza, Rng};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use timed::Timed;
-use voxterra::TerrainConfig;
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::mesher::Mesher;
 use voxterra::worldgen::WorldParams;
 use voxterra::{BodyDesc, Brush, Terrain, World};
-use voxterra_rapier::{CharacterController, RapierTerrain, SharedTerrain, dispatcher};
+use voxterra::{DetachConfig, TerrainConfig};
+use voxterra_rapier::{CharacterController, RapierTerrain, SharedTerrain, dispatcher, spawn_piece};
 
 /// What the terrain is to rapier.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum, serde::Serialize)]
@@ -36,6 +37,15 @@ pub(crate) enum Baseline {
     /// One rapier TriMesh collider (FIX_INTERNAL_EDGES) per 32³ chunk, rebuilt for every chunk an
     /// edit touches.
     Trimesh,
+}
+
+/// What the picture looks at.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub(crate) enum View {
+    /// The bodies of the last crater dug.
+    Crater,
+    /// The overhang, cut loose at frame 30, where its piece came to rest.
+    Overhang,
 }
 
 /// Arguments of `voxterra demo`.
@@ -72,6 +82,9 @@ pub(crate) struct DemoArgs {
     /// Skip the picture.
     #[arg(long)]
     no_picture: bool,
+    /// What the picture looks at.
+    #[arg(long, value_enum, default_value = "crater")]
+    view: View,
 }
 
 /// Median, 99th percentile and maximum of per-frame times, milliseconds.
@@ -107,6 +120,13 @@ struct RunReport {
     contacts_per_frame: f64,
     terrain_collision_bytes: usize,
     bodies_at_rest: usize,
+    /// Pieces of terrain edits cut loose, spawned as bodies (the overhang's among them).
+    detached_pieces: usize,
+    /// Of those, at rest at the end.
+    pieces_at_rest: usize,
+    /// Of those, under the surface at any time (their centre deeper in the solid than their
+    /// bounding radius) or under the world: 0 expected.
+    pieces_fell_through: usize,
     /// Share of the character's steps on which its controller reported it grounded.
     character_grounded: f64,
     /// The character's steps that moved less than a tenth of the way asked.
@@ -196,14 +216,17 @@ fn chunk_collider(mesh: &voxterra::mesher::RenderMesh) -> anyhow::Result<Option<
     Ok(Some((ColliderBuilder::new(SharedShape::new(shape)).build(), bytes)))
 }
 
-/// The scene's starting terrain: the generated world with its plaza leveled and the character's
-/// course built beside it.
-fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza, Course)> {
+/// The scene's starting terrain: the generated world with its plaza leveled, the character's
+/// course built beside it and the overhang on the other side; edits then detach what they cut
+/// loose.
+fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza, Course, Overhang)> {
     let mut t = Terrain::generate(&WorldParams::new(args.seed, args.size), TerrainConfig::default())
         .context("generating the world")?;
     let plaza = scene::build_plaza(&mut t, args.size)?;
     let course = scene::build_course(&mut t, &plaza)?;
-    Ok((t, plaza, course))
+    let overhang = scene::build_overhang(&mut t, &plaza)?;
+    t.reconfigure(TerrainConfig { detach: Some(DetachConfig::default()), ..t.config() })?;
+    Ok((t, plaza, course, overhang))
 }
 
 /// A character walking the course at 4 m/s under gravity, as a game drives rapier's kinematic
@@ -263,7 +286,7 @@ const SETTLE_FRAMES: usize = 60;
 struct Final {
     terrain: Terrain,
     bodies: Vec<(SharedShape, Pose)>,
-    /// Where the picture looks: the bodies of the last crater.
+    /// Where the picture looks: the bodies of the last crater, or the overhang.
     focus: Vector3<f32>,
 }
 
@@ -275,7 +298,8 @@ fn simulate(
 ) -> anyhow::Result<(RunReport, Final)> {
     let run_start = Instant::now();
     let refused_before = voxterra_rapier::refused_queries();
-    let (terrain, plaza, course) = scene_terrain(args)?;
+    let (terrain, plaza, course, overhang) = scene_terrain(args)?;
+    let table = terrain.materials().clone();
     let mut rng = Rng::new(args.seed);
     let specs = scene::bodies(&terrain, args.size, &plaza, args.bodies as usize, &mut rng);
     let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
@@ -340,6 +364,8 @@ fn simulate(
     let mut contacts_total = 0usize;
     let (mut ghost_bumps, mut flat_contacts) = (0usize, 0usize);
     let mut fallen = vec![false; handles.len()];
+    let mut pieces: Vec<RigidBodyHandle> = Vec::new();
+    let mut piece_fallen: Vec<bool> = Vec::new();
     let mut ground = ground;
     let flat = (5.0f32).to_radians().cos();
     for frame in 0..n {
@@ -355,14 +381,23 @@ fn simulate(
         if frame == scene::MOUND_FRAME {
             brushes.push(course.mound);
         }
+        if frame == scene::OVERHANG_FRAME {
+            brushes.push(overhang.cut);
+        }
         let start = Instant::now();
         for b in &brushes {
             match &mut ground {
                 Ground::Voxterra(g) => {
-                    g.apply_brush(b, &mut bodies, &mut colliders)?;
+                    let edit = g.apply_brush(b, &mut bodies, &mut colliders)?;
+                    pieces.extend(edit.pieces.iter().map(|p| p.body));
                 }
                 Ground::Trimesh { terrain, mesher, colliders: map } => {
                     terrain.apply_brush(b)?;
+                    for piece in terrain.take_detached() {
+                        pieces.push(
+                            spawn_piece(piece, &table, Pose::IDENTITY, &mut bodies, &mut colliders).body,
+                        );
+                    }
                     for (k, mesh) in terrain.take_render_updates(mesher)? {
                         let key = k;
                         if let Some((old, _)) = map.remove(&key) {
@@ -448,6 +483,13 @@ fn simulate(
                     fallen[i] |= scene::under_surface(t, p, radius);
                 }
             }
+            piece_fallen.resize(pieces.len(), false);
+            for (fell, &h) in piece_fallen.iter_mut().zip(&pieces) {
+                let p = bodies[h].translation();
+                let radius =
+                    colliders[bodies[h].colliders()[0]].shape().compute_local_bounding_sphere().radius;
+                *fell |= p.y < -2.0 || scene::under_surface(t, p, radius);
+            }
         });
         bar.inc(1);
     }
@@ -455,7 +497,9 @@ fn simulate(
     let at_rest =
         handles.iter().filter(|&&h| bodies[h].is_sleeping() || bodies[h].linvel().length() < 0.1).count();
     let mut hash = Fnv::new();
-    for &h in handles.iter().chain([&walker.body]) {
+    let pieces_at_rest =
+        pieces.iter().filter(|&&h| bodies[h].is_sleeping() || bodies[h].linvel().length() < 0.1).count();
+    for &h in handles.iter().chain([&walker.body]).chain(&pieces) {
         let b = &bodies[h];
         let (p, r) = (b.translation(), b.rotation());
         for v in [p.x, p.y, p.z, r.x, r.y, r.z, r.w] {
@@ -479,6 +523,9 @@ fn simulate(
         contacts_per_frame: contacts_total as f64 / n as f64,
         terrain_collision_bytes: bytes,
         bodies_at_rest: at_rest,
+        detached_pieces: pieces.len(),
+        pieces_at_rest,
+        pieces_fell_through: piece_fallen.iter().filter(|&&f| f).count(),
         character_grounded: walker.grounded as f64 / walker.steps.max(1) as f64,
         character_stuck_steps: walker.stuck,
         refused_queries: if baseline.is_none() {
@@ -503,9 +550,13 @@ fn simulate(
         .filter(|(_, s)| s.group == group)
         .map(|(&h, _)| Vector3::from_parry(bodies[h].translation()))
         .collect();
-    let focus = members.iter().sum::<Vector3<f32>>() / members.len().max(1) as f32;
+    let focus = match args.view {
+        View::Crater => members.iter().sum::<Vector3<f32>>() / members.len().max(1) as f32,
+        View::Overhang => overhang.focus,
+    };
     let shapes: Vec<(SharedShape, Pose)> = handles
         .iter()
+        .chain(&pieces)
         .map(|&h| {
             let b = &bodies[h];
             (colliders[b.colliders()[0]].shared_shape().clone(), *b.position())
@@ -579,7 +630,10 @@ fn picture(args: &DemoArgs, fin: Final) -> anyhow::Result<PictureReport> {
     let focus = fin.focus;
     // An eye that sees the focus: the first of a ring of viewpoints, low to high, with a clear line
     // of sight (the terrain around a crater may hide it).
-    let dist = 26.0;
+    let dist = match args.view {
+        View::Crater => 26.0,
+        View::Overhang => 44.0,
+    };
     let eye = [0.6f32, 0.9, 1.2]
         .iter()
         .flat_map(|&elev| (0..8).map(move |k| (elev, k as f32 * std::f32::consts::FRAC_PI_4 + 0.6)))
@@ -645,6 +699,8 @@ fn print_table(r: &Report) {
     row("setup (before frame 0)", &|x| format!("{:.0} ms", x.setup_ms));
     row("bodies at rest", &|x| format!("{}", x.bodies_at_rest));
     row("bodies fell through", &|x| format!("{}", x.fell_through));
+    row("pieces cut loose (at rest)", &|x| format!("{} ({})", x.detached_pieces, x.pieces_at_rest));
+    row("pieces fell through", &|x| format!("{}", x.pieces_fell_through));
     row("character grounded", &|x| format!("{:.1}% of steps", 100.0 * x.character_grounded));
     row("character stuck steps", &|x| format!("{}", x.character_stuck_steps));
     row("queries the terrain refused", &|x| format!("{}", x.refused_queries));

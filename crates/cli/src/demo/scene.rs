@@ -154,6 +154,45 @@ pub(crate) fn build_course(t: &mut Terrain, plaza: &Plaza) -> anyhow::Result<Cou
     })
 }
 
+/// A rock overhang beside the plaza: a pillar under a wide cap, on a pad at the plaza's height.
+/// At [`OVERHANG_FRAME`] a crater cuts the pillar through, and the cap with the pillar's top
+/// comes loose and falls.
+#[derive(Clone, Debug)]
+pub(crate) struct Overhang {
+    /// The crater that cuts it loose.
+    pub(crate) cut: Brush,
+    /// The middle of the cap, where the picture looks from `--view overhang`.
+    pub(crate) focus: Vector3<f32>,
+}
+
+/// The frame the overhang's pillar is cut.
+pub(crate) const OVERHANG_FRAME: usize = 30;
+
+/// Builds the overhang off the plaza's near side (both runs build the same).
+pub(crate) fn build_overhang(t: &mut Terrain, plaza: &Plaza) -> anyhow::Result<Overhang> {
+    let (x, z, h) = ((plaza.min[0] + plaza.max[0]) * 0.5, plaza.min[1] - 10.0, plaza.height.floor());
+    let cuboid = |min: [f32; 3], max: [f32; 3], op: BrushOp| Brush {
+        shape: BrushShape::Box { min: Point3::from(min), max: Point3::from(max) },
+        op,
+    };
+    let rock = BrushOp::Add(materials::SANDSTONE);
+    for b in [
+        cuboid([x - 12.0, 1.0, z - 8.0], [x + 12.0, h, z + 8.0], BrushOp::Add(materials::CONCRETE)),
+        cuboid([x - 12.0, h, z - 8.0], [x + 12.0, h + 40.0, z + 8.0], BrushOp::Subtract),
+        cuboid([x - 3.0, h, z - 3.0], [x + 3.0, h + 18.0, z + 3.0], rock),
+        cuboid([x - 8.0, h + 18.0, z - 5.0], [x + 8.0, h + 22.0, z + 5.0], rock),
+    ] {
+        t.apply_brush(&b)?;
+    }
+    Ok(Overhang {
+        cut: Brush {
+            shape: BrushShape::Sphere { center: Point3::new(x, h + 6.0, z), radius: CRATER_RADIUS },
+            op: BrushOp::Subtract,
+        },
+        focus: Vector3::new(x, h + 8.0, z),
+    })
+}
+
 /// One body of the scene.
 pub(crate) struct BodySpec {
     pub(crate) shape: SharedShape,
