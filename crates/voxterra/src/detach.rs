@@ -10,7 +10,9 @@
 //! the edited box, lowest voxel first (solid ground reaches the floor straight down), so its cost
 //! follows the budget, not the world.
 
-pub use crate::piece::{DECOMPOSITION_BLOCK, DetachedPiece, POOR_HULL_RATIO, PieceMass, piece_mass};
+pub use crate::piece::{
+    DetachedPiece, MAX_SPLIT_DEPTH, MIN_SPLIT_VOXELS, POOR_HULL_RATIO, PieceMass, piece_mass,
+};
 use crate::terrain::Terrain;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -7,7 +7,7 @@ use crate::convert::ToParry;
 use crate::detach::{DetachedRegion, FACES};
 use crate::terrain::{Terrain, TerrainError};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use voxterra_codec::{Compression, Snapshot};
 use voxterra_core::nalgebra::{Matrix3, Point3, Vector3};
 use voxterra_core::{Material, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
@@ -22,9 +22,11 @@ type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
 /// arch's hull spans the opening under it); the piece then collides as a decomposition.
 pub const POOR_HULL_RATIO: f32 = 1.5;
 
-/// The side, in voxels, of the blocks a decomposition hulls one by one (each block's hull takes
-/// the points one voxel past its faces, so neighbouring hulls overlap and leave no gap).
-pub const DECOMPOSITION_BLOCK: i32 = 8;
+/// How many times a decomposition halves a piece at most: at most 2^6 = 64 convex parts.
+pub const MAX_SPLIT_DEPTH: u32 = 6;
+
+/// Parts of fewer voxels are not split further.
+pub const MIN_SPLIT_VOXELS: usize = 64;
 
 /// A piece's mass properties, from its voxels' occupancy and its materials' densities.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -59,8 +61,8 @@ pub struct DetachedPiece {
     /// relative to the centre of mass.
     pub mesh: RenderMesh,
     /// The collision shape relative to the centre of mass: the convex hull of the mesh, or,
-    /// when that hull is poor ([`POOR_HULL_RATIO`]), a compound of the hulls of its
-    /// [`DECOMPOSITION_BLOCK`]-voxel blocks.
+    /// when that hull is poor ([`POOR_HULL_RATIO`]), a compound of the hulls of its halves,
+    /// halved again where their hulls are poor (at most [`MAX_SPLIT_DEPTH`] times).
     pub shape: SharedShape,
     /// Convex parts in `shape`: 1 for a hull.
     pub shape_parts: usize,
@@ -321,7 +323,7 @@ fn build_piece(
     let solid_volume: f64 =
         removed.iter().map(|(_, v)| v.occupancy() as f64).sum::<f64>() * (voxel_size as f64).powi(3);
     let volume = solid_volume as f32;
-    let (shape, shape_parts) = collision_shape(&absolute, removed, &local, volume, &bounds, voxel_size);
+    let (shape, shape_parts) = collision_shape(&absolute, removed, &local, &bounds, voxel_size);
     Ok(DetachedPiece { voxels, bounds, solid_voxels, material, mass, volume, mesh, shape, shape_parts })
 }
 
@@ -329,58 +331,83 @@ pub(crate) fn shape_volume(shape: &SharedShape) -> f32 {
     shape.mass_properties(1.0).mass()
 }
 
-/// The convex hull of the mesh, or the hulls of its blocks when that is poor; a box of the
-/// piece's bounds if no hull can be made (a mesh too flat to hold volume).
+/// The convex hull of the mesh, or a decomposition when that is poor; a box of the piece's
+/// bounds if no hull can be made (a mesh too flat to hold volume).
 fn collision_shape(
     absolute: &[Point3<f32>],
     removed: &[(VoxelPos, Voxel)],
     local: &dyn Fn(&Point3<f32>) -> Vector3<f32>,
-    solid_volume: f32,
     bounds: &Region,
     voxel_size: f32,
 ) -> (SharedShape, usize) {
-    let points: Vec<Vector> = absolute.iter().map(|p| local(p).to_parry()).collect();
-    let hull = SharedShape::convex_hull(&points);
-    if let Some(h) = &hull
-        && shape_volume(h) <= POOR_HULL_RATIO * solid_volume
-    {
-        return (h.clone(), 1);
-    }
-    // Each block takes the mesh vertices and the solid voxels' centres one voxel past its faces.
-    let mut blocks: BTreeMap<[i32; 3], Vec<Vector>> = BTreeMap::new();
-    let centers = removed
-        .iter()
-        .filter(|(_, v)| v.occupancy_byte() >= 128)
-        .map(|(p, _)| p.cast::<f32>() + Vector3::repeat(0.5));
-    for p in absolute.iter().copied().chain(centers) {
-        let range = |x: f32| {
-            let lo = ((x - 1.0) / DECOMPOSITION_BLOCK as f32 - 1.0).ceil() as i32;
-            let hi = ((x + 1.0) / DECOMPOSITION_BLOCK as f32).floor() as i32;
-            lo..=hi
-        };
-        let q = local(&p).to_parry();
-        for bx in range(p.x) {
-            for by in range(p.y) {
-                for bz in range(p.z) {
-                    blocks.entry([bx, by, bz]).or_default().push(q);
-                }
-            }
-        }
-    }
-    let parts: Vec<(Pose, SharedShape)> = blocks
-        .values()
-        .filter_map(|pts| SharedShape::convex_hull(pts))
-        .map(|s| (Pose::IDENTITY, s))
-        .collect();
-    match (parts.len(), hull) {
-        (0, Some(h)) => (h, 1),
-        (0, None) => {
+    let centre = |p: &VoxelPos| p.cast::<f32>() + Vector3::repeat(0.5);
+    let points = absolute.to_vec();
+    let voxels: Vec<(Point3<f32>, f32)> = removed.iter().map(|(p, v)| (centre(p), v.occupancy())).collect();
+    let split = Split { local, cell: voxel_size.powi(3) };
+    let mut parts = Vec::new();
+    split.decompose(points, voxels, 0, &mut parts);
+    match parts.len() {
+        1 => (parts.pop().expect("one part"), 1),
+        0 => {
             let (lo, hi) = (bounds.min().cast::<f32>(), bounds.max().cast::<f32>());
             let half = (hi - lo) * (voxel_size / 2.0);
             let middle = local(&Point3::from((lo.coords + hi.coords) / 2.0));
             let pose = Pose::from_translation(middle.to_parry());
             (SharedShape::compound(vec![(pose, SharedShape::cuboid(half.x, half.y, half.z))]), 1)
         }
-        (n, _) => (SharedShape::compound(parts), n),
+        n => (SharedShape::compound(parts.into_iter().map(|s| (Pose::IDENTITY, s)).collect()), n),
+    }
+}
+
+/// Splits a piece in halves until each half's hull fits it.
+struct Split<'a> {
+    local: &'a dyn Fn(&Point3<f32>) -> Vector3<f32>,
+    /// A voxel's world volume.
+    cell: f32,
+}
+
+impl Split<'_> {
+    /// Pushes the hull of `points` (voxel units) if it holds at most [`POOR_HULL_RATIO`] times the
+    /// volume of `voxels` (centres and occupancies), or at [`MAX_SPLIT_DEPTH`], or for fewer than
+    /// [`MIN_SPLIT_VOXELS`] voxels; else splits both at the middle of the voxels' longest extent
+    /// (each half keeps the points one voxel past the cut, so the halves' hulls overlap) and
+    /// recurses.
+    fn decompose(
+        &self,
+        points: Vec<Point3<f32>>,
+        voxels: Vec<(Point3<f32>, f32)>,
+        depth: u32,
+        out: &mut Vec<SharedShape>,
+    ) {
+        let local: Vec<Vector> = points.iter().map(|p| (self.local)(p).to_parry()).collect();
+        let hull = SharedShape::convex_hull(&local);
+        let volume = voxels.iter().map(|(_, o)| o).sum::<f32>() * self.cell;
+        let fits = hull.as_ref().is_some_and(|h| shape_volume(h) <= POOR_HULL_RATIO * volume);
+        if fits || depth >= MAX_SPLIT_DEPTH || voxels.len() < MIN_SPLIT_VOXELS {
+            out.extend(hull);
+            return;
+        }
+        let (mut lo, mut hi) = (voxels[0].0, voxels[0].0);
+        for (c, _) in &voxels {
+            lo = lo.inf(c);
+            hi = hi.sup(c);
+        }
+        let axis = (hi - lo).imax();
+        // A plane between voxel centres (which sit at .5).
+        let cut = ((lo[axis] + hi[axis]) * 0.5).round();
+        // Each half keeps the points one voxel past the cut, and gains the centres of the solid
+        // voxels beside it: the cut faces, which the mesh has no vertex on.
+        let at_cut =
+            voxels.iter().filter(|(c, o)| *o >= 0.5 && (c[axis] - cut).abs() <= 1.0).map(|(c, _)| *c);
+        let points: Vec<Point3<f32>> = points.into_iter().chain(at_cut).collect();
+        let (left, right): (Vec<_>, Vec<_>) = voxels.into_iter().partition(|(c, _)| c[axis] < cut);
+        let side =
+            |keep: &dyn Fn(f32) -> bool| points.iter().copied().filter(|p| keep(p[axis])).collect::<Vec<_>>();
+        let (lp, rp) = (side(&|x| x <= cut + 1.0), side(&|x| x >= cut - 1.0));
+        for (p, v) in [(lp, left), (rp, right)] {
+            if !v.is_empty() {
+                self.decompose(p, v, depth + 1, out);
+            }
+        }
     }
 }
