@@ -9,6 +9,33 @@
 //! godot_voxel and Voxel Play bound theirs). The search starts from the solid voxels in and around
 //! the edited box, lowest voxel first (solid ground reaches the floor straight down), so its cost
 //! follows the budget, not the world.
+//!
+//! With [`TerrainConfig::detach`](crate::TerrainConfig::detach) set, edits act on it: an edit that
+//! empties solid voxels searches from their solid neighbours and takes every loose piece out in
+//! the same step (one undo step puts it back; the edit's delta carries its removal), handing it
+//! out by [`Terrain::take_detached`] as a [`DetachedPiece`]: its voxels, render mesh, collision
+//! shape and mass. Pieces under [`DetachConfig::min_piece_voxels`](crate::DetachConfig) go as
+//! debris.
+//!
+//! ```
+//! use voxterra::prelude::*;
+//! use voxterra::{DetachConfig, TerrainConfig};
+//!
+//! let config = TerrainConfig { detach: Some(DetachConfig::default()), ..TerrainConfig::default() };
+//! let mut t = Terrain::new(MaterialTable::default(), config)?;
+//! let rock = Voxel::full(materials::ROCK);
+//! t.fill(&Region::from_min_size(VoxelPos::new(0, 0, 0), [16, 2, 16])?, rock)?; // the ground
+//! t.fill(&Region::from_min_size(VoxelPos::new(7, 2, 7), [2, 6, 2])?, rock)?; // a post
+//! t.fill(&Region::from_min_size(VoxelPos::new(4, 8, 4), [8, 2, 8])?, rock)?; // a table top
+//! let cut = t.fill(&Region::from_min_size(VoxelPos::new(7, 4, 7), [2, 1, 2])?, Voxel::AIR)?;
+//! assert_eq!(cut.detached, 1);
+//! let piece = t.take_detached().remove(0);
+//! assert_eq!(piece.solid_voxels, 8 * 8 * 2 + 2 * 2 * 3); // the top and the post above the cut
+//! assert!(t.voxel(VoxelPos::new(5, 9, 5)).is_air()); // out of the terrain,
+//! t.undo()?;
+//! assert!(!t.voxel(VoxelPos::new(5, 9, 5)).is_air()); // and back in one step
+//! # Ok::<(), voxterra::TerrainError>(())
+//! ```
 
 pub use crate::piece::{
     DetachedPiece, MAX_SPLIT_DEPTH, MIN_SPLIT_VOXELS, POOR_HULL_RATIO, PieceMass, piece_mass,

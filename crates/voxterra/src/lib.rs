@@ -56,7 +56,9 @@
 //! render meshes edits changed, re-meshed in parallel, and [`Terrain::lod_mesh`] a
 //! [`lod::LodNode`]'s mesh at a coarser level (the store's mips: about a quarter of the triangles
 //! a level); [`Terrain::find_detached`] finds the solid pieces an edit cut loose (within a search
-//! budget); [`Terrain::edits_since`] and
+//! budget), and with [`TerrainConfig::detach`] set edits take them out themselves and hand them out
+//! by [`Terrain::take_detached`] as [`detach::DetachedPiece`]s (voxels, mesh, collision shape,
+//! mass) for the game to drop as bodies; [`Terrain::edits_since`] and
 //! [`Terrain::apply_delta`] replicate edits to another terrain; [`Terrain::cast_rays`] casts
 //! batches in parallel; [`Terrain::sweep_shape`] is continuous collision over a step, rotation
 //! included. Every query works from `&self`: a chunk the cache lacks is built into it by the

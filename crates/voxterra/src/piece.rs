@@ -190,10 +190,14 @@ impl Terrain {
         )?;
         let mut all_dirty = dirty;
         for (removed, _) in &taken {
-            for (run, _) in runs(removed) {
-                if let Some(d) = self.store.fill(&run, Voxel::AIR)? {
-                    all_dirty = all_dirty.union(&d);
-                }
+            // One pass over the piece's box: the store rewrites each touched chunk once.
+            let b = bounds_of(removed);
+            let mut out = vec![false; b.len()?];
+            for (p, _) in removed {
+                out[b.index_of(*p)] = true;
+            }
+            if let Some(d) = self.store.brush(&b, |p, v| if out[b.index_of(p)] { Voxel::AIR } else { v })? {
+                all_dirty = all_dirty.union(&d);
             }
         }
         let (kept, debris): (Vec<_>, Vec<_>) =
