@@ -22,7 +22,8 @@ const SUITES: &[&str] = &[
     "lod",
     "detach",
 ];
-const FUZZ_TARGETS: &[&str] = &["decode_rle", "roundtrip", "open_world", "decode_delta", "apply_delta"];
+const FUZZ_TARGETS: &[&str] =
+    &["decode_rle", "roundtrip", "open_world", "decode_delta", "apply_delta", "decode_packet"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace root").to_path_buf()

@@ -72,3 +72,17 @@ pub fn decode_delta(data: &[u8]) {
 fn decode_delta_bytes(data: &[u8]) -> Result<crate::Delta, crate::DeltaError> {
     delta::decode_delta(data, 1 << 18, u64::MAX)
 }
+
+/// Decodes arbitrary bytes as a network packet of the box they declare (every material known):
+/// errors, never panics; whatever decodes re-encodes to a packet that decodes alike.
+pub fn decode_packet(data: &[u8]) {
+    let Ok(size) = crate::packet::packet_size(data) else { return };
+    let mut out = vec![Voxel::AIR; size.iter().product()];
+    if crate::packet::decode_packet(data, size, u64::MAX, &mut out).is_ok() {
+        let mut again = Vec::new();
+        crate::packet::encode_packet(&out, size, &mut again);
+        let mut back = vec![Voxel::AIR; out.len()];
+        crate::packet::decode_packet(&again, size, u64::MAX, &mut back).expect("own packets decode");
+        assert_eq!(back, out);
+    }
+}

@@ -21,3 +21,8 @@ fn open_world_corpus() {
 fn decode_delta_corpus() {
     replay("decode_delta", voxterra_codec::fuzz::decode_delta);
 }
+
+#[test]
+fn decode_packet_corpus() {
+    replay("decode_packet", voxterra_codec::fuzz::decode_packet);
+}
