@@ -35,6 +35,7 @@ pub mod lod_suite;
 pub mod mesher_suite;
 pub mod narrowphase_suite;
 pub mod parry_adapter;
+pub mod replication_suite;
 pub mod store_suite;
 pub mod terrain_suite;
 pub mod world;

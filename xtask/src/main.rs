@@ -21,6 +21,7 @@ const SUITES: &[&str] = &[
     "terrain",
     "lod",
     "detach",
+    "replication",
 ];
 const FUZZ_TARGETS: &[&str] =
     &["decode_rle", "roundtrip", "open_world", "decode_delta", "apply_delta", "decode_packet"];

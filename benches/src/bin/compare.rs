@@ -3,7 +3,7 @@
 use clap::Parser;
 use voxterra_benches::{
     bit_broadphase_suite, codec_suite, detach_suite, dynamic_tree_suite, kdtree_suite, lod_suite,
-    mesher_suite, narrowphase_suite, store_suite, terrain_suite,
+    mesher_suite, narrowphase_suite, replication_suite, store_suite, terrain_suite,
 };
 
 const SUITES: &[&str] = &[
@@ -17,13 +17,14 @@ const SUITES: &[&str] = &[
     "terrain",
     "lod",
     "detach",
+    "replication",
 ];
 
 /// Runs a benchmark suite for voxterra and its named peer, interleaved, and prints medians and ratios.
 #[derive(Parser, Debug)]
 #[command(name = "compare")]
 struct Args {
-    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase, terrain, lod, detach.
+    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase, terrain, lod, detach, replication.
     suite: String,
     /// Smaller world and fewer repetitions: a smoke run.
     #[arg(long)]
@@ -49,6 +50,7 @@ fn main() -> anyhow::Result<()> {
         "terrain" => terrain_suite::run(args.quick),
         "lod" => lod_suite::run(args.quick),
         "detach" => detach_suite::run(args.quick),
+        "replication" => replication_suite::run(args.quick),
         other => anyhow::bail!("unknown suite {other:?}; suites: {}", SUITES.join(", ")),
     };
     if args.json {
