@@ -119,6 +119,7 @@ pub mod lod;
 mod piece;
 pub mod reach;
 mod render_updates;
+pub mod replication;
 mod terrain;
 mod terrain_point;
 mod terrain_query;

@@ -555,6 +555,26 @@ impl Terrain {
         self.log.record(&self.store, region)
     }
 
+    /// Writes a replica's voxels (checked against the table by the caller's decoder): the store,
+    /// masks, cache and render updates, but no history and no delta log (the replica's edits are
+    /// the server's).
+    pub(crate) fn write_replicated(
+        &mut self,
+        region: &Region,
+        voxels: &[Voxel],
+    ) -> Result<EditReport, TerrainError> {
+        let start = Instant::now();
+        let dirty = self.store.write_box(region, voxels)?;
+        let mut report = EditReport { dirty, ..Default::default() };
+        if let Some(d) = dirty {
+            report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
+            report.cache_dropped = self.cache.invalidate(&d);
+            self.mark_changed(&d);
+        }
+        report.elapsed = start.elapsed();
+        Ok(report)
+    }
+
     /// Writes `voxels` into `region` through the edit path (history, masks, cache, render
     /// updates, log).
     pub(crate) fn write_logged(

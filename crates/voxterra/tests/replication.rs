@@ -1,0 +1,304 @@
+//! Replication: clients that received every message for a region equal the server there, bit for
+//! bit, whatever edits, undos and moves came between; duplicated, reordered, dropped and damaged
+//! messages never corrupt a client; mip-only regions never answer physics; the same input gives
+//! the same bytes on 1 and 2 threads.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use proptest::prelude::*;
+use voxterra::core::nalgebra::Point3;
+use voxterra::core::{Region, Voxel, VoxelRead, materials};
+use voxterra::parry3d::math::Pose;
+use voxterra::parry3d::shape::SharedShape;
+use voxterra::replication::{
+    Applied, ReplicaClient, ReplicationConfig, ReplicationError, ReplicationServer, client_terrain,
+};
+use voxterra::worldgen::WorldParams;
+use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainConfig};
+
+const SIZE: [u32; 3] = [96, 48, 96];
+
+fn server(seed: u64) -> Terrain {
+    Terrain::generate(&WorldParams::new(seed, SIZE), TerrainConfig::default()).unwrap()
+}
+
+fn client(t: &Terrain) -> ReplicaClient {
+    ReplicaClient::new(client_terrain(t.materials().clone(), t.voxel_size()).unwrap())
+}
+
+fn config() -> ReplicationConfig {
+    ReplicationConfig { full_radius: 24.0, mip_radii: [48.0, 96.0, 160.0], resend_messages: 1 << 16 }
+}
+
+fn dense(t: &Terrain, r: &Region) -> Vec<Voxel> {
+    let mut v = vec![Voxel::AIR; r.len().unwrap()];
+    t.store().read_box(r, &mut v).unwrap();
+    v
+}
+
+/// Every region the server believes the client holds equals the server's voxels.
+fn assert_mirrors(
+    server: &Terrain,
+    srv: &ReplicationServer,
+    id: voxterra::replication::ClientId,
+    c: &ReplicaClient,
+) {
+    let held = srv.full_regions(id).unwrap();
+    assert!(!held.is_empty());
+    for k in held {
+        let r = k.region().unwrap();
+        assert!(c.is_ready(&r), "{k:?} sent but not ready");
+        assert!(dense(server, &r) == dense(c.terrain(), &r), "region {k:?} differs");
+    }
+}
+
+/// Ticks until nothing is due, applying everything in order.
+fn drain(
+    t: &Terrain,
+    srv: &mut ReplicationServer,
+    id: voxterra::replication::ClientId,
+    c: &mut ReplicaClient,
+) {
+    loop {
+        let msgs = srv.tick(t, id, 1 << 20).unwrap();
+        if msgs.is_empty() {
+            return;
+        }
+        for m in msgs {
+            c.apply(&m).unwrap();
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Brush([f32; 3], f32, bool),
+    Undo,
+    Move([f32; 2]),
+    Tick(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (proptest::array::uniform3(0.0f32..96.0), 2.0f32..6.0, any::<bool>()).prop_map(|(c, r, add)| Op::Brush(c, r, add)),
+        1 => Just(Op::Undo),
+        1 => proptest::array::uniform2(0.0f32..96.0).prop_map(Op::Move),
+        3 => (200usize..20_000).prop_map(Op::Tick),
+    ]
+}
+
+fn run_ops(
+    t: &mut Terrain,
+    srv: &mut ReplicationServer,
+    id: voxterra::replication::ClientId,
+    c: &mut ReplicaClient,
+    ops: &[Op],
+) {
+    for o in ops {
+        match o {
+            Op::Brush(p, r, add) => {
+                let op = if *add { BrushOp::Add(materials::ROCK) } else { BrushOp::Subtract };
+                let shape = BrushShape::Sphere { center: Point3::new(p[0], p[1] * 0.5, p[2]), radius: *r };
+                t.apply_brush(&Brush { shape, op }).unwrap();
+            }
+            Op::Undo => {
+                let _ = t.undo();
+            }
+            Op::Move(p) => srv.set_viewers(id, &[Point3::new(p[0], 30.0, p[1])]).unwrap(),
+            Op::Tick(budget) => {
+                for m in srv.tick(t, id, *budget).unwrap() {
+                    c.apply(&m).unwrap();
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(10))]
+
+    /// After any sequence of edits, undos, moves and budgeted ticks, once the due messages are
+    /// delivered the client equals the server in every region it holds.
+    #[test]
+    fn clients_mirror_the_server_where_they_hold_full_data(
+        seed in 1u64..200,
+        ops in proptest::collection::vec(op(), 1..24),
+    ) {
+        let mut t = server(seed);
+        let mut srv = ReplicationServer::new(config());
+        let id = srv.add_client(&t);
+        srv.set_viewers(id, &[Point3::new(48.0, 30.0, 48.0)]).unwrap();
+        let mut c = client(&t);
+        run_ops(&mut t, &mut srv, id, &mut c, &ops);
+        drain(&t, &mut srv, id, &mut c);
+        assert_mirrors(&t, &srv, id, &c);
+    }
+}
+
+#[test]
+fn duplicated_reordered_and_dropped_messages_never_corrupt_a_client() {
+    let mut t = server(7);
+    let mut srv = ReplicationServer::new(config());
+    let id = srv.add_client(&t);
+    srv.set_viewers(id, &[Point3::new(40.0, 30.0, 40.0)]).unwrap();
+    let mut c = client(&t);
+    let mut rng = voxterra_test_support::Rng::new(3);
+    let mut gaps = 0;
+    for round in 0..12 {
+        let carve = Brush {
+            shape: BrushShape::Sphere {
+                center: Point3::new(30.0 + round as f32 * 2.0, 20.0, 40.0),
+                radius: 4.0,
+            },
+            op: BrushOp::Subtract,
+        };
+        t.apply_brush(&carve).unwrap();
+        let msgs = srv.tick(&t, id, 6000).unwrap();
+        // A hostile network: each message dropped, duplicated or delivered, in a shuffled order.
+        let mut wire: Vec<&Vec<u8>> = Vec::new();
+        for m in &msgs {
+            match rng.below(4) {
+                0 => {}
+                1 => wire.extend([m, m]),
+                _ => wire.push(m),
+            }
+        }
+        for i in (1..wire.len()).rev() {
+            wire.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        for m in wire {
+            let (before, revision) = (c.expected(), c.terrain().revision());
+            match c.apply(m) {
+                Ok(Applied::Ignored(_)) => {
+                    assert_eq!((c.expected(), c.terrain().revision()), (before, revision))
+                }
+                Ok(_) => assert_eq!(c.expected(), before + 1),
+                Err(ReplicationError::Gap { expected, .. }) => {
+                    gaps += 1;
+                    assert_eq!((expected, c.expected(), c.terrain().revision()), (before, before, revision));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // The game asks for what it missed.
+        for m in srv.resend(id, c.expected()).unwrap() {
+            c.apply(&m).unwrap();
+        }
+    }
+    assert!(gaps > 0, "the shuffles left gaps");
+    drain(&t, &mut srv, id, &mut c);
+    assert_mirrors(&t, &srv, id, &c);
+}
+
+#[test]
+fn malformed_messages_are_refused_and_change_nothing() {
+    let t = server(9);
+    let mut srv = ReplicationServer::new(config());
+    let id = srv.add_client(&t);
+    srv.set_viewers(id, &[Point3::new(48.0, 30.0, 48.0)]).unwrap();
+    let mut c = client(&t);
+    let msgs = srv.tick(&t, id, 1 << 20).unwrap();
+    let m = &msgs[0];
+    let mut rng = voxterra_test_support::Rng::new(1);
+    for _ in 0..200 {
+        let mut bad = m.clone();
+        let i = rng.below(bad.len() as u64) as usize;
+        bad[i] ^= 1 << rng.below(8);
+        assert!(matches!(c.apply(&bad), Err(ReplicationError::Malformed(_))));
+        let cut = rng.below(bad.len() as u64) as usize;
+        assert!(c.apply(&m[..cut]).is_err());
+    }
+    // A well-formed frame around voxels that do not decode: the packet is refused.
+    let mut frame = m[..26].to_vec();
+    frame.extend_from_slice(&[0xff; 9]);
+    let crc = crc32(&frame);
+    frame.extend_from_slice(&crc.to_le_bytes());
+    assert!(matches!(c.apply(&frame), Err(ReplicationError::Packet(_))), "{:?}", c.apply(&frame));
+    assert_eq!(c.expected(), 0);
+    assert!(c.terrain().extent().is_none(), "nothing was written");
+    for m in &msgs {
+        c.apply(m).unwrap();
+    }
+    assert_mirrors(&t, &srv, id, &c);
+}
+
+/// CRC-32 (IEEE), bit by bit: the reference for the frame's checksum.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { crc >> 1 ^ 0xedb8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn mip_only_regions_never_answer_physics() {
+    let t = server(11);
+    let mut srv = ReplicationServer::new(ReplicationConfig { full_radius: 12.0, ..config() });
+    let id = srv.add_client(&t);
+    srv.set_viewers(id, &[Point3::new(16.0, 30.0, 16.0)]).unwrap();
+    let mut c = client(&t);
+    drain(&t, &mut srv, id, &mut c);
+    let ball = SharedShape::ball(1.0);
+    let ground = |x: f32, z: f32| {
+        let down = voxterra::core::Ray::new(Point3::new(x, 60.0, z), -voxterra::core::nalgebra::Vector3::y());
+        t.cast_ray(&down, 100.0).unwrap().unwrap().point.y
+    };
+    // Far away the client has mips only: contacts and rays say so, and the terrain has no voxels.
+    let far = Pose::translation(80.0, ground(80.0, 80.0) + 0.9, 80.0);
+    let mut out = Vec::new();
+    assert!(matches!(c.contacts(&*ball, &far, 0.02, &mut out), Err(ReplicationError::NotReady(_))));
+    let key = voxterra::core::StoreChunkKey::containing(Point3::new(80, ground(80.0, 80.0) as i32, 80));
+    assert!(c.mip(key).is_some(), "far chunks come as mips");
+    let region = key.region().unwrap();
+    assert!(dense(c.terrain(), &region).iter().all(|v| v.is_air()), "mips never reach the terrain");
+    let down =
+        voxterra::core::Ray::new(Point3::new(80.0, 60.0, 80.0), -voxterra::core::nalgebra::Vector3::y());
+    assert!(matches!(c.cast_ray(&down, 100.0), Err(ReplicationError::NotReady(_))));
+    // Near the viewer it answers as the server does.
+    let near = Pose::translation(16.0, ground(16.0, 16.0) + 0.9, 16.0);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    c.contacts(&*ball, &near, 0.02, &mut a).unwrap();
+    t.contacts(&*ball, &near, 0.02, &mut b).unwrap();
+    assert!(!a.is_empty());
+    assert_eq!(a, b);
+}
+
+#[test]
+fn the_same_input_gives_the_same_bytes_on_one_and_two_threads() {
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut t = server(5);
+            let mut srv = ReplicationServer::new(config());
+            let id = srv.add_client(&t);
+            let mut c = client(&t);
+            let ops = [
+                Op::Move([20.0, 20.0]),
+                Op::Tick(4000),
+                Op::Brush([22.0, 40.0, 22.0], 5.0, false),
+                Op::Tick(4000),
+                Op::Move([60.0, 70.0]),
+                Op::Brush([60.0, 40.0, 70.0], 4.0, true),
+                Op::Undo,
+                Op::Tick(9000),
+            ];
+            run_ops(&mut t, &mut srv, id, &mut c, &ops);
+            let mut all = Vec::new();
+            loop {
+                let m = srv.tick(&t, id, 1 << 16).unwrap();
+                if m.is_empty() {
+                    break;
+                }
+                all.extend(m);
+            }
+            all
+        })
+    };
+    let (one, two) = (run(1), run(2));
+    assert!(!one.is_empty());
+    assert!(one == two);
+}
