@@ -7,6 +7,8 @@
 //!   TriMesh colliders, with a table and a picture.
 //! - `voxterra render`: ray cast a world file or a generated world into a PNG; `--lod` draws it
 //!   through levels of detail around the eye.
+//! - `voxterra serve-sim`: a replication server with live edits and three simulated clients in one
+//!   process: bytes per tick, time to full detail, a hash check against the server.
 
 mod demo;
 mod export;
@@ -16,6 +18,7 @@ mod lod_render;
 mod mesh_cmd;
 mod render;
 mod render_cmd;
+mod serve_sim;
 
 use clap::{Parser, Subcommand};
 
@@ -40,6 +43,9 @@ enum Command {
     Mesh(mesh_cmd::MeshArgs),
     /// Ray cast a world (a file, or generated) into a PNG from a camera given by flags.
     Render(render_cmd::RenderArgs),
+    /// A replication server with live edits and three simulated clients moving through the world:
+    /// bytes per tick, time to full detail around each, a hash check against the server.
+    ServeSim(serve_sim::ServeSimArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -49,5 +55,6 @@ fn main() -> anyhow::Result<()> {
         Command::Info(args) => info_cmd::run(&args),
         Command::Mesh(args) => mesh_cmd::run(&args),
         Command::Render(args) => render_cmd::run(&args),
+        Command::ServeSim(args) => serve_sim::run(&args),
     }
 }

@@ -120,3 +120,18 @@ fn render_writes_a_png_and_bad_flags_fail() {
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
 }
+
+#[test]
+fn serve_sim_clients_match_the_server() {
+    let out = voxterra(&["serve-sim", "--size", "128x48x128", "--ticks", "80", "--budget", "4096", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["edits"].as_u64().unwrap() > 0);
+    for c in v["clients"].as_array().unwrap() {
+        assert_eq!(c["matches_server"], true, "{c}");
+        assert!(c["bytes"].as_u64().unwrap() > 0 && c["regions_full"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["bytes_per_tick_max"].as_u64().unwrap() <= 4096 + 2048, "within the budget: {c}");
+        assert!(c["seconds_to_full_detail"].as_f64().is_some(), "{c}");
+    }
+    assert!(!voxterra(&["serve-sim", "--full-radius", "-1"]).status.success());
+}

@@ -1,0 +1,254 @@
+//! `voxterra serve-sim`: one server terrain with live edits and three simulated clients moving
+//! through the world in one process, through `voxterra::replication`: bytes per tick, time to full
+//! detail around each client, and a hash check that every client's full-resolution regions equal
+//! the server's.
+
+use crate::gen_cmd::{parse_size, progress_bar};
+use anyhow::Context;
+use std::time::Instant;
+use voxterra::core::nalgebra::{Point3, Vector3};
+use voxterra::core::{Ray, Region, Voxel, VoxelRead, materials};
+use voxterra::replication::{ClientId, ReplicaClient, ReplicationConfig, ReplicationServer, client_terrain};
+use voxterra::worldgen::WorldParams;
+use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainConfig};
+
+/// Arguments of `voxterra serve-sim`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ServeSimArgs {
+    /// World size, X×Y×Z voxels.
+    #[arg(long, default_value = "512x128x512", value_parser = parse_size)]
+    size: [u32; 3],
+    /// Seed of the world, the edits and the clients' paths.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Server ticks at 20 Hz.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    ticks: u32,
+    /// Bytes the server may send each client per tick.
+    #[arg(long, default_value_t = 32 * 1024, value_parser = clap::value_parser!(u64).range(64..=1 << 30))]
+    budget: u64,
+    /// Full resolution within this distance of a client (world units); mips beyond, to 8×.
+    #[arg(long, default_value_t = 48.0)]
+    full_radius: f32,
+    /// Print the report as one JSON object (no progress bar).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Ticks per second.
+const HZ: f64 = 20.0;
+
+#[derive(serde::Serialize, Debug)]
+struct ClientReport {
+    bytes: u64,
+    bytes_per_tick_mean: f64,
+    bytes_per_tick_max: u64,
+    messages: u64,
+    /// Seconds until every region inside the world within half the full radius of the client was
+    /// at full resolution, from its first tick (`null` if never).
+    seconds_to_full_detail: Option<f64>,
+    /// Ticks, after the first full detail, on which the client's surroundings were not all full.
+    ticks_not_ready: u64,
+    regions_full: usize,
+    hash: String,
+    matches_server: bool,
+}
+
+#[derive(serde::Serialize, Debug)]
+struct Report {
+    size: [u32; 3],
+    seed: u64,
+    ticks: u32,
+    budget: u64,
+    edits: u64,
+    server_ms_per_tick: f64,
+    clients: Vec<ClientReport>,
+}
+
+/// A small deterministic generator (SplitMix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// FNV-1a over the voxels of `regions` in `t`.
+fn hash(t: &Terrain, regions: &[Region]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut v = vec![Voxel::AIR; 4096];
+    for r in regions {
+        v.resize(r.len().unwrap_or(0), Voxel::AIR);
+        if t.store().read_box(r, &mut v).is_err() {
+            continue;
+        }
+        for x in &v {
+            for b in x.to_bits().to_le_bytes() {
+                h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+    h
+}
+
+/// Client `i`'s viewer at tick `k`: a circle around the world's middle, each client at its own
+/// radius and speed (4 to 12 m/s), above the ground.
+fn viewer(t: &Terrain, size: [u32; 3], i: usize, k: u32) -> Point3<f32> {
+    let (cx, cz) = (size[0] as f32 * 0.5, size[2] as f32 * 0.5);
+    let radius = (0.15 + 0.12 * i as f32) * size[0].min(size[2]) as f32;
+    let speed = 4.0 + 4.0 * i as f32;
+    let angle = i as f32 * 2.1 + speed * k as f32 / HZ as f32 / radius;
+    let (x, z) = (cx + radius * angle.cos(), cz + radius * angle.sin());
+    let down = Ray::new(Point3::new(x, size[1] as f32 + 8.0, z), -Vector3::y());
+    let y = t.cast_ray(&down, 1e4).ok().flatten().map_or(size[1] as f32 * 0.5, |h| h.point.y);
+    Point3::new(x, y + 2.0, z)
+}
+
+pub(crate) fn run(args: &ServeSimArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.full_radius.is_finite() && args.full_radius > 0.0, "--full-radius must be positive");
+    let params = WorldParams::new(args.seed, args.size);
+    let mut server = Terrain::generate(&params, TerrainConfig::default()).context("generating the world")?;
+    let r = args.full_radius;
+    let config =
+        ReplicationConfig { full_radius: r, mip_radii: [2.0 * r, 4.0 * r, 8.0 * r], ..Default::default() };
+    let mut srv = ReplicationServer::new(config);
+    let mut clients: Vec<(ClientId, ReplicaClient)> = (0..3)
+        .map(|_| {
+            let c = client_terrain(server.materials().clone(), server.voxel_size())?;
+            Ok((srv.add_client(&server), ReplicaClient::new(c)))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let mut rng = Rng(args.seed ^ 0x5eed);
+    let n = clients.len();
+    let (mut bytes, mut max_tick, mut messages) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
+    let mut ready_at: Vec<Option<u32>> = vec![None; n];
+    let mut not_ready = vec![0u64; n];
+    let mut edits = 0u64;
+    let mut server_time = 0.0f64;
+    let bar = progress_bar(args.ticks as u64, "serving", "ticks", args.json)?;
+    for k in 0..args.ticks {
+        // Live edits: every fifth tick a crater or a hill near a client, sometimes undone.
+        if k % 5 == 4 {
+            let who = (rng.next() * n as f32) as usize % n;
+            let v = viewer(&server, args.size, who, k);
+            let at = v + Vector3::new(rng.next() - 0.5, -2.0, rng.next() - 0.5) * 16.0;
+            let op = if rng.next() < 0.5 { BrushOp::Subtract } else { BrushOp::Add(materials::ROCK) };
+            if rng.next() < 0.15 {
+                let _ = server.undo();
+            } else {
+                server.apply_brush(&Brush { shape: BrushShape::Sphere { center: at, radius: 4.0 }, op })?;
+            }
+            edits += 1;
+        }
+        for (i, (id, c)) in clients.iter_mut().enumerate() {
+            let v = viewer(&server, args.size, i, k);
+            srv.set_viewers(*id, &[v])?;
+            let start = Instant::now();
+            let msgs = srv.tick(&server, *id, args.budget as usize)?;
+            server_time += start.elapsed().as_secs_f64();
+            let sent: u64 = msgs.iter().map(|m| m.len() as u64).sum();
+            bytes[i] += sent;
+            max_tick[i] = max_tick[i].max(sent);
+            messages[i] += msgs.len() as u64;
+            for m in &msgs {
+                c.apply(m).context("a client refused a server message")?;
+            }
+            // Full detail: every region within half the full radius, inside the world.
+            let half = (0.5 * r / server.voxel_size()) as i32;
+            let p = v.coords.map(|x| x.floor() as i32);
+            let extent = server.extent().context("the world has voxels")?;
+            let near = Region::new(Point3::from(p.add_scalar(-half)), Point3::from(p.add_scalar(half)));
+            let ready = near.ok().and_then(|b| b.intersection(&extent)).is_some_and(|b| c.is_ready(&b));
+            match (ready, ready_at[i]) {
+                (true, None) => ready_at[i] = Some(k),
+                (false, Some(_)) => not_ready[i] += 1,
+                _ => {}
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    // Deliver what is still due, then compare every full region the server believes each holds.
+    let mut reports = Vec::with_capacity(n);
+    for (i, (id, c)) in clients.iter_mut().enumerate() {
+        loop {
+            let msgs = srv.tick(&server, *id, usize::MAX)?;
+            if msgs.is_empty() {
+                break;
+            }
+            for m in &msgs {
+                c.apply(m)?;
+            }
+        }
+        let regions: Vec<Region> =
+            srv.full_regions(*id)?.iter().map(|k| k.region()).collect::<Result<_, _>>()?;
+        let (ours, theirs) = (hash(c.terrain(), &regions), hash(&server, &regions));
+        reports.push(ClientReport {
+            bytes: bytes[i],
+            bytes_per_tick_mean: bytes[i] as f64 / args.ticks as f64,
+            bytes_per_tick_max: max_tick[i],
+            messages: messages[i],
+            seconds_to_full_detail: ready_at[i].map(|t| (t + 1) as f64 / HZ),
+            ticks_not_ready: not_ready[i],
+            regions_full: regions.len(),
+            hash: format!("{ours:016x}"),
+            matches_server: ours == theirs,
+        });
+    }
+    let report = Report {
+        size: args.size,
+        seed: args.seed,
+        ticks: args.ticks,
+        budget: args.budget,
+        edits,
+        server_ms_per_tick: server_time * 1e3 / args.ticks as f64,
+        clients: reports,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print_table(&report);
+    }
+    anyhow::ensure!(report.clients.iter().all(|c| c.matches_server), "a client differs from the server");
+    Ok(())
+}
+
+fn print_table(r: &Report) {
+    println!(
+        "voxterra serve-sim: world {}x{}x{} seed {}, {} ticks at 20 Hz, {} bytes a client a tick, {} edits, server {:.2} ms a tick",
+        r.size[0], r.size[1], r.size[2], r.seed, r.ticks, r.budget, r.edits, r.server_ms_per_tick
+    );
+    println!(
+        "{:<8}{:>14}{:>14}{:>14}{:>12}{:>18}{:>12}{:>10}  {:<18}= server",
+        "client",
+        "bytes",
+        "bytes/tick",
+        "max/tick",
+        "messages",
+        "full detail (s)",
+        "not ready",
+        "regions",
+        "hash",
+    );
+    for (i, c) in r.clients.iter().enumerate() {
+        let detail = c.seconds_to_full_detail.map_or("never".to_string(), |s| format!("{s:.2}"));
+        println!(
+            "{:<8}{:>14}{:>14.0}{:>14}{:>12}{:>18}{:>12}{:>10}  {:<18}{}",
+            i,
+            c.bytes,
+            c.bytes_per_tick_mean,
+            c.bytes_per_tick_max,
+            c.messages,
+            detail,
+            c.ticks_not_ready,
+            c.regions_full,
+            c.hash,
+            if c.matches_server { "yes" } else { "NO" }
+        );
+    }
+}
