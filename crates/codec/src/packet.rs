@@ -11,7 +11,7 @@
 //! | 6 | palette length − 1 |
 //! | 6 each | palette: material ids, strictly ascending |
 //! | 2 | occupancy mode: 0 every voxel at its default, 1 a flag per matter run (then 8 bits if set), 2 8 bits per matter run |
-//! | 4, 4 | run length widths `w1`, `w2`: `w2 = 0`, every length in `w1` bits; else `w2 > w1` and a flag bit picks `w1` (0) or `w2` (1) |
+//! | 2, 4 (, 4) | the length code: 0, every length in `w` bits; 1, widths `w1 < w2` and a flag bit per run picking one; 2, exponential-Golomb of order `k` |
 //! | per run | palette index, occupancy (per mode; never for Air), length − 1 |
 //! | to the byte | zero padding |
 //!
@@ -164,6 +164,78 @@ fn width(max: usize) -> u32 {
     usize::BITS - max.leading_zeros()
 }
 
+/// How a packet codes its run lengths (less one).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Lengths {
+    /// Every length in this many bits.
+    Fixed(u32),
+    /// A flag bit, then the short (0) or the long (1) width.
+    Two(u32, u32),
+    /// Exponential-Golomb of this order: for `q = (x >> k) + 1` of `n + 1` bits, `n` zero bits, a
+    /// one, `q`'s low `n` bits, then `x`'s low `k` bits.
+    Golomb(u32),
+}
+
+impl Lengths {
+    fn cost(self, x: usize) -> usize {
+        match self {
+            Lengths::Fixed(w) => w as usize,
+            Lengths::Two(short, long) => 1 + if width(x) <= short { short } else { long } as usize,
+            Lengths::Golomb(k) => {
+                let n = width((x >> k) + 1) as usize - 1;
+                2 * n + 1 + k as usize
+            }
+        }
+    }
+
+    fn put_header(self, w: &mut BitWriter<'_>) {
+        match self {
+            Lengths::Fixed(b) => w.put(b << 2, 6),
+            Lengths::Two(short, long) => w.put(1 | short << 2 | long << 6, 10),
+            Lengths::Golomb(k) => w.put(2 | k << 2, 6),
+        }
+    }
+
+    fn put(self, w: &mut BitWriter<'_>, x: usize) {
+        let x32 = x as u32;
+        match self {
+            Lengths::Fixed(b) => w.put(x32, b),
+            Lengths::Two(short, _) if width(x) <= short => w.put(x32 << 1, 1 + short),
+            Lengths::Two(_, long) => w.put(1 | x32 << 1, 1 + long),
+            Lengths::Golomb(k) => {
+                let q = (x >> k) + 1;
+                let n = width(q) - 1;
+                w.put(1 << n, n + 1);
+                w.put((q - (1 << n)) as u32, n);
+                w.put(x32 & mask(k) as u32, k);
+            }
+        }
+    }
+
+    /// A length less one from the start of `word` (at least 56 bits): its value and its bits; `None`
+    /// for an exponential-Golomb prefix longer than any length.
+    #[inline(always)]
+    fn read(self, word: u64) -> Option<(usize, u32)> {
+        Some(match self {
+            Lengths::Fixed(b) => ((word & mask(b)) as usize, b),
+            Lengths::Two(short, long) => {
+                let b = if word & 1 == 0 { short } else { long };
+                (((word >> 1) & mask(b)) as usize, 1 + b)
+            }
+            Lengths::Golomb(k) => {
+                let n = word.trailing_zeros();
+                if n > 15 {
+                    return None;
+                }
+                let rest = word >> (n + 1);
+                let q = (1usize << n) | (rest & mask(n)) as usize;
+                let x = (q - 1) << k | ((rest >> n) & mask(k)) as usize;
+                (x, 2 * n + 1 + k)
+            }
+        })
+    }
+}
+
 /// The maximal runs of `voxels`.
 fn runs(voxels: &[Voxel]) -> Vec<(Voxel, usize)> {
     let mut out: Vec<(Voxel, usize)> = Vec::new();
@@ -203,29 +275,15 @@ pub fn encode_packet(voxels: &[Voxel], size: [usize; 3], out: &mut Vec<u8>) {
     } else {
         2
     };
-    // Each run's cost besides its length: its index and occupancy bits.
-    let overhead = |v: &Voxel| -> usize {
-        let occupancy = match (v.is_air(), mode) {
-            (true, _) | (false, 0) => 0,
-            (false, 1) => 1 + if v.occupancy_byte() == 255 { 0 } else { 8 },
-            _ => 8,
-        };
-        index_bits as usize + occupancy
-    };
-    // Length widths: the long one for all, or a short width with a flag and the long one. (Splitting
-    // long runs to narrow one width saves ~1% of the bytes and halves decoding speed.)
+    // The length code: the cheapest for this box's runs. (Splitting long runs to narrow one width
+    // saves ~1% of the bytes and halves decoding speed: runs stay maximal.)
     let long = width(runs.iter().map(|r| r.1 - 1).max().unwrap_or(0));
-    let (mut w1, mut w2) = (long, 0u32);
-    let mut best: usize = runs.iter().map(|(v, _)| overhead(v) + long as usize).sum();
-    for short in 0..long {
-        let cost: usize = runs
-            .iter()
-            .map(|(v, n)| overhead(v) + 1 + if width(n - 1) <= short { short } else { long } as usize)
-            .sum();
-        if cost < best {
-            (w1, w2, best) = (short, long, cost);
-        }
-    }
+    let candidates = std::iter::once(Lengths::Fixed(long))
+        .chain((0..long).map(|short| Lengths::Two(short, long)))
+        .chain((0..=long).map(Lengths::Golomb));
+    let lengths = candidates
+        .min_by_key(|code| runs.iter().map(|(_, n)| code.cost(n - 1)).sum::<usize>())
+        .expect("at least one candidate");
     let mut w = BitWriter { out, acc: 0, used: 0 };
     for s in size {
         w.put(s as u32 - 1, 5);
@@ -235,8 +293,7 @@ pub fn encode_packet(voxels: &[Voxel], size: [usize; 3], out: &mut Vec<u8>) {
         w.put(m as u32, 6);
     }
     w.put(mode, 2);
-    w.put(w1, 4);
-    w.put(w2, 4);
+    lengths.put_header(&mut w);
     // A run's head: its palette index, then its occupancy per the mode (never for Air).
     let head = |w: &mut BitWriter<'_>, v: &Voxel| {
         w.put(index[v.material().id() as usize], index_bits);
@@ -252,14 +309,7 @@ pub fn encode_packet(voxels: &[Voxel], size: [usize; 3], out: &mut Vec<u8>) {
     };
     for (v, n) in &runs {
         head(&mut w, v);
-        let len = (*n - 1) as u32;
-        if w2 == 0 {
-            w.put(len, w1);
-        } else if width(*n - 1) <= w1 {
-            w.put(len << 1, 1 + w1);
-        } else {
-            w.put(1 | len << 1, 1 + w2);
-        }
+        lengths.put(&mut w, n - 1);
     }
     w.finish();
 }
@@ -303,20 +353,25 @@ pub fn decode_packet(
     }
     let index_bits = width(plen - 1);
     let mode = r.get(2);
-    let (w1, w2) = (r.get(4), r.get(4));
     if mode == 3 {
-        return Err(PacketError::BadHeader { what: "occupancy mode", bit: r.bit - 10 });
+        return Err(PacketError::BadHeader { what: "occupancy mode", bit: r.bit - 2 });
     }
-    if w2 != 0 && w2 <= w1 {
-        return Err(PacketError::BadHeader { what: "length widths", bit: r.bit - 8 });
-    }
+    let lengths = match (r.get(2), r.get(4)) {
+        (0, b) => Lengths::Fixed(b),
+        (1, short) => match r.get(4) {
+            long if long > short => Lengths::Two(short, long),
+            _ => return Err(PacketError::BadHeader { what: "length widths", bit: r.bit - 10 }),
+        },
+        (2, k) => Lengths::Golomb(k),
+        _ => return Err(PacketError::BadHeader { what: "length code", bit: r.bit - 6 }),
+    };
     if !r.in_bounds() {
         return Err(PacketError::Truncated { bit: packet.len() * 8 });
     }
     let mut at = 0usize;
     while at < out.len() {
         let bit = r.bit;
-        // A run's fields (at most 6 + 9 + 16 bits) from one load.
+        // A run's index and occupancy (at most 6 + 9 bits) from one load.
         let mut word = r.peek();
         let mut used = index_bits;
         let i = (word & mask(index_bits)) as usize;
@@ -349,15 +404,13 @@ pub fn decode_packet(
                 _ => 255,
             }
         };
-        let (bits, flag) = if w2 == 0 {
-            (w1, 0)
-        } else if word & 1 == 0 {
-            (w1, 1)
-        } else {
-            (w2, 1)
+        // The length may be longer than what is left of the word: read it from the next bits.
+        r.bit += used as usize;
+        let Some((x, bits)) = lengths.read(r.peek()) else {
+            return Err(PacketError::BadHeader { what: "length prefix", bit: r.bit });
         };
-        let len = 1 + ((word >> flag) & mask(bits)) as usize;
-        r.bit += (used + flag + bits) as usize;
+        r.bit += bits as usize;
+        let len = 1 + x;
         let remaining = out.len() - at;
         if len > remaining {
             return Err(PacketError::RunOverflow { bit, run: len, remaining });
