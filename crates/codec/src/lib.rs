@@ -12,10 +12,12 @@
 //!   directory so one chunk can be read alone, a checksummed trailer; written as a stream into any
 //!   `Write` ([`write_world`]; the facade saves it atomically). The layout is in `docs/format.md`.
 //! - [`Snapshot`]: the box a tool is about to change, encoded, for undo.
+//! - [`packet`]: the network variant — a box up to 32³ as bit-packed runs whose fields take only
+//!   the bits the box needs, stateless so each packet decodes alone (replication's unit).
 //!
 //! Decoders are a security boundary: world files and packets come from untrusted sources. Every
 //! malformed input is an error naming the chunk and byte offset, allocation is bounded by the
-//! declared box and the caller's limits, and the [`fuzz`] targets exercise all three decoders.
+//! declared box and the caller's limits, and the [`fuzz`] targets exercise every decoder.
 //!
 //! ```
 //! use voxterra_codec::{rle, Compression, WorldReader, WorldWriter, ReadLimits, WriteOptions};
