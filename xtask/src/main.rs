@@ -23,8 +23,15 @@ const SUITES: &[&str] = &[
     "detach",
     "replication",
 ];
-const FUZZ_TARGETS: &[&str] =
-    &["decode_rle", "roundtrip", "open_world", "decode_delta", "apply_delta", "decode_packet"];
+const FUZZ_TARGETS: &[&str] = &[
+    "decode_rle",
+    "roundtrip",
+    "open_world",
+    "decode_delta",
+    "apply_delta",
+    "decode_packet",
+    "apply_message",
+];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace root").to_path_buf()

@@ -1,6 +1,7 @@
 //! Fuzz target bodies, here so the tests can replay the committed corpus on stable
 //! (`fuzz/fuzz_targets/*` call these).
 
+use crate::replication::{Applied, ReplicaClient};
 use crate::{DeltaError, Terrain, TerrainConfig, TerrainError};
 
 use voxterra_core::{MaterialTable, Region, Voxel, VoxelPos, VoxelRead, materials};
@@ -56,5 +57,35 @@ fn applied_or_unchanged(t: &mut Terrain, data: &[u8]) -> Result<(), TerrainError
             }
             Ok(())
         }
+    }
+}
+
+/// A replication client fed arbitrary bytes: as they are, then framed as its next message with a
+/// valid checksum (so the packet decoder and the writes run). A refused or ignored message leaves
+/// the client as it was; nothing panics.
+pub fn apply_message(data: &[u8]) {
+    let config = TerrainConfig { max_edit_voxels: 1 << 18, ..TerrainConfig::default() };
+    let mut c =
+        ReplicaClient::new(Terrain::new(MaterialTable::default(), config).expect("a valid voxel size"));
+    let check = |c: &mut ReplicaClient, msg: &[u8]| {
+        let (next, revision) = (c.expected(), c.terrain().revision());
+        match c.apply(msg) {
+            Ok(Applied::Ignored(_)) | Err(_) => {
+                assert!(
+                    c.expected() == next && c.terrain().revision() == revision,
+                    "a refused message changed the client"
+                );
+            }
+            Ok(_) => assert_eq!(c.expected(), next + 1),
+        }
+    };
+    check(&mut c, data);
+    if data.len() >= 26 {
+        let mut framed = data.to_vec();
+        framed[..4].copy_from_slice(b"VXR1");
+        framed[4..12].copy_from_slice(&c.expected().to_le_bytes());
+        let crc = crc32fast::hash(&framed);
+        framed.extend_from_slice(&crc.to_le_bytes());
+        check(&mut c, &framed);
     }
 }

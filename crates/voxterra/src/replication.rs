@@ -145,7 +145,10 @@ fn parse(msg: &[u8]) -> Result<(u64, Kind, &[u8]), ReplicationError> {
         Kind::Block(_) => 4,
         Kind::Mip(_, l) => 32 >> l,
     };
-    if [x, y, z].iter().any(|&c| (c as i64 * side + side) > i32::MAX as i64) {
+    if [x, y, z].iter().any(|&c| {
+        let lo = c as i64 * side;
+        lo < i32::MIN as i64 || lo + side > i32::MAX as i64
+    }) {
         return Err(ReplicationError::Malformed("key out of range"));
     }
     Ok((seq, kind, &body[HEADER..]))

@@ -302,3 +302,8 @@ fn the_same_input_gives_the_same_bytes_on_one_and_two_threads() {
     assert!(!one.is_empty());
     assert!(one == two);
 }
+
+#[test]
+fn the_fuzz_corpus_replays() {
+    voxterra_test_support::replay_corpus("apply_message", voxterra::fuzz::apply_message);
+}
