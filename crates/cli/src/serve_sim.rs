@@ -3,6 +3,7 @@
 //! detail around each client, and a hash check that every client's full-resolution regions equal
 //! the server's.
 
+use crate::demo::scene::{Fnv, Rng};
 use crate::gen_cmd::{parse_size, progress_bar};
 use anyhow::Context;
 use std::time::Instant;
@@ -65,35 +66,20 @@ struct Report {
     clients: Vec<ClientReport>,
 }
 
-/// A small deterministic generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
-
 /// FNV-1a over the voxels of `regions` in `t`.
 fn hash(t: &Terrain, regions: &[Region]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    let mut v = vec![Voxel::AIR; 4096];
+    let mut h = Fnv::new();
+    let mut v = Vec::new();
     for r in regions {
         v.resize(r.len().unwrap_or(0), Voxel::AIR);
         if t.store().read_box(r, &mut v).is_err() {
             continue;
         }
         for x in &v {
-            for b in x.to_bits().to_le_bytes() {
-                h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
-            }
+            h.bytes(&x.to_bits().to_le_bytes());
         }
     }
-    h
+    h.finish()
 }
 
 /// Client `i`'s viewer at tick `k`: a circle around the world's middle, each client at its own
@@ -123,7 +109,7 @@ pub(crate) fn run(args: &ServeSimArgs) -> anyhow::Result<()> {
             Ok((srv.add_client(&server), ReplicaClient::new(c)))
         })
         .collect::<anyhow::Result<_>>()?;
-    let mut rng = Rng(args.seed ^ 0x5eed);
+    let mut rng = Rng::new(args.seed ^ 0x5eed);
     let n = clients.len();
     let (mut bytes, mut max_tick, mut messages) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
     let mut ready_at: Vec<Option<u32>> = vec![None; n];
@@ -134,11 +120,12 @@ pub(crate) fn run(args: &ServeSimArgs) -> anyhow::Result<()> {
     for k in 0..args.ticks {
         // Live edits: every fifth tick a crater or a hill near a client, sometimes undone.
         if k % 5 == 4 {
-            let who = (rng.next() * n as f32) as usize % n;
+            let who = (rng.range(0.0, 1.0) * n as f32) as usize % n;
             let v = viewer(&server, args.size, who, k);
-            let at = v + Vector3::new(rng.next() - 0.5, -2.0, rng.next() - 0.5) * 16.0;
-            let op = if rng.next() < 0.5 { BrushOp::Subtract } else { BrushOp::Add(materials::ROCK) };
-            if rng.next() < 0.15 {
+            let at = v + Vector3::new(rng.range(0.0, 1.0) - 0.5, -2.0, rng.range(0.0, 1.0) - 0.5) * 16.0;
+            let op =
+                if rng.range(0.0, 1.0) < 0.5 { BrushOp::Subtract } else { BrushOp::Add(materials::ROCK) };
+            if rng.range(0.0, 1.0) < 0.15 {
                 let _ = server.undo();
             } else {
                 server.apply_brush(&Brush { shape: BrushShape::Sphere { center: at, radius: 4.0 }, op })?;

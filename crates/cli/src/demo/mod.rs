@@ -6,7 +6,7 @@
 //! scene on per-chunk TriMesh colliders (what rapier users do today), and a ray-cast picture of
 //! the last frame.
 
-mod scene;
+pub(crate) mod scene;
 mod timed;
 
 use crate::gen_cmd::{parse_size, progress_bar};
