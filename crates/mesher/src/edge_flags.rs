@@ -2,11 +2,11 @@
 //! and which are flat or concave (*inactive*: a contact there must take the face's normal, or a
 //! body sliding over it bumps). Neighbors across a chunk border come from the mesh of the region
 //! grown by one voxel, read through the same padded source, never from the neighbor chunk's own
-//! build; vertex positions decode bit-identically in every chunk, so the flags of meshing chunk by
-//! chunk equal those of meshing the region whole.
+//! build; a vertex is its cell, which every chunk places identically, so the flags of meshing
+//! chunk by chunk equal those of meshing the region whole.
 
 use crate::extract::{MeshError, MeshStats, MeshWorkspace, Mesher};
-use crate::output::PhysicsMesh;
+use crate::output::{MeshOutput, PhysicsMesh};
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Region, VoxelRead};
 
@@ -18,20 +18,49 @@ pub const fn edge_bit(i: usize) -> u8 {
     1 << i
 }
 
-type Key = [u32; 3];
-
-fn key(p: &Point3<f32>) -> Key {
-    [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()]
+/// Scratch of the edge buckets, kept in the [`MeshWorkspace`].
+#[derive(Default, Debug)]
+pub(crate) struct EdgeScratch {
+    /// Per vertex, where its bucket starts (and, last, the end).
+    start: Vec<u32>,
+    fill: Vec<u32>,
+    /// Per edge, in its lower vertex's bucket: (higher vertex, far corner).
+    entries: Vec<[u16; 2]>,
+    /// Per vertex of the grown mesh, its number in the kept mesh.
+    renumber: Vec<u32>,
+    /// Per vertex of the grown mesh, its position decoded.
+    points: Vec<Point3<f32>>,
 }
 
-fn normal(t: &[Point3<f32>; 3]) -> Option<Vector3<f32>> {
-    (t[1] - t[0]).cross(&(t[2] - t[0])).try_normalize(0.0)
+/// The triangle's (unnormalized) face normal.
+fn face(t: &[Point3<f32>; 3]) -> Vector3<f32> {
+    (t[1] - t[0]).cross(&(t[2] - t[0]))
+}
+
+/// Whether the surface turns convex from the triangle with face normal `n` (not zero) across its
+/// edge `a`–`b` to the neighbor whose far corner is `d` by more than [`ACTIVE_EDGE_DEGREES`]: `d`
+/// below the triangle's plane, and the neighbor's normal `m` (a zero one counts as bent) at an
+/// angle whose cosine is under the limit's, compared squared: `m·n < cos |m| |n|` without a
+/// square root.
+pub fn convex_crease(n: &Vector3<f32>, a: &Point3<f32>, b: &Point3<f32>, d: &Point3<f32>) -> bool {
+    let cos = ACTIVE_EDGE_DEGREES.to_radians().cos();
+    if (d - a).dot(n) >= 0.0 {
+        return false;
+    }
+    let m = face(&[*b, *a, *d]);
+    let (dot, mm) = (m.dot(n), m.norm_squared());
+    mm == 0.0 || dot < 0.0 || dot * dot < cos * cos * mm * n.norm_squared()
 }
 
 impl Mesher {
     /// Meshes `region` into `out` as [`Mesher::mesh`] does, and fills its edge flags
-    /// ([`PhysicsMesh::edge_flags`]). Meshes the region grown by one voxel as well, for the
-    /// neighbors of border triangles, so it reads two voxels around `region`.
+    /// ([`PhysicsMesh::edge_flags`]).
+    ///
+    /// One pass: meshes the region grown by one voxel (so it reads two voxels around `region`),
+    /// which holds every triangle sharing an edge with the region's own, finds each edge's
+    /// neighbors there by vertex (one vertex per cell, so shared by index), and keeps the
+    /// triangles of the edges `region` owns, renumbered in the same order [`Mesher::mesh`] gives
+    /// them: `out` equals `mesh(region)` bit for bit.
     pub fn mesh_physics<R: VoxelRead + ?Sized>(
         &self,
         src: &R,
@@ -39,7 +68,10 @@ impl Mesher {
         ws: &mut MeshWorkspace,
         out: &mut PhysicsMesh,
     ) -> Result<MeshStats, MeshError> {
-        let stats = self.mesh(src, region, ws, out)?;
+        out.clear();
+        if region.is_empty() {
+            return Ok(MeshStats::default());
+        }
         let grown = region.expanded(1);
         if grown.size().iter().any(|&s| s > PhysicsMesh::MAX_SIDE) {
             return Err(MeshError::TooWide {
@@ -48,88 +80,105 @@ impl Mesher {
             });
         }
         let mut around = std::mem::take(&mut ws.neighborhood);
+        ws.record_inner = true;
+        ws.inner_quads.clear();
         let r = self.mesh(src, &grown, ws, &mut around);
-        if r.is_ok() {
-            let flags = edge_flags(out, &around);
-            out.set_edge_flags(flags);
-        }
+        ws.record_inner = false;
+        let r = r.and_then(|grown_stats| {
+            // The region's own padded box starts one voxel above the grown one's.
+            out.start(Mesher::padded_region(region)?.min());
+            if around.triangles().is_empty() {
+                return Ok(MeshStats { uniform: grown_stats.uniform, ..MeshStats::default() });
+            }
+            own_with_flags(&around, &ws.inner_quads, &mut ws.edges, out);
+            Ok(MeshStats { vertices: out.vertex_count(), triangles: out.triangle_count(), uniform: false })
+        });
         ws.neighborhood = around;
-        r.map(|_| stats)
+        r
     }
 }
 
-/// The flags of `own`'s triangles, given `around`, a mesh that holds them and every triangle
-/// sharing an edge with them. Rules: an edge with exactly one neighbor is active when the
-/// neighbor's far corner lies below this triangle's plane and the normals differ by more than
-/// [`ACTIVE_EDGE_DEGREES`]; an edge with no neighbor (the mesh's boundary) or several (a
+/// Fills `out` (started at the region's padded corner) with the triangles of `around`'s inner
+/// quads (`inner[q]`: quad `q`, triangles `2q` and `2q + 1`), their vertices in `around`'s order,
+/// and their edge flags. Rules: an edge with exactly one neighbor is active when it is a
+/// [`convex_crease`]; an edge with no neighbor (the mesh's boundary) or several (a
 /// non-manifold edge) is active; every edge of a zero-area triangle is active.
-pub fn edge_flags(own: &PhysicsMesh, around: &PhysicsMesh) -> Vec<u8> {
-    // One id per distinct position of `around` (positions decode bit-identically in both meshes,
-    // so equal bits are the same vertex). PERF: edges become one sortable u64 each, (low id,
-    // high id, far corner id): 25 µs a surface chunk where a map keyed by positions took 76
-    // (the `physics_chunks` probe).
-    let mut ids: hashbrown::HashMap<Key, u64, foldhash::fast::FixedState> =
-        hashbrown::HashMap::with_capacity_and_hasher(around.vertex_count(), Default::default());
-    let mut at: Vec<Point3<f32>> = Vec::with_capacity(around.vertex_count());
-    let around_ids: Vec<u64> = (0..around.vertex_count())
-        .map(|v| {
-            let p = around.position(v);
-            *ids.entry(key(&p)).or_insert_with(|| {
-                at.push(p);
-                at.len() as u64 - 1
-            })
-        })
-        .collect();
-    // At most 65 536 vertices (u16 indices): ids fit 21 bits.
-    const BITS: u32 = 21;
-    let edge = |a: u64, b: u64| {
-        if a <= b { (a << (2 * BITS)) | (b << BITS) } else { (b << (2 * BITS)) | (a << BITS) }
-    };
-    let mut edges: Vec<u64> = Vec::with_capacity(around.triangles().len() * 3);
-    for t in around.triangles() {
-        let v = t.map(|i| around_ids[i as usize]);
+///
+/// PERF: edges go into buckets by their lower vertex (a counting sort, ~3 a vertex), so a
+/// neighbor is found by scanning one short bucket: no hashing of positions, no sort.
+fn own_with_flags(around: &PhysicsMesh, inner: &[bool], scratch: &mut EdgeScratch, out: &mut PhysicsMesh) {
+    let EdgeScratch { start, fill, entries, renumber, points } = scratch;
+    let tris = around.triangles();
+    debug_assert_eq!(inner.len() * 2, tris.len());
+    let n = around.vertex_count();
+    start.clear();
+    start.resize(n + 1, 0);
+    for t in tris {
         for i in 0..3 {
-            edges.push(edge(v[i], v[(i + 1) % 3]) | v[(i + 2) % 3]);
+            start[t[i].min(t[(i + 1) % 3]) as usize + 1] += 1;
         }
     }
-    edges.sort_unstable();
-    let far_mask = (1u64 << BITS) - 1;
-    let cos_limit = ACTIVE_EDGE_DEGREES.to_radians().cos();
-    (0..own.triangles().len())
-        .map(|t| {
-            let p = own.triangles()[t].map(|v| own.position(v as usize));
-            let Some(n) = normal(&p) else { return 0b111 };
-            let id = p.map(|q| ids.get(&key(&q)).copied());
-            let mut flags = 0u8;
-            for i in 0..3 {
-                let (a, b) = (p[i], p[(i + 1) % 3]);
-                // An end `around` lacks: the edge has no neighbor there.
-                let active = match (id[i], id[(i + 1) % 3]) {
-                    (Some(ia), Some(ib)) => {
-                        let ic = id[(i + 2) % 3].unwrap_or(u64::MAX);
-                        let k = edge(ia, ib);
-                        let start = edges.partition_point(|&e| e < k);
-                        let mut others = edges[start..]
-                            .iter()
-                            .take_while(|&&e| e & !far_mask == k)
-                            .filter(|&&e| e & far_mask != ic);
-                        match (others.next(), others.next()) {
-                            (Some(&e), None) => {
-                                let d = at[(e & far_mask) as usize];
-                                let convex = (d - a).dot(&n) < 0.0;
-                                let bent = normal(&[b, a, d]).is_none_or(|m| m.dot(&n) < cos_limit);
-                                convex && bent
-                            }
-                            _ => true,
-                        }
-                    }
-                    _ => true,
-                };
-                if active {
-                    flags |= edge_bit(i);
-                }
+    for v in 0..n {
+        start[v + 1] += start[v];
+    }
+    entries.clear();
+    entries.resize(tris.len() * 3, [0; 2]);
+    // Filled from each bucket's end down, so `start[v]` ends at its bucket's beginning.
+    fill.clear();
+    fill.extend_from_slice(&start[1..]);
+    for t in tris {
+        for i in 0..3 {
+            let (a, b, c) = (t[i], t[(i + 1) % 3], t[(i + 2) % 3]);
+            let lo = a.min(b) as usize;
+            fill[lo] -= 1;
+            entries[fill[lo] as usize] = [a.max(b), c];
+        }
+    }
+    // Vertices the kept triangles use, renumbered in `around`'s order.
+    const UNUSED: u32 = u32::MAX;
+    renumber.clear();
+    renumber.resize(n, UNUSED);
+    for q in (0..inner.len()).filter(|&q| inner[q]) {
+        for t in &tris[2 * q..2 * q + 2] {
+            for &v in t {
+                renumber[v as usize] = 0;
             }
-            flags
-        })
-        .collect()
+        }
+    }
+    let mut next = 0u32;
+    for slot in renumber.iter_mut().filter(|s| **s != UNUSED) {
+        *slot = next;
+        next += 1;
+    }
+    // Exact sizes: a mesh kept in a cache holds no spare capacity.
+    let kept_quads = inner.iter().filter(|&&k| k).count();
+    out.reserve_exact(next as usize, 2 * kept_quads);
+    let shift = PhysicsMesh::STEPS_PER_VOXEL as u16;
+    let (q, mats) = (around.quantized(), around.materials());
+    let kept = (0..n).filter(|&v| renumber[v] != UNUSED);
+    out.push_shifted(kept.map(|v| (q.points[v].map(|c| c - shift), mats[v])));
+    points.clear();
+    points.extend((0..n).map(|v| q.get(v)));
+    for q in (0..inner.len()).filter(|&q| inner[q]) {
+        for t in &tris[2 * q..2 * q + 2] {
+            let p = t.map(|v| points[v as usize]);
+            let nrm = face(&p);
+            let flags = match nrm.norm_squared() == 0.0 {
+                true => 0b111,
+                false => (0..3).fold(0u8, |flags, i| {
+                    let (a, b, c) = (t[i], t[(i + 1) % 3], t[(i + 2) % 3]);
+                    let lo = a.min(b) as usize;
+                    let mut others = entries[start[lo] as usize..start[lo + 1] as usize]
+                        .iter()
+                        .filter(|e| e[0] == a.max(b) && e[1] != c);
+                    let active = match (others.next(), others.next()) {
+                        (Some(e), None) => convex_crease(&nrm, &p[i], &p[(i + 1) % 3], &points[e[1] as usize]),
+                        _ => true,
+                    };
+                    if active { flags | edge_bit(i) } else { flags }
+                }),
+            };
+            out.push_flagged(t.map(|v| renumber[v as usize] as u16), flags);
+        }
+    }
 }

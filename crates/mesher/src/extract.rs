@@ -241,7 +241,10 @@ impl Mesher {
             out.reserve(vertices, 0);
         }
         self.make_vertices(ws, &g, padded.min(), out);
-        ws.emit_quads(&g, out);
+        let mut inner = std::mem::take(&mut ws.inner_quads);
+        inner.clear();
+        ws.emit_quads(&g, out, ws.record_inner.then_some(&mut inner));
+        ws.inner_quads = inner;
         Ok(MeshStats { vertices: out.vertex_count(), triangles: out.triangle_count(), uniform: false })
     }
 
@@ -378,6 +381,12 @@ pub struct MeshWorkspace {
     row_z: Vec<u64>,
     /// The grown region's mesh, for edge flags ([`Mesher::mesh_physics`]).
     pub(crate) neighborhood: crate::PhysicsMesh,
+    /// When set, [`Mesher::mesh`] records per quad whether its edge's lower end lies in the region
+    /// shrunk by one voxel (`inner_quads`): [`Mesher::mesh_physics`] meshes a chunk's grown region
+    /// once and keeps the quads the chunk itself owns.
+    pub(crate) record_inner: bool,
+    pub(crate) inner_quads: Vec<bool>,
+    pub(crate) edges: crate::edge_flags::EdgeScratch,
 }
 
 impl MeshWorkspace {
@@ -523,19 +532,27 @@ impl MeshWorkspace {
         }
     }
 
-    /// Emits two triangles per owned edge, wound to face the air.
-    fn emit_quads<M: MeshOutput>(&self, g: &Grid, out: &mut M) {
+    /// Emits two triangles per owned edge, wound to face the air; with `inner`, pushes per quad
+    /// whether its edge's lower end lies in the region shrunk by one voxel.
+    fn emit_quads<M: MeshOutput>(&self, g: &Grid, out: &mut M, mut inner: Option<&mut Vec<bool>>) {
         let (sy, sz, words) = (g.size[1], g.size[2], g.words);
         if words == 1 {
-            return self.emit_quads_narrow(g, out);
+            return self.emit_quads_narrow(g, out, inner);
         }
+        // Inner lower ends: local 2..s-2 on each axis (the owned ones are 1..s-1).
+        let inner_x = |w: usize, x_own: u64| {
+            let drop = |x: usize| if x / 64 == w { 1u64 << (x % 64) } else { 0 };
+            x_own & !drop(1) & !drop(g.size[0] - 2)
+        };
         let (dy, dz) = (g.size[0] * sz, g.size[0]);
         let v = |at: usize| self.cell_vertex[at];
         for y in 1..sy - 1 {
             for z in 1..sz - 1 {
                 let row = &self.inside[g.row(y, z)..][..words];
+                let inner_row = (2..sy - 2).contains(&y) && (2..sz - 2).contains(&z);
                 for (w, &r) in row.iter().enumerate() {
                     let edges = edge_words(g, &self.inside, y, z, w, self.own[w]);
+                    let in_x = if inner_row { inner_x(w, self.own[w]) } else { 0 };
                     for (axis, mut bits) in edges.into_iter().enumerate() {
                         while bits != 0 {
                             let x = w * 64 + bits.trailing_zeros() as usize;
@@ -556,6 +573,9 @@ impl MeshWorkspace {
                             let flip = 3 * (!low_inside as usize);
                             let quad = [0, 1, 2, 3].map(|i| quad[i ^ flip]);
                             emit_quad(out, quad);
+                            if let Some(inner) = inner.as_deref_mut() {
+                                inner.push(in_x >> (x % 64) & 1 != 0);
+                            }
                         }
                     }
                 }
@@ -564,8 +584,9 @@ impl MeshWorkspace {
     }
 
     /// [`MeshWorkspace::emit_quads`] for boxes at most 64 voxels wide, as `mark_cells_narrow`.
-    fn emit_quads_narrow<M: MeshOutput>(&self, g: &Grid, out: &mut M) {
+    fn emit_quads_narrow<M: MeshOutput>(&self, g: &Grid, out: &mut M, mut inner: Option<&mut Vec<bool>>) {
         let (sy, sz, own) = (g.size[1], g.size[2], self.own[0]);
+        let inner_x = own & !(1 << 1) & !(1 << (g.size[0] - 2));
         let (dy, dz) = (g.size[0] * sz, g.size[0]);
         let inside = &self.inside[..sy * sz];
         let v = |at: usize| self.cell_vertex[at];
@@ -578,6 +599,7 @@ impl MeshWorkspace {
                     continue; // most rows: the surface crosses a chunk in a few layers
                 }
                 let base = dz * z + dy * y;
+                let in_x = if (2..sy - 2).contains(&y) && (2..sz - 2).contains(&z) { inner_x } else { 0 };
                 // Per axis, the 4 cells around an edge at `at`, counter-clockwise seen from the
                 // edge's positive direction (the two other axes in cyclic order), as offsets back.
                 let around = [[dy + dz, dz, 0, dy], [dz + 1, 1, 0, dz], [1 + dy, dy, 0, 1]];
@@ -590,6 +612,9 @@ impl MeshWorkspace {
                         let flip = 3 * (r >> x & 1 == 0) as usize;
                         let quad = [0, 1, 2, 3].map(|i| v(at - back[i ^ flip]));
                         emit_quad(out, quad);
+                        if let Some(inner) = inner.as_deref_mut() {
+                            inner.push(in_x >> x & 1 != 0);
+                        }
                     }
                 }
             }

@@ -174,6 +174,8 @@ const STEPS: u32 = 1024;
 impl PhysicsMesh {
     /// The quantization step, in voxels: a power of two, so decoding is exact up to one rounding.
     pub const STEP: f32 = 1.0 / STEPS as f32;
+    /// Steps per voxel (`1 / STEP`).
+    pub(crate) const STEPS_PER_VOXEL: u32 = STEPS;
     /// The widest region a physics mesh holds, in voxels per axis: vertices lie within
     /// `[-0.5, side + 1.5]` voxels of the padded box's corner, which must fit 65536 steps.
     pub const MAX_SIDE: u32 = (u16::MAX as u32 - 3 * STEPS / 2) / STEPS;
@@ -204,9 +206,24 @@ impl PhysicsMesh {
     pub fn edge_flags(&self) -> &[u8] {
         &self.edge_flags
     }
-    pub(crate) fn set_edge_flags(&mut self, flags: Vec<u8>) {
-        debug_assert_eq!(flags.len(), self.triangles.len());
-        self.edge_flags = flags;
+    pub(crate) fn reserve_exact(&mut self, vertices: usize, triangles: usize) {
+        self.positions.reserve_exact(vertices);
+        self.materials.reserve_exact(vertices);
+        self.triangles.reserve_exact(triangles);
+        self.edge_flags.reserve_exact(triangles);
+    }
+    /// Appends vertices given as steps from this mesh's origin, with their materials.
+    pub(crate) fn push_shifted(&mut self, vertices: impl Iterator<Item = ([u16; 3], Material)>) {
+        for (p, m) in vertices {
+            self.positions.push(p);
+            self.materials.push(m);
+        }
+    }
+    /// Appends a triangle with its edge flags (every triangle of the mesh must have them).
+    pub(crate) fn push_flagged(&mut self, triangle: [u16; 3], flags: u8) {
+        debug_assert_eq!(self.edge_flags.len(), self.triangles.len());
+        self.triangles.push(triangle);
+        self.edge_flags.push(flags);
     }
     /// Bytes of mesh data held (lengths, not capacities, and the origin): what a cache of chunk
     /// meshes pays.

@@ -487,8 +487,29 @@ proptest! {
         prop_assert_eq!(seen, whole.triangles().len());
     }
 
-    /// `edge_flags` equals the rule applied by brute force: every edge of every triangle against
-    /// every edge of every triangle of the grown mesh, positions compared bit for bit.
+    /// The physics mesh (made from the grown region's mesh) is the region's own mesh, bit for bit.
+    #[test]
+    fn physics_mesh_equals_plain_mesh(seed in any::<u64>(), sharp: bool, min in prop::array::uniform3(0i32..12), size in prop::array::uniform3(1u32..13)) {
+        let domain = region([-4, -4, -4], [32, 32, 32]);
+        let d = blobs(domain, region([0, 0, 0], [24, 24, 24]), seed);
+        let mode = if sharp { ShapeMode::Sharp } else { ShapeMode::Smooth };
+        let mesher = Mesher::new(&MaterialTable::default()).with_shape_mode(mode);
+        let mut ws = MeshWorkspace::new();
+        let r = region(min, size);
+        let (mut physics, mut plain) = (PhysicsMesh::default(), PhysicsMesh::default());
+        mesher.mesh_physics(&d, &r, &mut ws, &mut physics).unwrap();
+        mesher.mesh(&d, &r, &mut ws, &mut plain).unwrap();
+        prop_assert_eq!(physics.triangles(), plain.triangles());
+        prop_assert_eq!(physics.quantized().points, plain.quantized().points);
+        prop_assert_eq!(physics.quantized().origin, plain.quantized().origin);
+        prop_assert_eq!(physics.materials(), plain.materials());
+        prop_assert_eq!(physics.edge_flags().len(), physics.triangles().len());
+    }
+
+    /// The flags equal the rule applied by brute force to the grown region's mesh: every edge of
+    /// every triangle against every edge of every triangle, vertices compared by index (one per
+    /// cell; two cells' vertices may coincide, as sharp vertices clamped to a shared face do, and
+    /// stay two vertices). Each of the region's triangles is found in the grown mesh by its corners.
     #[test]
     fn edge_flags_equal_brute_force(seed in any::<u64>(), sharp: bool) {
         let domain = region([-4, -4, -4], [24, 24, 24]);
@@ -502,33 +523,54 @@ proptest! {
         mesher.mesh(&d, &r.expanded(1), &mut ws, &mut around).unwrap();
         let bits = |p: Point3<f32>| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()];
         let tri = |m: &PhysicsMesh, t: usize| m.triangles()[t].map(|v| m.position(v as usize));
-        let normal = |t: [Point3<f32>; 3]| (t[1] - t[0]).cross(&(t[2] - t[0])).try_normalize(0.0);
+        let face = |t: [Point3<f32>; 3]| (t[1] - t[0]).cross(&(t[2] - t[0]));
+        let normal = |t: [Point3<f32>; 3]| face(t).try_normalize(0.0);
         let cos_limit = voxterra_mesher::edge_flags::ACTIVE_EDGE_DEGREES.to_radians().cos();
-        for t in 0..own.triangles().len() {
-            let p = tri(&own, t);
-            let want = match normal(p) {
-                None => 0b111,
-                Some(n) => (0..3).fold(0u8, |flags, i| {
-                    let (a, b, c) = (p[i], p[(i + 1) % 3], p[(i + 2) % 3]);
-                    let mut far = Vec::new();
-                    for u in 0..around.triangles().len() {
-                        let q = tri(&around, u);
-                        for j in 0..3 {
-                            let (qa, qb, qc) = (bits(q[j]), bits(q[(j + 1) % 3]), q[(j + 2) % 3]);
-                            let same = (qa == bits(a) && qb == bits(b)) || (qa == bits(b) && qb == bits(a));
-                            if same && bits(qc) != bits(c) {
-                                far.push(qc);
-                            }
+        let convex_crease = voxterra_mesher::edge_flags::convex_crease;
+        let brute = |u: usize| -> Result<u8, TestCaseError> {
+            let p = tri(&around, u);
+            let v = around.triangles()[u];
+            let Some(n) = normal(p) else { return Ok(0b111) };
+            let mut flags = 0u8;
+            for i in 0..3 {
+                let (a, b, c) = (v[i], v[(i + 1) % 3], v[(i + 2) % 3]);
+                let mut far = Vec::new();
+                for w in around.triangles() {
+                    for j in 0..3 {
+                        let (qa, qb, qc) = (w[j], w[(j + 1) % 3], w[(j + 2) % 3]);
+                        if ((qa == a && qb == b) || (qa == b && qb == a)) && qc != c {
+                            far.push(around.position(qc as usize));
                         }
                     }
-                    let active = match far.as_slice() {
-                        [dd] => (dd - a).dot(&n) < 0.0 && normal([b, a, *dd]).is_none_or(|m| m.dot(&n) < cos_limit),
-                        _ => true,
-                    };
-                    if active { flags | (1 << i) } else { flags }
-                }),
-            };
-            prop_assert_eq!(own.edge_flags()[t], want, "triangle {}", t);
+                }
+                let (pa, pb) = (p[i], p[(i + 1) % 3]);
+                let active = match far.as_slice() {
+                    [dd] => {
+                        let crease = convex_crease(&face(p), &pa, &pb, dd);
+                        // The predicate against its plain form (unit normals), away from its limits.
+                        let m = normal([pb, pa, *dd]);
+                        let below = (dd - pa).dot(&n);
+                        let plain = below < 0.0 && m.is_none_or(|m| m.dot(&n) < cos_limit);
+                        let margin = m.map_or(1.0, |m| (m.dot(&n) - cos_limit).abs()).min(below.abs());
+                        prop_assert!(crease == plain || margin < 1e-5, "edge {} of {}", i, u);
+                        crease
+                    }
+                    _ => true,
+                };
+                if active {
+                    flags |= 1 << i;
+                }
+            }
+            Ok(flags)
+        };
+        for t in 0..own.triangles().len() {
+            let key = tri(&own, t).map(bits);
+            let wants = (0..around.triangles().len())
+                .filter(|&u| tri(&around, u).map(bits) == key)
+                .map(brute)
+                .collect::<Result<Vec<u8>, _>>()?;
+            prop_assert!(!wants.is_empty(), "triangle {} missing from the grown mesh", t);
+            prop_assert!(wants.contains(&own.edge_flags()[t]), "triangle {}: {} not in {:?}", t, own.edge_flags()[t], wants);
         }
     }
 }
