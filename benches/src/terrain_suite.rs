@@ -542,6 +542,29 @@ pub fn profile_contacts(rounds: usize) -> usize {
     (0..rounds).map(|_| ours_frame(&mut t, &all, &bodies, &mut out).0).sum()
 }
 
+/// The suite's edit case for voxterra alone: `rounds` radius-4 carves and refills at 16 surface
+/// points, each followed by `prepare` over the brush; returns the chunks built and the time per
+/// edit. A profiling target.
+pub fn profile_edits(rounds: usize) -> (usize, std::time::Duration) {
+    let world = bench_world(false);
+    let wr = world.params.region().expect("valid world");
+    let mut t = Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
+        .expect("a valid terrain");
+    let points = surface_points(&mut t, &wr, 16);
+    for p in &points {
+        t.prepare(&brush_box(*p));
+    }
+    let start = std::time::Instant::now();
+    let built = (0..rounds)
+        .map(|i| {
+            let p = points[(i / 2) % points.len()];
+            t.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
+            t.prepare(&brush_box(p))
+        })
+        .sum();
+    (built, start.elapsed() / rounds.max(1) as u32)
+}
+
 /// The suite's ray mix for voxterra alone, `n` rays cast `rounds` times (on one thread, or on the rayon
 /// pool with `parallel`) after a first round that builds the cache; returns the hits and the time per
 /// ray of the timed rounds.

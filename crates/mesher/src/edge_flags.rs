@@ -18,6 +18,19 @@ pub const fn edge_bit(i: usize) -> u8 {
     1 << i
 }
 
+/// Which edge of each of a quad's two triangles is its diagonal (the edge they share, reversed).
+fn diagonal(t0: [u16; 3], t1: [u16; 3]) -> [usize; 2] {
+    for i in 0..3 {
+        for j in 0..3 {
+            if t0[i] == t1[(j + 1) % 3] && t0[(i + 1) % 3] == t1[j] {
+                return [i, j];
+            }
+        }
+    }
+    // Unreachable for the mesher's quads; an edge index past 2 marks no diagonal.
+    [3, 3]
+}
+
 /// Scratch of the edge buckets, kept in the [`MeshWorkspace`].
 #[derive(Default, Debug)]
 pub(crate) struct EdgeScratch {
@@ -30,6 +43,8 @@ pub(crate) struct EdgeScratch {
     renumber: Vec<u32>,
     /// Per vertex of the grown mesh, its position decoded.
     points: Vec<Point3<f32>>,
+    /// Per quad, the edge of each of its triangles that is the diagonal.
+    diagonals: Vec<[usize; 2]>,
 }
 
 /// The triangle's (unnormalized) face normal.
@@ -107,42 +122,56 @@ impl Mesher {
 /// PERF: edges go into buckets by their lower vertex (a counting sort, ~3 a vertex), so a
 /// neighbor is found by scanning one short bucket: no hashing of positions, no sort.
 fn own_with_flags(around: &PhysicsMesh, inner: &[bool], scratch: &mut EdgeScratch, out: &mut PhysicsMesh) {
-    let EdgeScratch { start, fill, entries, renumber, points } = scratch;
+    let EdgeScratch { start, fill, entries, renumber, points, diagonals } = scratch;
     let tris = around.triangles();
     debug_assert_eq!(inner.len() * 2, tris.len());
     let n = around.vertex_count();
+    // Edge `i` of a triangle: corners `i`, `i + 1`, far corner `i + 2` (mod 3).
+    const ROT: [[usize; 3]; 3] = [[0, 1, 2], [1, 2, 0], [2, 0, 1]];
+    // A quad's diagonal joins two cells that share only the quad's own voxel edge: its one
+    // neighbor is the quad's other triangle, so diagonals stay out of the buckets.
+    diagonals.clear();
+    diagonals.extend(tris.chunks_exact(2).map(|q| diagonal(q[0], q[1])));
     start.clear();
     start.resize(n + 1, 0);
-    for t in tris {
-        for i in 0..3 {
-            start[t[i].min(t[(i + 1) % 3]) as usize + 1] += 1;
+    for (pair, d) in tris.chunks_exact(2).zip(diagonals.iter()) {
+        for (t, &skip) in pair.iter().zip(d) {
+            for (i, r) in ROT.iter().enumerate() {
+                if i != skip {
+                    start[t[r[0]].min(t[r[1]]) as usize + 1] += 1;
+                }
+            }
         }
     }
     for v in 0..n {
         start[v + 1] += start[v];
     }
     entries.clear();
-    entries.resize(tris.len() * 3, [0; 2]);
+    entries.resize(start[n] as usize, [0; 2]);
     // Filled from each bucket's end down, so `start[v]` ends at its bucket's beginning.
     fill.clear();
     fill.extend_from_slice(&start[1..]);
-    for t in tris {
-        for i in 0..3 {
-            let (a, b, c) = (t[i], t[(i + 1) % 3], t[(i + 2) % 3]);
-            let lo = a.min(b) as usize;
-            fill[lo] -= 1;
-            entries[fill[lo] as usize] = [a.max(b), c];
+    for (pair, d) in tris.chunks_exact(2).zip(diagonals.iter()) {
+        for (t, &skip) in pair.iter().zip(d) {
+            for (i, r) in ROT.iter().enumerate() {
+                if i != skip {
+                    let (a, b) = (t[r[0]], t[r[1]]);
+                    let lo = a.min(b) as usize;
+                    fill[lo] -= 1;
+                    entries[fill[lo] as usize] = [a.max(b), t[r[2]]];
+                }
+            }
         }
     }
     // Vertices the kept triangles use, renumbered in `around`'s order.
     const UNUSED: u32 = u32::MAX;
     renumber.clear();
     renumber.resize(n, UNUSED);
+    let mut kept_quads = 0;
     for q in (0..inner.len()).filter(|&q| inner[q]) {
-        for t in &tris[2 * q..2 * q + 2] {
-            for &v in t {
-                renumber[v as usize] = 0;
-            }
+        kept_quads += 1;
+        for &v in tris[2 * q].iter().chain(&tris[2 * q + 1]) {
+            renumber[v as usize] = 0;
         }
     }
     let mut next = 0u32;
@@ -151,33 +180,45 @@ fn own_with_flags(around: &PhysicsMesh, inner: &[bool], scratch: &mut EdgeScratc
         next += 1;
     }
     // Exact sizes: a mesh kept in a cache holds no spare capacity.
-    let kept_quads = inner.iter().filter(|&&k| k).count();
     out.reserve_exact(next as usize, 2 * kept_quads);
     let shift = PhysicsMesh::STEPS_PER_VOXEL as u16;
-    let (q, mats) = (around.quantized(), around.materials());
+    let (quantized, mats) = (around.quantized(), around.materials());
     let kept = (0..n).filter(|&v| renumber[v] != UNUSED);
-    out.push_shifted(kept.map(|v| (q.points[v].map(|c| c - shift), mats[v])));
+    out.push_shifted(kept.map(|v| (quantized.points[v].map(|c| c - shift), mats[v])));
     points.clear();
-    points.extend((0..n).map(|v| q.get(v)));
+    points.extend((0..n).map(|v| quantized.get(v)));
     for q in (0..inner.len()).filter(|&q| inner[q]) {
-        for t in &tris[2 * q..2 * q + 2] {
+        for k in 0..2 {
+            let (t, partner) = (tris[2 * q + k], tris[2 * q + 1 - k]);
             let p = t.map(|v| points[v as usize]);
             let nrm = face(&p);
-            let flags = match nrm.norm_squared() == 0.0 {
-                true => 0b111,
-                false => (0..3).fold(0u8, |flags, i| {
-                    let (a, b, c) = (t[i], t[(i + 1) % 3], t[(i + 2) % 3]);
-                    let lo = a.min(b) as usize;
-                    let mut others = entries[start[lo] as usize..start[lo + 1] as usize]
-                        .iter()
-                        .filter(|e| e[0] == a.max(b) && e[1] != c);
-                    let active = match (others.next(), others.next()) {
-                        (Some(e), None) => convex_crease(&nrm, &p[i], &p[(i + 1) % 3], &points[e[1] as usize]),
-                        _ => true,
+            let mut flags = 0b111;
+            if nrm.norm_squared() != 0.0 {
+                flags = 0;
+                for (i, r) in ROT.iter().enumerate() {
+                    let (a, b, c) = (t[r[0]], t[r[1]], t[r[2]]);
+                    let far = if i == diagonals[q][k] {
+                        Some(partner[ROT[diagonals[q][1 - k]][2]])
+                    } else {
+                        // Exactly one other triangle on the edge, or none counts.
+                        let (lo, hi) = (a.min(b) as usize, a.max(b));
+                        let mut found = None;
+                        let mut count = 0;
+                        for e in &entries[start[lo] as usize..start[lo + 1] as usize] {
+                            if e[0] == hi && e[1] != c {
+                                found = Some(e[1]);
+                                count += 1;
+                            }
+                        }
+                        found.filter(|_| count == 1)
                     };
-                    if active { flags | edge_bit(i) } else { flags }
-                }),
-            };
+                    let active =
+                        far.is_none_or(|d| convex_crease(&nrm, &p[r[0]], &p[r[1]], &points[d as usize]));
+                    if active {
+                        flags |= edge_bit(i);
+                    }
+                }
+            }
             out.push_flagged(t.map(|v| renumber[v as usize] as u16), flags);
         }
     }

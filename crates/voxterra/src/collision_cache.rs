@@ -13,6 +13,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 use voxterra_core::{PhysicsChunkKey, Region, VoxelRead};
 use voxterra_kdtree::KdTree;
+use crate::terrain_query::with_workspace;
 use voxterra_mesher::{MeshWorkspace, Mesher, PhysicsMesh};
 
 /// One chunk's collision data.
@@ -298,7 +299,8 @@ impl CollisionCache {
         };
         let built: Vec<(PhysicsChunkKey, ChunkData)> = missing
             .par_iter()
-            .map_init(MeshWorkspace::new, |ws, &k| (k, self.timed_build(mesher, src, k, ws)))
+            // The thread's workspace: a fresh one per batch would grow its buffers again.
+            .map(|&k| (k, with_workspace(|ws| self.timed_build(mesher, src, k, &mut ws.mesh))))
             .collect();
         let n = built.len();
         let mut held = self.write();
