@@ -112,7 +112,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
         lanes: bool,
         emit: &mut dyn FnMut(usize, Option<RayHit>),
     ) {
-        if !lanes || self.tree.depth > SHALLOW {
+        if !lanes || self.tree.depth as usize > SHALLOW {
             for (i, ray) in rays.iter().enumerate() {
                 emit(i, self.cast_one(ray, max_t, culling, any));
             }

@@ -8,7 +8,7 @@
 //!   sampled split boxes, small ones estimate it from their box, midpoint spread and triangle size;
 //! - slab nodes bound a subtree on an axis its ancestors leave loose (height, on terrain).
 
-use crate::node::{Grid, Node, SLAB_CHILD_LIMIT, TOP};
+use crate::node::{Grid, LEAF_MAX, NARROW_TRIANGLES, Node, SLAB_CHILD_LIMIT, TOP};
 use crate::tree::{KdTree, KdTreeError, LARGE_TREE, MAX_TRIANGLES};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, Positions, TriangleIndices, TriangleSource};
@@ -160,20 +160,23 @@ fn build(source: &impl TriangleSource) -> Result<KdTree, KdTreeError> {
     } else {
         SLAB_MIN_TRIANGLES
     };
-    let mut builder = Builder { nodes: Vec::with_capacity(n + n / 8 + 1), depth: 0, slab_min, grid };
-    builder.nodes.push(Node::leaf([0, 0], 0));
+    // Small trees take leaves of up to four triangles (their indices fit 14 bits).
+    let leaf_max = if n <= NARROW_TRIANGLES { LEAF_MAX } else { 2 };
+    let mut builder =
+        Builder { nodes: Vec::with_capacity(2 * n / leaf_max + n / 8 + 1), depth: 0, slab_min, grid, leaf_max };
+    builder.nodes.push(Node::EMPTY);
     if !prims.is_empty() {
         // The grid's span is the root's limits (queries clip to the tree's bounds, inside it).
         let limits = [0, 1, 2].map(|a| [grid.value(a, 0), grid.value(a, TOP)]);
         builder.subdivide(&mut prims, 0, 1, b, limits, false);
     }
     Ok(KdTree {
-        nodes: builder.nodes,
-        clip: bounds.loosened(bounds.extents().norm() * crate::ray_query::WIDEN + f32::MIN_POSITIVE),
-        reach: [0, 1, 2].map(|a| bounds.mins[a].abs().max(bounds.maxs[a].abs())),
+        nodes: builder.nodes.into_boxed_slice(),
+        clip_margin: bounds.extents().norm() * crate::ray_query::WIDEN + f32::MIN_POSITIVE,
         bounds,
         grid,
-        depth: builder.depth,
+        // The depth is at most MAX_DEPTH plus the slabs on a path (each under a branch).
+        depth: u16::try_from(builder.depth).unwrap_or(u16::MAX),
         triangles: n as u32,
     })
 }
@@ -232,7 +235,10 @@ struct Builder {
     /// The fewest triangles a subtree needs for a slab (`usize::MAX`: no slabs).
     slab_min: usize,
     grid: Grid,
+    /// The most triangles a leaf takes: [`LEAF_MAX`] in small trees, else 2.
+    leaf_max: usize,
 }
+
 
 impl Builder {
     /// Fills node `at` with the tree over `prims` (which it reorders). `level` is `at`'s depth,
@@ -249,7 +255,7 @@ impl Builder {
     ) {
         self.depth = self.depth.max(level);
         let n = prims.len();
-        if n <= 2 {
+        if n <= self.leaf_max {
             self.nodes[at] = leaf(prims);
             return;
         }
@@ -262,7 +268,7 @@ impl Builder {
             let axis = (0..3).max_by(|&a, &b| loose(a).total_cmp(&loose(b))).unwrap_or(0);
             if loose(axis) >= SLAB_RATIO {
                 let child = self.nodes.len();
-                self.nodes.push(Node::leaf([0, 0], 0));
+                self.nodes.push(Node::EMPTY);
                 // Rounded outward to the grid.
                 let range = [self.grid.down(axis, bounds.min(axis)), self.grid.up(axis, bounds.max(axis))];
                 self.nodes[at] = Node::slab(axis, range, child);
@@ -272,8 +278,8 @@ impl Builder {
         }
         let (axis, left, lb, rb) = split(prims, &bounds);
         let child = self.nodes.len();
-        self.nodes.push(Node::leaf([0, 0], 0));
-        self.nodes.push(Node::leaf([0, 0], 0));
+        self.nodes.push(Node::EMPTY);
+        self.nodes.push(Node::EMPTY);
         // The left child's upper plane rounded up to the grid, the right child's lower one down.
         let planes = [self.grid.up(axis, lb.max(axis)), self.grid.down(axis, rb.min(axis))];
         self.nodes[at] = Node::branch(axis, planes, child as u32);
@@ -283,7 +289,7 @@ impl Builder {
         limits[axis][0] = self.grid.value(axis, planes[1]);
         // Leaves are written here (PERF: a call per leaf, half the nodes, cost its frame set-up).
         for (prims, at, bounds, limits) in [(l, child, lb, ll), (r, child + 1, rb, limits)] {
-            if prims.len() <= 2 {
+            if prims.len() <= self.leaf_max {
                 self.depth = self.depth.max(level + 1);
                 self.nodes[at] = leaf(prims);
             } else {
@@ -307,10 +313,10 @@ impl Builder {
     }
 }
 
-/// The leaf over `prims` (at most 2).
+/// The leaf over `prims` (at most [`LEAF_MAX`]; more than 2 only in small trees).
 fn leaf(prims: &[Prim]) -> Node {
     let id = |i: usize| prims.get(i).map_or(0, Prim::index);
-    Node::leaf([id(0), id(1)], prims.len())
+    Node::leaf([id(0), id(1), id(2), id(3)], prims.len())
 }
 
 /// Of a node's split statistics, at most this many triangles are looked at (evenly spaced): the

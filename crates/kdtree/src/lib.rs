@@ -4,12 +4,14 @@
 //! ray cast against terrain goes through. Each branch holds *two* split planes on one axis — all left
 //! children lie below one, all right children above the other — so triangles are never cut. The
 //! leaf tag lives in the axis field and children are adjacent, so a branch stores one child index.
-//! Leaves hold up to 2 triangles, so there is about one node per triangle.
+//! Leaves hold up to 2 triangles, so there is about one node per triangle; in trees of at most
+//! 16 384 triangles (chunk meshes) up to 4, as 14-bit indices: two thirds of a node a triangle.
 //!
 //! Two additions to the article, both measured (docs/architecture.md has the figures):
 //! - **8-byte nodes**: planes are 16-bit steps of one grid per tree (the article's named next
 //!   step), rounded outward so they still bound their triangles. The tree costs 8.4–8.8 bytes per
-//!   triangle, against the article's 12 and ~100 for parry3d's `TriMesh` BVH.
+//!   triangle on large meshes and about 5 on chunk meshes, against the article's 12 and ~100 for
+//!   parry3d's `TriMesh` BVH.
 //! - **slab** nodes, which bound a subtree on an axis its ancestors leave loose (height, over
 //!   terrain), so rays passing over the ground skip whole subtrees. Subtrees of 16 triangles or
 //!   more get them, or of 8 in trees large enough that their mesh is out of cache, where each leaf

@@ -10,14 +10,22 @@ const SLAB: u64 = 4;
 /// The most nodes a slab can address as its child (it has 27 bits for it).
 pub(crate) const SLAB_CHILD_LIMIT: usize = 1 << 27;
 
+/// Trees of at most this many triangles may have leaves of three or four (14-bit indices).
+pub(crate) const NARROW_TRIANGLES: usize = 1 << 14;
+
+/// The most triangles a leaf holds.
+pub(crate) const LEAF_MAX: usize = 4;
+
 /// A node: a branch, a leaf or a slab, in one 64-bit word. The low 2 bits are the branch axis, or 3
 /// for the other two kinds:
 /// - **branch**: two split planes on one axis, children at `child` and `child + 1`; bits 2..32 are
 ///   `child`, bits 32..48 and 48..64 the planes as steps of the tree's [`Grid`]. Every triangle
 ///   under the left child lies at or below plane 0 on the axis, every triangle under the right
 ///   child at or above plane 1.
-/// - **leaf** (bit 2 clear): up to two triangle indices of 29 bits, at bits 5 and 34; bits 3..5
-///   are the count.
+/// - **leaf** (bit 2 clear): bits 3..6 are the count; up to two triangles as 29-bit indices at
+///   bits 6 and 35, or three or four as 14-bit indices at bits 6, 20, 34 and 48 (trees of at
+///   most [`NARROW_TRIANGLES`] triangles, such as chunk meshes: a node per 3–4 triangles instead
+///   of 2, a third fewer nodes).
 /// - **slab** (bit 2 set; our addition to the article's tree): one child, all of whose triangles
 ///   lie between plane 0 and plane 1 on an axis (bits 3..5); bits 5..32 are the child. Slabs
 ///   bound subtrees on an axis no ancestor's planes bound, such as height over a heightfield,
@@ -44,14 +52,26 @@ pub(crate) enum Kind {
 }
 
 impl Node {
+    /// An empty leaf: a placeholder until its subtree is built.
+    pub(crate) const EMPTY: Node = Node(OTHER);
+
     pub(crate) fn branch(axis: usize, planes: [u16; 2], child: u32) -> Self {
         debug_assert!(axis < 3 && child < 1 << 30);
         Node(axis as u64 | (child as u64) << 2 | Self::planes_bits(planes))
     }
 
-    pub(crate) fn leaf(triangles: [u32; 2], count: usize) -> Self {
-        debug_assert!(count <= 2 && triangles.iter().all(|&t| t < 1 << 29));
-        Node(OTHER | (count as u64) << 3 | (triangles[0] as u64) << 5 | (triangles[1] as u64) << 34)
+    /// A leaf over the first `count` of `triangles` (three or four only below
+    /// [`NARROW_TRIANGLES`]).
+    pub(crate) fn leaf(triangles: [u32; LEAF_MAX], count: usize) -> Self {
+        let head = OTHER | (count as u64) << 3;
+        if count <= 2 {
+            debug_assert!(triangles[..2].iter().all(|&t| t < 1 << 29));
+            Node(head | (triangles[0] as u64) << 6 | (triangles[1] as u64) << 35)
+        } else {
+            debug_assert!(count <= LEAF_MAX && triangles.iter().all(|&t| (t as usize) < NARROW_TRIANGLES));
+            let t = triangles.map(u64::from);
+            Node(head | t[0] << 6 | t[1] << 20 | t[2] << 34 | t[3] << 48)
+        }
     }
 
     pub(crate) fn slab(axis: usize, range: [u16; 2], child: usize) -> Self {
@@ -69,7 +89,7 @@ impl Node {
         if t & 3 != OTHER {
             Kind::Branch((t & 3) as usize, (t as u32 >> 2) as usize)
         } else if t & SLAB == 0 {
-            Kind::Leaf((t >> 3 & 3) as usize)
+            Kind::Leaf((t >> 3 & 7) as usize)
         } else {
             Kind::Slab((t >> 3 & 3) as usize, (t as u32 >> 5) as usize)
         }
@@ -96,8 +116,15 @@ impl Node {
 
     /// Leaf: its triangles (the first `count`).
     #[inline]
-    pub(crate) fn triangles(&self) -> [u32; 2] {
-        [(self.0 >> 5) as u32 & ((1 << 29) - 1), (self.0 >> 34) as u32 & ((1 << 29) - 1)]
+    pub(crate) fn triangles(&self) -> [u32; LEAF_MAX] {
+        let t = self.0;
+        if t >> 3 & 7 <= 2 {
+            let wide = (1 << 29) - 1;
+            [(t >> 6) as u32 & wide, (t >> 35) as u32 & wide, 0, 0]
+        } else {
+            let narrow = (NARROW_TRIANGLES - 1) as u64;
+            [6, 20, 34, 48].map(|s| (t >> s & narrow) as u32)
+        }
     }
 }
 
@@ -283,12 +310,15 @@ mod tests {
         let b = Node::branch(2, [65535, 7], (1 << 30) - 1);
         assert_eq!(b.kind(), Kind::Branch(2, (1 << 30) - 1));
         assert_eq!((b.plane(0), b.plane(1)), (65535, 7));
-        for c in 0..=2 {
-            assert_eq!(Node::leaf([7, 9], c).kind(), Kind::Leaf(c));
+        for c in 0..=LEAF_MAX {
+            assert_eq!(Node::leaf([7, 9, 11, 13], c).kind(), Kind::Leaf(c));
         }
         let top = (1 << 29) - 1;
-        assert_eq!(Node::leaf([top, top - 1], 2).triangles(), [top, top - 1]);
-        assert_eq!(Node::leaf([7, 9], 2).triangles(), [7, 9]);
+        assert_eq!(Node::leaf([top, top - 1, 0, 0], 2).triangles()[..2], [top, top - 1]);
+        assert_eq!(Node::leaf([7, 9, 0, 0], 2).triangles()[..2], [7, 9]);
+        let narrow = NARROW_TRIANGLES as u32 - 1;
+        assert_eq!(Node::leaf([narrow, 0, narrow - 1, 5], 4).triangles(), [narrow, 0, narrow - 1, 5]);
+        assert_eq!(Node::leaf([1, narrow, 3, 0], 3).triangles()[..3], [1, narrow, 3]);
         for axis in 0..3 {
             let s = Node::slab(axis, [3, 65534], SLAB_CHILD_LIMIT - 1);
             assert_eq!(s.kind(), Kind::Slab(axis, SLAB_CHILD_LIMIT - 1));

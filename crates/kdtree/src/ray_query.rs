@@ -2,7 +2,7 @@
 //! first, clipping by each branch's planes and each slab's range.
 
 use crate::fetch::{Fetch, with_fetch};
-use crate::node::{Kind, Node, TOP, from, upto};
+use crate::node::{Kind, LEAF_MAX, Node, TOP, from, upto};
 use crate::tree::{KdTree, KdTreeView, LARGE_TREE, MAX_DEPTH};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Culling, Ray, RayHit, TriangleSource, ray_triangle};
@@ -24,7 +24,7 @@ impl KdTree {
         }
         // Per ray, once (the article): inverse direction; the bounds clip reuses it.
         let inv = ray.dir.map(|d| 1.0 / d);
-        let (t0, t1) = self.clip.clip_ray_inv(&ray.origin, &inv, max_t)?;
+        let (t0, t1) = self.clip().clip_ray_inv(&ray.origin, &inv, max_t)?;
         let slack = t1.abs().min(f32::MAX / 2.0) * WIDEN;
         let axis = |a: usize| RayAxis::new(self, ray, inv[a], a, slack);
         Some(([axis(0), axis(1), axis(2)], Segment { node: 0, tmin: t0, tmax: t1 }))
@@ -78,7 +78,7 @@ impl RayAxis {
         // The crossing of the plane at step q is `(origin + q × step - o) × inv`, computed as
         // `base + q × scale`. Against the exact crossing, both forms err by a few roundings of
         // magnitude `reach × |inv|` plus one of |t|; `eps` allows 8 of the first and 4 of the second.
-        let reach = tree.reach[a] + o.abs();
+        let reach = tree.reach(a) + o.abs();
         let eps = reach * WIDEN * inv.abs() * 2.0 + slack;
         let base = (origin - o) * inv;
         // Axes the ray does not cross at a usable rate: `inv` is infinite, and `0 * inf` would be
@@ -229,7 +229,7 @@ impl<S: TriangleSource> KdTreeView<'_, S> {
 impl<S: TriangleSource> KdTreeView<'_, S> {
     /// One ray, closest hit or (`any`) the first found, with the stack the tree's depth needs.
     pub(crate) fn cast_one(&self, ray: &Ray, max_t: f32, culling: Culling, any: bool) -> Option<RayHit> {
-        if self.tree.depth <= SHALLOW {
+        if self.tree.depth as usize <= SHALLOW {
             with_fetch!(self, fetch, ahead, _corners => self.ray_query::<SHALLOW>(ray, max_t, culling, any, fetch, ahead))
         } else {
             with_fetch!(self, fetch, ahead, _corners => self.ray_query::<{ MAX_DEPTH + 2 }>(ray, max_t, culling, any, fetch, ahead))
@@ -252,9 +252,12 @@ pub(crate) fn test_leaf(
     fetch: &impl Fn(u32) -> [Point3<f32>; 3],
     best: &mut Option<RayHit>,
 ) -> bool {
-    // PERF: fetch both triangles before testing either, so their cache misses overlap.
+    // PERF: fetch every triangle before testing any, so their cache misses overlap.
     let ids = node.triangles();
-    let tris = [fetch(ids[0]), if count == 2 { fetch(ids[1]) } else { [Point3::origin(); 3] }];
+    let mut tris = [[Point3::origin(); 3]; LEAF_MAX];
+    for (tri, &t) in tris.iter_mut().zip(&ids).take(count) {
+        *tri = fetch(t);
+    }
     for (&t, tri) in ids.iter().zip(&tris).take(count) {
         let limit = best.map_or(max_t, |b| b.t);
         if let Some((th, u, v)) = ray_triangle(ray, tri, limit, culling)
@@ -279,10 +282,8 @@ pub(crate) fn test_leaf(
 fn leaves_ahead(nodes: &[Node], c: usize, ahead: &impl Fn(u32)) {
     for w in [nodes[c], nodes[c + 1]] {
         if let Kind::Leaf(count) = w.kind() {
-            let ids = w.triangles();
-            ahead(ids[0]);
-            if count == 2 {
-                ahead(ids[1]);
+            for &t in &w.triangles()[..count] {
+                ahead(t);
             }
         }
     }
@@ -311,7 +312,7 @@ mod tests {
             }
             let mesh = TriangleMesh { positions, triangles };
             let tree = KdTree::build(&mesh).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
-            proptest::prop_assume!(tree.depth <= SHALLOW);
+            proptest::prop_assume!(tree.depth as usize <= SHALLOW);
             let ray = Ray::new(Point3::from(ray.0), Vector3::from(ray.1));
             let view = tree.with(&mesh);
             let positions = &mesh.positions[..];

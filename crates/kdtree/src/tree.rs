@@ -1,7 +1,7 @@
 //! The tree type: its nodes and grid, the view that pairs it with a mesh, statistics and the
 //! invariant check. Builds are in `build`, queries in `box_query`, `ray_query` and `batch`.
 
-use crate::node::{Grid, Kind, Node};
+use crate::node::{Grid, Kind, LEAF_MAX, NARROW_TRIANGLES, Node};
 use voxterra_core::{Aabb, TriangleSource};
 
 /// Why a tree cannot be built.
@@ -53,19 +53,33 @@ pub struct KdTreeStats {
 /// query it through [`KdTree::with`], which pairs it with its mesh.
 #[derive(Clone, Debug)]
 pub struct KdTree {
-    pub(crate) nodes: Vec<Node>,
+    /// Boxed, not a `Vec`: a chunk's tree is built once and kept (a cache holds tens of thousands).
+    pub(crate) nodes: Box<[Node]>,
     pub(crate) bounds: Aabb,
     /// The grid the nodes' planes are steps of.
     pub(crate) grid: Grid,
-    /// `bounds` loosened against float error, for clipping rays.
-    pub(crate) clip: Aabb,
-    /// Per axis, the largest coordinate magnitude in `bounds` (the ray error bound's scale).
-    pub(crate) reach: [f32; 3],
-    pub(crate) depth: usize,
+    /// How far `bounds` is loosened against float error to clip rays ([`KdTree::clip`]).
+    pub(crate) clip_margin: f32,
     pub(crate) triangles: u32,
+    pub(crate) depth: u16,
 }
 
+// PERF: a collision cache keeps one tree per chunk; the header is a tenth of a chunk's tree.
+const _: () = assert!(std::mem::size_of::<KdTree>() <= 88);
+
 impl KdTree {
+    /// `bounds` loosened against float error, for clipping rays.
+    #[inline]
+    pub(crate) fn clip(&self) -> Aabb {
+        self.bounds.loosened(self.clip_margin)
+    }
+
+    /// On axis `a`, the largest coordinate magnitude in `bounds` (the ray error bound's scale).
+    #[inline]
+    pub(crate) fn reach(&self, a: usize) -> f32 {
+        self.bounds.mins[a].abs().max(self.bounds.maxs[a].abs())
+    }
+
     /// The tree paired with its mesh (the one it was built from): the query interface.
     pub fn with<'a, S: TriangleSource>(&'a self, mesh: &'a S) -> KdTreeView<'a, S> {
         KdTreeView { tree: self, mesh }
@@ -93,22 +107,23 @@ impl KdTree {
             nodes: self.nodes.len(),
             leaves,
             slabs: kinds[2],
-            depth: self.depth,
+            depth: self.depth as usize,
             bytes: self.nodes.len() * std::mem::size_of::<Node>() + std::mem::size_of::<Self>(),
             triangles_per_leaf: self.triangles as f32 / leaves.max(1) as f32,
         }
     }
 
     /// Checks every invariant against `mesh`: each branch's planes bound all triangles below it,
-    /// children in range, each triangle in exactly one leaf, at most 2 per leaf, depth as recorded
-    /// and within the query stacks, bounds holding everything. `Err` names the first broken one.
+    /// children in range, each triangle in exactly one leaf, at most 2 per leaf (4 in trees of at
+    /// most 16 384 triangles), depth as recorded and within the query stacks, bounds holding
+    /// everything. `Err` names the first broken one.
     pub fn validate(&self, mesh: &impl TriangleSource) -> Result<(), InvalidKdTree> {
         let n = mesh.triangle_count();
         if n != self.triangles as usize {
             return Err(InvalidKdTree::TriangleCount { built: self.triangles as usize, mesh: n });
         }
-        if self.depth > 2 * MAX_DEPTH {
-            return Err(InvalidKdTree::TooDeep { depth: self.depth });
+        if self.depth as usize > 2 * MAX_DEPTH {
+            return Err(InvalidKdTree::TooDeep { depth: self.depth as usize });
         }
         let mut seen = vec![false; n];
         // (node, level, branches above, bounds the node's triangles must respect on each axis)
@@ -122,7 +137,8 @@ impl KdTree {
             let node = self.nodes.get(i).ok_or(InvalidKdTree::NodeOutOfRange { node: i })?;
             match node.kind() {
                 Kind::Leaf(count) => {
-                    if count > 2 {
+                    let most = if n <= NARROW_TRIANGLES { LEAF_MAX } else { 2 };
+                    if count > most {
                         return Err(InvalidKdTree::LeafTooFull { node: i, count });
                     }
                     for &t in &node.triangles()[..count] {
@@ -171,8 +187,8 @@ impl KdTree {
                 }
             }
         }
-        if max_level != self.depth.max(1) {
-            return Err(InvalidKdTree::DepthMismatch { recorded: self.depth, found: max_level });
+        if max_level != (self.depth as usize).max(1) {
+            return Err(InvalidKdTree::DepthMismatch { recorded: self.depth as usize, found: max_level });
         }
         match seen.iter().position(|s| !s) {
             Some(t) => Err(InvalidKdTree::TriangleMissing { triangle: t }),

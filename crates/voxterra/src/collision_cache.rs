@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
+use voxterra_core::nalgebra::Point3;
 use voxterra_core::{PhysicsChunkKey, Region, VoxelRead};
 use voxterra_kdtree::KdTree;
 use crate::terrain_query::with_workspace;
@@ -26,8 +27,11 @@ pub struct ChunkCollision {
 }
 
 impl ChunkCollision {
+    /// The struct (mesh and tree headers inside it) once, then the arrays they point to.
     fn bytes(&self) -> usize {
-        self.mesh.data_bytes() + self.tree.stats().bytes + std::mem::size_of::<Self>()
+        let mesh_arrays = self.mesh.data_bytes() - std::mem::size_of::<Point3<f32>>(); // less the origin
+        let tree_arrays = self.tree.stats().bytes - std::mem::size_of::<KdTree>();
+        std::mem::size_of::<Self>() + mesh_arrays + tree_arrays
     }
 }
 
