@@ -300,7 +300,7 @@ fn debug_disagreements(chunks: &[Chunk], bodies: &[Body], od: &[f32], pd: &[f32]
                             p.dist,
                             p.normal.into_inner(),
                             n,
-                            ch.mesh.edge_flags()[p.id.triangle as usize]
+                            ch.mesh.edge_flags().get(p.id.triangle as usize).unwrap_or(0)
                         );
                     }
                     let rmin = raw.iter().map(|p| p.dist).fold(f32::INFINITY, f32::min);

@@ -4,13 +4,31 @@
 use crate::{Aabb, Culling, Ray, RayHit, ray_triangle};
 use nalgebra::Point3;
 
-/// The index buffer of a mesh: compact physics meshes use u16, render meshes u32.
+/// The index buffer of a mesh: compact physics meshes use packed 9-bit or u16 indices, render
+/// meshes u32.
 #[derive(Clone, Copy, Debug)]
 pub enum TriangleIndices<'a> {
+    /// Three 9-bit indices in the low 27 bits of a u32 (meshes of at most 512 vertices); the bits
+    /// above are the mesh's own (a physics mesh keeps its edge flags there), never an index's.
+    Packed9(&'a [u32]),
     /// 16-bit indices (meshes of at most 65536 vertices).
     U16(&'a [[u16; 3]]),
     /// 32-bit indices.
     U32(&'a [[u32; 3]]),
+}
+
+/// The three indices of a [`TriangleIndices::Packed9`] triangle.
+#[inline(always)]
+pub fn unpack9(t: u32) -> [u32; 3] {
+    [t & 511, t >> 9 & 511, t >> 18 & 511]
+}
+
+/// Packs three indices below 512 as [`TriangleIndices::Packed9`] stores them, `high` above them
+/// (bits 27 and up).
+#[inline]
+pub fn pack9(v: [u32; 3], high: u32) -> u32 {
+    debug_assert!(v.iter().all(|&i| i < 512) && high < 1 << 5);
+    v[0] | v[1] << 9 | v[2] << 18 | high << 27
 }
 
 impl TriangleIndices<'_> {
@@ -18,6 +36,7 @@ impl TriangleIndices<'_> {
     #[inline]
     pub fn len(&self) -> usize {
         match self {
+            TriangleIndices::Packed9(t) => t.len(),
             TriangleIndices::U16(t) => t.len(),
             TriangleIndices::U32(t) => t.len(),
         }
@@ -32,9 +51,61 @@ impl TriangleIndices<'_> {
     #[inline]
     pub fn get(&self, i: usize) -> [u32; 3] {
         match self {
+            TriangleIndices::Packed9(t) => unpack9(t[i]),
             TriangleIndices::U16(t) => t[i].map(u32::from),
             TriangleIndices::U32(t) => t[i],
         }
+    }
+}
+
+/// Per-triangle internal-edge flags (bit `i`: edge `i`, corners `i` and `(i + 1) % 3`, is an
+/// active convex crease), as a mesh stores them: none, a byte a triangle, or bits 27..30 of a
+/// [`TriangleIndices::Packed9`] triangle.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum EdgeFlags<'a> {
+    /// No flags: every edge counts as active.
+    #[default]
+    None,
+    /// A byte a triangle.
+    Bytes(&'a [u8]),
+    /// In the packed triangles' bits 27..30.
+    Packed9(&'a [u32]),
+}
+
+impl<'a> From<&'a [u8]> for EdgeFlags<'a> {
+    fn from(flags: &'a [u8]) -> Self {
+        EdgeFlags::Bytes(flags)
+    }
+}
+
+impl EdgeFlags<'_> {
+    /// Triangles with flags (0 for [`EdgeFlags::None`]).
+    pub fn len(&self) -> usize {
+        match self {
+            EdgeFlags::None => 0,
+            EdgeFlags::Bytes(f) => f.len(),
+            EdgeFlags::Packed9(t) => t.len(),
+        }
+    }
+
+    /// True without flags.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The flags of triangle `t`, `None` past the end (or without flags).
+    #[inline]
+    pub fn get(&self, t: usize) -> Option<u8> {
+        match self {
+            EdgeFlags::None => None,
+            EdgeFlags::Bytes(f) => f.get(t).copied(),
+            EdgeFlags::Packed9(p) => p.get(t).map(|&w| (w >> 27 & 7) as u8),
+        }
+    }
+
+    /// Every triangle's flags, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u8> + '_ {
+        (0..self.len()).map(|t| self.get(t).unwrap_or(0))
     }
 }
 
@@ -246,5 +317,18 @@ mod tests {
         assert_eq!(check_indices(&m), Ok(()));
         m.triangles.push([0, 1, 9]);
         assert_eq!(check_indices(&m), Err(3));
+    }
+
+    #[test]
+    fn packed_indices_and_flags_round_trip() {
+        let words: Vec<u32> =
+            [([0, 511, 7], 0b101), ([511, 0, 256], 0b010), ([3, 2, 1], 0)].iter().map(|&(v, f)| pack9(v, f)).collect();
+        let idx = TriangleIndices::Packed9(&words);
+        assert_eq!(idx.len(), 3);
+        assert_eq!((idx.get(0), idx.get(1), idx.get(2)), ([0, 511, 7], [511, 0, 256], [3, 2, 1]));
+        let flags = EdgeFlags::Packed9(&words);
+        assert_eq!(flags.iter().collect::<Vec<_>>(), vec![0b101, 0b010, 0]);
+        assert_eq!((flags.get(3), EdgeFlags::None.get(0)), (None, None));
+        assert_eq!(EdgeFlags::from(&[7u8, 1][..]).get(1), Some(1));
     }
 }

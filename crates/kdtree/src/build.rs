@@ -136,6 +136,12 @@ fn build(source: &impl TriangleSource) -> Result<KdTree, KdTreeError> {
         };
     }
     match (positions, source.indices()) {
+        (Positions::F32(p), TriangleIndices::Packed9(t)) => {
+            prims!(|v| p[v], t.iter().map(|&t| voxterra_core::unpack9(t)))
+        }
+        (Positions::Quantized(p), TriangleIndices::Packed9(t)) => {
+            prims!(|v| p.get(v), t.iter().map(|&t| voxterra_core::unpack9(t)))
+        }
         (Positions::F32(p), TriangleIndices::U16(t)) => prims!(|v| p[v], t.iter().map(|t| t.map(u32::from))),
         (Positions::F32(p), TriangleIndices::U32(t)) => prims!(|v| p[v], t.iter().copied()),
         (Positions::Quantized(p), TriangleIndices::U16(t)) => {

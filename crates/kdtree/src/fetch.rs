@@ -58,6 +58,22 @@ impl Fetch for &[[u16; 3]] {
     }
 }
 
+impl Fetch for &[u32] {
+    #[inline]
+    fn fetch(self, p: impl Vertices, t: u32) -> [Point3<f32>; 3] {
+        let [a, b, c] = voxterra_core::unpack9(self[t as usize]);
+        [p.vertex(a), p.vertex(b), p.vertex(c)]
+    }
+
+    #[inline(always)]
+    fn corners_ahead(self, p: impl Vertices, t: u32) {
+        let [a, b, c] = voxterra_core::unpack9(self[t as usize]);
+        p.ahead(a);
+        p.ahead(b);
+        p.ahead(c);
+    }
+}
+
 impl Fetch for &[[u32; 3]] {
     #[inline]
     fn fetch(self, p: impl Vertices, t: u32) -> [Point3<f32>; 3] {
@@ -86,6 +102,12 @@ macro_rules! with_fetch {
     }};
     (@indices $view:expr, $p:ident, $fetch:ident, $ahead:ident, $corners:ident => $body:expr) => {{
         match $view.mesh.indices() {
+            voxterra_core::TriangleIndices::Packed9(t) => {
+                let $fetch = |i: u32| t.fetch($p, i);
+                let $ahead = |i: u32| prefetch_index::prefetch_index(t, i as usize);
+                let $corners = |i: u32| t.corners_ahead($p, i);
+                $body
+            }
             voxterra_core::TriangleIndices::U16(t) => {
                 let $fetch = |i: u32| t.fetch($p, i);
                 let $ahead = |i: u32| prefetch_index::prefetch_index(t, i as usize);

@@ -45,6 +45,8 @@ pub(crate) struct EdgeScratch {
     points: Vec<Point3<f32>>,
     /// Per quad, the edge of each of its triangles that is the diagonal.
     diagonals: Vec<[usize; 2]>,
+    /// The grown mesh's triangles, unpacked.
+    tris: Vec<[u16; 3]>,
 }
 
 /// The triangle's (unnormalized) face normal.
@@ -122,8 +124,10 @@ impl Mesher {
 /// PERF: edges go into buckets by their lower vertex (a counting sort, ~3 a vertex), so a
 /// neighbor is found by scanning one short bucket: no hashing of positions, no sort.
 fn own_with_flags(around: &PhysicsMesh, inner: &[bool], scratch: &mut EdgeScratch, out: &mut PhysicsMesh) {
-    let EdgeScratch { start, fill, entries, renumber, points, diagonals } = scratch;
-    let tris = around.triangles();
+    let EdgeScratch { start, fill, entries, renumber, points, diagonals, tris } = scratch;
+    tris.clear();
+    tris.extend(around.triangles().iter());
+    let tris = &tris[..];
     debug_assert_eq!(inner.len() * 2, tris.len());
     let n = around.vertex_count();
     // Edge `i` of a triangle: corners `i`, `i + 1`, far corner `i + 2` (mod 3).

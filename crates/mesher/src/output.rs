@@ -4,7 +4,7 @@
 
 use crate::cell::{LANES, PlacedBatch};
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{Material, Positions, QuantizedPositions, TriangleIndices, TriangleSource, VoxelPos};
+use voxterra_core::{EdgeFlags, Material, Positions, QuantizedPositions, TriangleIndices, TriangleSource, VoxelPos};
 use wide::{f32x8 as F, i32x8 as I};
 
 pub(crate) mod sealed {
@@ -131,10 +131,12 @@ impl TriangleSource for RenderMesh {
 }
 
 /// The compact mesh of a physics chunk: positions as three u16 steps of [`PhysicsMesh::STEP`]
-/// (1/1024 voxel) from the chunk's origin, a material byte per vertex and u16 triangles: 7 bytes
-/// per vertex and 6 per triangle, about 10.5 per triangle on an 8³ chunk (which repeats its border
-/// cells' vertices) against the article's 12.5 for f32 positions. The kD tree reads it directly as
-/// a [`TriangleSource`].
+/// (1/1024 voxel) from the chunk's origin, a material byte per vertex, and triangles as three 9-bit
+/// indices and the 3 edge-flag bits in a u32 (meshes of at most [`PhysicsMesh::PACKED_VERTICES`]
+/// vertices: every 8³ chunk but the densest) or u16 triples and a flag byte: 7 bytes per vertex
+/// and 4 per triangle, about 8.3 per triangle on an 8³ chunk (which repeats its border cells'
+/// vertices) against the article's 12.5 for f32 positions. The kD tree reads it directly as a
+/// [`TriangleSource`].
 ///
 /// Positions are those of the [`RenderMesh`] rounded to the step grid, within half a step; the
 /// rounding is of each vertex's offset in its own cell, so every chunk that holds a vertex decodes
@@ -147,10 +149,15 @@ pub struct PhysicsMesh {
     origin: Point3<f32>,
     positions: Vec<[u16; 3]>,
     materials: Vec<Material>,
-    triangles: Vec<[u16; 3]>,
-    /// Per triangle, bit `i` set when edge `i` is active; empty unless built by
-    /// [`Mesher::mesh_physics`](crate::Mesher::mesh_physics).
-    edge_flags: Vec<u8>,
+    /// Triangles of a mesh of at most `PACKED_VERTICES` vertices (`pack9`, flags above); then
+    /// `wide` is empty.
+    packed: Vec<u32>,
+    /// Triangles of larger meshes; then `packed` is empty.
+    wide: Vec<[u16; 3]>,
+    /// Per `wide` triangle, bit `i` set when edge `i` is active.
+    wide_flags: Vec<u8>,
+    /// Whether the triangles carry edge flags (built by [`Mesher::mesh_physics`](crate::Mesher::mesh_physics)).
+    flagged: bool,
 }
 
 impl Default for PhysicsMesh {
@@ -159,8 +166,10 @@ impl Default for PhysicsMesh {
             origin: Point3::origin(),
             positions: vec![],
             materials: vec![],
-            triangles: vec![],
-            edge_flags: vec![],
+            packed: vec![],
+            wide: vec![],
+            wide_flags: vec![],
+            flagged: false,
         }
     }
 }
@@ -171,6 +180,43 @@ const _: () = assert!(std::mem::size_of::<[u16; 3]>() == 6 && std::mem::size_of:
 /// Steps per voxel.
 const STEPS: u32 = 1024;
 
+/// A physics mesh's triangles as vertex-index triples, whatever their storage.
+#[derive(Clone, Copy, Debug)]
+pub struct PhysicsTriangles<'a> {
+    packed: &'a [u32],
+    wide: &'a [[u16; 3]],
+}
+
+impl PartialEq for PhysicsTriangles<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl PhysicsTriangles<'_> {
+    /// Triangles held.
+    pub fn len(&self) -> usize {
+        self.packed.len() + self.wide.len()
+    }
+    /// True without triangles.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Triangle `t`'s vertex indices, `None` past the end.
+    #[inline]
+    pub fn get(&self, t: usize) -> Option<[u16; 3]> {
+        match self.packed.get(t) {
+            Some(&w) => Some(voxterra_core::unpack9(w).map(|v| v as u16)),
+            None => self.wide.get(t - self.packed.len()).copied(),
+        }
+    }
+    /// Every triangle, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = [u16; 3]> + '_ {
+        let this = *self;
+        (0..self.len()).map(move |t| this.get(t).unwrap_or_default())
+    }
+}
+
 impl PhysicsMesh {
     /// The quantization step, in voxels: a power of two, so decoding is exact up to one rounding.
     pub const STEP: f32 = 1.0 / STEPS as f32;
@@ -179,6 +225,8 @@ impl PhysicsMesh {
     /// The widest region a physics mesh holds, in voxels per axis: vertices lie within
     /// `[-0.5, side + 1.5]` voxels of the padded box's corner, which must fit 65536 steps.
     pub const MAX_SIDE: u32 = (u16::MAX as u32 - 3 * STEPS / 2) / STEPS;
+    /// Meshes of at most this many vertices keep a triangle in 4 bytes, flags included.
+    pub const PACKED_VERTICES: usize = 512;
 
     /// Vertices held.
     pub fn vertex_count(&self) -> usize {
@@ -197,20 +245,36 @@ impl PhysicsMesh {
         &self.materials
     }
     /// Triangles, counter-clockwise seen from the air side.
-    pub fn triangles(&self) -> &[[u16; 3]] {
-        &self.triangles
+    pub fn triangles(&self) -> PhysicsTriangles<'_> {
+        PhysicsTriangles { packed: &self.packed, wide: &self.wide }
+    }
+    /// Triangles held.
+    pub fn triangle_count(&self) -> usize {
+        self.packed.len() + self.wide.len()
     }
     /// Per triangle, its edge flags: bit `i` set when edge `i` (corners `i` and `(i + 1) % 3`) is
-    /// an active, convex crease ([`crate::edge_flags`]). Empty unless the mesh was built by
-    /// [`Mesher::mesh_physics`](crate::Mesher::mesh_physics).
-    pub fn edge_flags(&self) -> &[u8] {
-        &self.edge_flags
+    /// an active, convex crease ([`crate::edge_flags`]). [`EdgeFlags::None`] unless the mesh was
+    /// built by [`Mesher::mesh_physics`](crate::Mesher::mesh_physics).
+    pub fn edge_flags(&self) -> EdgeFlags<'_> {
+        match (self.flagged, self.packed.is_empty()) {
+            (false, _) => EdgeFlags::None,
+            (true, false) => EdgeFlags::Packed9(&self.packed),
+            (true, true) => EdgeFlags::Bytes(&self.wide_flags),
+        }
+    }
+    /// Whether the triangles go packed: decided by the vertex count, before the first triangle.
+    fn packs(vertices: usize) -> bool {
+        vertices <= Self::PACKED_VERTICES
     }
     pub(crate) fn reserve_exact(&mut self, vertices: usize, triangles: usize) {
         self.positions.reserve_exact(vertices);
         self.materials.reserve_exact(vertices);
-        self.triangles.reserve_exact(triangles);
-        self.edge_flags.reserve_exact(triangles);
+        if Self::packs(vertices) {
+            self.packed.reserve_exact(triangles);
+        } else {
+            self.wide.reserve_exact(triangles);
+            self.wide_flags.reserve_exact(triangles);
+        }
     }
     /// Appends vertices given as steps from this mesh's origin, with their materials.
     pub(crate) fn push_shifted(&mut self, vertices: impl Iterator<Item = ([u16; 3], Material)>) {
@@ -219,11 +283,17 @@ impl PhysicsMesh {
             self.materials.push(m);
         }
     }
-    /// Appends a triangle with its edge flags (every triangle of the mesh must have them).
+    /// Appends a triangle with its edge flags (every triangle of the mesh must have them), after
+    /// every vertex.
     pub(crate) fn push_flagged(&mut self, triangle: [u16; 3], flags: u8) {
-        debug_assert_eq!(self.edge_flags.len(), self.triangles.len());
-        self.triangles.push(triangle);
-        self.edge_flags.push(flags);
+        debug_assert!(self.flagged || self.triangle_count() == 0);
+        self.flagged = true;
+        if Self::packs(self.positions.len()) {
+            self.packed.push(voxterra_core::pack9(triangle.map(u32::from), flags.into()));
+        } else {
+            self.wide.push(triangle);
+            self.wide_flags.push(flags);
+        }
     }
     /// Bytes of mesh data held (lengths, not capacities, and the origin): what a cache of chunk
     /// meshes pays.
@@ -231,22 +301,25 @@ impl PhysicsMesh {
         std::mem::size_of_val(&self.origin)
             + std::mem::size_of_val(&*self.positions)
             + std::mem::size_of_val(&*self.materials)
-            + std::mem::size_of_val(&*self.triangles)
-            + self.edge_flags.len()
+            + std::mem::size_of_val(&*self.packed)
+            + std::mem::size_of_val(&*self.wide)
+            + self.wide_flags.len()
     }
     /// Heap bytes reserved (capacities).
     pub fn heap_bytes(&self) -> usize {
         self.positions.capacity() * 6
             + self.materials.capacity()
-            + self.triangles.capacity() * 6
-            + self.edge_flags.capacity()
+            + self.packed.capacity() * 4
+            + self.wide.capacity() * 6
+            + self.wide_flags.capacity()
     }
     /// Releases spare capacity, for a mesh that will be kept (a collision cache entry).
     pub fn shrink_to_fit(&mut self) {
         self.positions.shrink_to_fit();
         self.materials.shrink_to_fit();
-        self.triangles.shrink_to_fit();
-        self.edge_flags.shrink_to_fit();
+        self.packed.shrink_to_fit();
+        self.wide.shrink_to_fit();
+        self.wide_flags.shrink_to_fit();
     }
 }
 
@@ -260,8 +333,10 @@ impl MeshOutput for PhysicsMesh {
         self.origin = Point3::origin();
         self.positions.clear();
         self.materials.clear();
-        self.triangles.clear();
-        self.edge_flags.clear();
+        self.packed.clear();
+        self.wide.clear();
+        self.wide_flags.clear();
+        self.flagged = false;
     }
     fn start(&mut self, origin: VoxelPos) {
         self.origin = origin.map(|v| v as f32);
@@ -270,12 +345,16 @@ impl MeshOutput for PhysicsMesh {
         self.positions.len()
     }
     fn triangle_count(&self) -> usize {
-        self.triangles.len()
+        PhysicsMesh::triangle_count(self)
     }
     fn reserve(&mut self, vertices: usize, triangles: usize) {
         self.positions.reserve(vertices);
         self.materials.reserve(vertices);
-        self.triangles.reserve(triangles);
+        if PhysicsMesh::packs(vertices) {
+            self.packed.reserve(triangles);
+        } else {
+            self.wide.reserve(triangles);
+        }
     }
     #[inline]
     fn push_vertices(
@@ -304,8 +383,13 @@ impl MeshOutput for PhysicsMesh {
     }
     #[inline]
     fn push_triangle(&mut self, vertices: [u32; 3]) {
-        // In range: the vertex count was checked against MAX_VERTICES before any vertex was made.
-        self.triangles.push(vertices.map(|v| v as u16));
+        // Every vertex comes first, so the count decides the format once for all triangles. In
+        // range: the vertex count was checked against MAX_VERTICES before any vertex was made.
+        if PhysicsMesh::packs(self.positions.len()) {
+            self.packed.push(voxterra_core::pack9(vertices, 0));
+        } else {
+            self.wide.push(vertices.map(|v| v as u16));
+        }
     }
 }
 
@@ -314,6 +398,6 @@ impl TriangleSource for PhysicsMesh {
         Positions::Quantized(self.quantized())
     }
     fn indices(&self) -> TriangleIndices<'_> {
-        TriangleIndices::U16(&self.triangles)
+        if self.packed.is_empty() { TriangleIndices::U16(&self.wide) } else { TriangleIndices::Packed9(&self.packed) }
     }
 }

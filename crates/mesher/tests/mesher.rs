@@ -327,7 +327,9 @@ fn physics_mesh_matches_render_mesh_and_feeds_the_kd_tree() {
         }
         assert_eq!(physics.materials(), &render.materials[..]);
         assert!(physics.triangles().iter().zip(&render.indices).all(|(a, b)| a.map(u32::from) == *b));
-        assert_eq!(physics.data_bytes(), 12 + 7 * physics.vertex_count() + 6 * physics.triangles().len());
+        // Packed triangles (4 bytes) up to 512 vertices, else u16 triples (6).
+        let per_triangle = if physics.vertex_count() <= PhysicsMesh::PACKED_VERTICES { 4 } else { 6 };
+        assert_eq!(physics.data_bytes(), 12 + 7 * physics.vertex_count() + per_triangle * physics.triangles().len());
         assert!((physics.data_bytes() as f64 / physics.triangles().len() as f64) < 12.5);
         let tree = voxterra_kdtree::KdTree::build(&physics).unwrap();
         tree.validate(&physics).unwrap();
@@ -466,10 +468,10 @@ proptest! {
         let mut whole = PhysicsMesh::default();
         mesher.mesh_physics(&d, &whole_region, &mut ws, &mut whole).unwrap();
         prop_assert_eq!(whole.edge_flags().len(), whole.triangles().len());
-        let tri = |m: &PhysicsMesh, t: usize| m.triangles()[t].map(|v| { let p = m.position(v as usize); [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()] });
+        let tri = |m: &PhysicsMesh, t: usize| m.triangles().get(t).unwrap().map(|v| { let p = m.position(v as usize); [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()] });
         let mut flags_of: HashMap<[[u32; 3]; 3], u8> = HashMap::new();
         for t in 0..whole.triangles().len() {
-            flags_of.insert(tri(&whole, t), whole.edge_flags()[t]);
+            flags_of.insert(tri(&whole, t), whole.edge_flags().get(t).unwrap());
         }
         let mut seen = 0;
         let n = 24 / chunk as i32 + 1;
@@ -480,7 +482,7 @@ proptest! {
             mesher.mesh_physics(&d, &r, &mut ws, &mut m).unwrap();
             for t in 0..m.triangles().len() {
                 let want = flags_of.get(&tri(&m, t));
-                prop_assert_eq!(want, Some(&m.edge_flags()[t]), "chunk {:?} triangle {}", r, t);
+                prop_assert_eq!(want.copied(), m.edge_flags().get(t), "chunk {:?} triangle {}", r, t);
                 seen += 1;
             }
         }}}
@@ -522,20 +524,20 @@ proptest! {
         mesher.mesh_physics(&d, &r, &mut ws, &mut own).unwrap();
         mesher.mesh(&d, &r.expanded(1), &mut ws, &mut around).unwrap();
         let bits = |p: Point3<f32>| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()];
-        let tri = |m: &PhysicsMesh, t: usize| m.triangles()[t].map(|v| m.position(v as usize));
+        let tri = |m: &PhysicsMesh, t: usize| m.triangles().get(t).unwrap().map(|v| m.position(v as usize));
         let face = |t: [Point3<f32>; 3]| (t[1] - t[0]).cross(&(t[2] - t[0]));
         let normal = |t: [Point3<f32>; 3]| face(t).try_normalize(0.0);
         let cos_limit = voxterra_mesher::edge_flags::ACTIVE_EDGE_DEGREES.to_radians().cos();
         let convex_crease = voxterra_mesher::edge_flags::convex_crease;
         let brute = |u: usize| -> Result<u8, TestCaseError> {
             let p = tri(&around, u);
-            let v = around.triangles()[u];
+            let v = around.triangles().get(u).unwrap();
             let Some(n) = normal(p) else { return Ok(0b111) };
             let mut flags = 0u8;
             for i in 0..3 {
                 let (a, b, c) = (v[i], v[(i + 1) % 3], v[(i + 2) % 3]);
                 let mut far = Vec::new();
-                for w in around.triangles() {
+                for w in around.triangles().iter() {
                     for j in 0..3 {
                         let (qa, qb, qc) = (w[j], w[(j + 1) % 3], w[(j + 2) % 3]);
                         if ((qa == a && qb == b) || (qa == b && qb == a)) && qc != c {
@@ -570,7 +572,7 @@ proptest! {
                 .map(brute)
                 .collect::<Result<Vec<u8>, _>>()?;
             prop_assert!(!wants.is_empty(), "triangle {} missing from the grown mesh", t);
-            prop_assert!(wants.contains(&own.edge_flags()[t]), "triangle {}: {} not in {:?}", t, own.edge_flags()[t], wants);
+            prop_assert!(wants.contains(&own.edge_flags().get(t).unwrap()), "triangle {}: {} not in {:?}", t, own.edge_flags().get(t).unwrap(), wants);
         }
     }
 }
@@ -592,7 +594,7 @@ fn edge_flags_flat_floor_and_creases() {
             mesher.mesh_physics(&d, &r, &mut ws, &mut m).unwrap();
             assert!(!m.triangles().is_empty());
             assert!(
-                m.edge_flags().iter().all(|&f| f == 0),
+                m.edge_flags().iter().all(|f| f == 0),
                 "flat floor, chunk {chunk}: {:?}",
                 m.edge_flags()
             );
@@ -605,6 +607,6 @@ fn edge_flags_flat_floor_and_creases() {
         .with_shape_mode(ShapeMode::Sharp)
         .mesh_physics(&d, &region([8, 0, 8], [10, 12, 10]), &mut ws, &mut m)
         .unwrap();
-    let active = m.edge_flags().iter().filter(|&&f| f != 0).count();
+    let active = m.edge_flags().iter().filter(|&f| f != 0).count();
     assert!(active > 0 && active < m.triangles().len(), "{active} of {}", m.triangles().len());
 }

@@ -13,7 +13,7 @@ use crate::manifold::{ReduceScratch, reduce};
 use parry3d::math::Pose;
 use parry3d::shape::{Shape, SupportMap, TypedShape};
 use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
-use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
+use voxterra_core::{Aabb, EdgeFlags, TriangleIndex, TriangleSource};
 
 /// A triangle set as the narrowphase reads it: the triangles, and an index that finds those in a
 /// box (the kD tree's view, [`voxterra_core::BruteForceTriangles`], or any other).
@@ -25,8 +25,8 @@ pub struct TriangleSet<'a, S: TriangleSource, I: TriangleIndex> {
     pub index: &'a I,
     /// Per triangle, bit `i` set when edge `i` (corners `i` and `(i + 1) % 3`) is an active,
     /// convex crease (the mesher's [`edge flags`](https://docs.rs/voxterra-mesher)); contacts on
-    /// inactive edges take the face's normal. `None`: every edge counts as active.
-    pub edge_flags: Option<&'a [u8]>,
+    /// inactive edges take the face's normal. [`EdgeFlags::None`]: every edge counts as active.
+    pub edge_flags: EdgeFlags<'a>,
     /// True when the triangles are one-sided surfaces, solid behind their counter-clockwise
     /// front (terrain): a contact is never pushed out through a triangle's back.
     pub one_sided: bool,
@@ -44,14 +44,14 @@ impl<S: TriangleSource, I: TriangleIndex> Copy for TriangleSet<'_, S, I> {}
 impl<'a, S: TriangleSource, I: TriangleIndex> TriangleSet<'a, S, I> {
     /// The set of `source`'s triangles found through `index`, every edge active.
     pub fn new(source: &'a S, index: &'a I) -> Self {
-        TriangleSet { source, index, edge_flags: None, one_sided: false }
+        TriangleSet { source, index, edge_flags: EdgeFlags::None, one_sided: false }
     }
 
-    /// The same set with per-triangle edge flags (one byte a triangle, as the mesher makes them),
-    /// so contacts on flat or concave edges take the face's normal. A slice of the wrong length
-    /// is ignored for the triangles it does not cover (they count as all active).
-    pub fn with_edge_flags(self, flags: &'a [u8]) -> Self {
-        TriangleSet { edge_flags: Some(flags), ..self }
+    /// The same set with per-triangle edge flags (a byte a triangle, or the physics mesh's own
+    /// [`EdgeFlags`]), so contacts on flat or concave edges take the face's normal. Flags of the
+    /// wrong length are ignored for the triangles they do not cover (those count as all active).
+    pub fn with_edge_flags(self, flags: impl Into<EdgeFlags<'a>>) -> Self {
+        TriangleSet { edge_flags: flags.into(), ..self }
     }
 
     /// The same set as one-sided surfaces, solid behind each triangle's counter-clockwise front (a
@@ -65,7 +65,7 @@ impl<'a, S: TriangleSource, I: TriangleIndex> TriangleSet<'a, S, I> {
     /// The flags of triangle `t` (all active without flags).
     #[inline]
     pub(crate) fn flags(&self, t: u32) -> u8 {
-        self.edge_flags.and_then(|f| f.get(t as usize).copied()).unwrap_or(ALL_ACTIVE)
+        self.edge_flags.get(t as usize).unwrap_or(ALL_ACTIVE)
     }
 
     /// How triangle `t`'s surface behaves.

@@ -27,11 +27,12 @@ pub struct ChunkCollision {
 }
 
 impl ChunkCollision {
-    /// The struct (mesh and tree headers inside it) once, then the arrays they point to.
+    /// The `Arc`'s allocation (its two counts and the struct, mesh and tree headers inside it)
+    /// once, then the arrays they point to.
     fn bytes(&self) -> usize {
         let mesh_arrays = self.mesh.data_bytes() - std::mem::size_of::<Point3<f32>>(); // less the origin
         let tree_arrays = self.tree.stats().bytes - std::mem::size_of::<KdTree>();
-        std::mem::size_of::<Self>() + mesh_arrays + tree_arrays
+        2 * std::mem::size_of::<usize>() + std::mem::size_of::<Self>() + mesh_arrays + tree_arrays
     }
 }
 

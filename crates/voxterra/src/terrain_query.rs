@@ -473,7 +473,7 @@ impl Terrain {
         with_workspace(|ws| {
             self.reader()
                 .with(chunk, &mut ws.mesh, |data| {
-                    let corners = *data.mesh.triangles().get(triangle as usize)?;
+                    let corners = data.mesh.triangles().get(triangle as usize)?;
                     let tri = voxterra_core::TriangleSource::triangle(&data.mesh, triangle as usize);
                     let near = (0..3)
                         .min_by(|&i, &j| (tri[i] - local).norm().total_cmp(&(tri[j] - local).norm()))?;

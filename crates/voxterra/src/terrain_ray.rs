@@ -226,7 +226,7 @@ fn ray_chunk(ray: &Ray, n: PhysicsChunkKey, c: &ChunkCollision, max_t: f32) -> O
     let face = (tri[1] - tri[0]).cross(&(tri[2] - tri[0]));
     let face = if face.dot(&ray.dir) > 0.0 { -face } else { face };
     let normal = Unit::try_new(face, 0.0).unwrap_or(Vector3::y_axis());
-    let corners = c.mesh.triangles()[h.triangle as usize];
+    let corners = c.mesh.triangles().get(h.triangle as usize)?;
     // The nearest corner's material: by the barycentric weights.
     let w = [1.0 - h.u - h.v, h.u, h.v];
     let near = (0..3).max_by(|&i, &j| w[i].total_cmp(&w[j])).unwrap_or(0);
