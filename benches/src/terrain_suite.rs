@@ -40,9 +40,7 @@ use voxterra::core::DenseVoxels;
 use voxterra::core::VoxelRead;
 use voxterra::core::nalgebra::UnitQuaternion;
 use voxterra::core::nalgebra::{Point3, Vector3};
-use voxterra::core::{
-    Aabb, MaterialTable, PhysicsChunkKey, Ray, Region, Voxel, VoxelPos, materials,
-};
+use voxterra::core::{Aabb, MaterialTable, PhysicsChunkKey, Ray, Region, Voxel, VoxelPos, materials};
 use voxterra::mesher::{MeshWorkspace, Mesher, PhysicsMesh};
 use voxterra::store::VoxelStore;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain};

@@ -56,8 +56,8 @@ pub use geometry::{Aabb, Culling, Ray, RayHit, ray_triangle};
 pub use material::{MaterialInfo, MaterialKind, MaterialTable, SurfaceShape, materials};
 pub use region::{DirtyBounds, Region, VoxelPos};
 pub use triangles::{
-    BruteForceTriangles, EdgeFlags, Positions, QuantizedPositions, TriangleIndex, TriangleIndices, TriangleMesh,
-    TriangleSource, check_indices, pack9, unpack9,
+    BruteForceTriangles, EdgeFlags, Positions, QuantizedPositions, TriangleIndex, TriangleIndices,
+    TriangleMesh, TriangleSource, check_indices, pack9, unpack9,
 };
 pub use voxel::{Material, Voxel};
 pub use voxel_io::{DenseVoxels, VoxelRead, VoxelWrite};

@@ -321,8 +321,10 @@ mod tests {
 
     #[test]
     fn packed_indices_and_flags_round_trip() {
-        let words: Vec<u32> =
-            [([0, 511, 7], 0b101), ([511, 0, 256], 0b010), ([3, 2, 1], 0)].iter().map(|&(v, f)| pack9(v, f)).collect();
+        let words: Vec<u32> = [([0, 511, 7], 0b101), ([511, 0, 256], 0b010), ([3, 2, 1], 0)]
+            .iter()
+            .map(|&(v, f)| pack9(v, f))
+            .collect();
         let idx = TriangleIndices::Packed9(&words);
         assert_eq!(idx.len(), 3);
         assert_eq!((idx.get(0), idx.get(1), idx.get(2)), ([0, 511, 7], [511, 0, 256], [3, 2, 1]));

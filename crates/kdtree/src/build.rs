@@ -168,8 +168,13 @@ fn build(source: &impl TriangleSource) -> Result<KdTree, KdTreeError> {
     };
     // Small trees take leaves of up to four triangles (their indices fit 14 bits).
     let leaf_max = if n <= NARROW_TRIANGLES { LEAF_MAX } else { 2 };
-    let mut builder =
-        Builder { nodes: Vec::with_capacity(2 * n / leaf_max + n / 8 + 1), depth: 0, slab_min, grid, leaf_max };
+    let mut builder = Builder {
+        nodes: Vec::with_capacity(2 * n / leaf_max + n / 8 + 1),
+        depth: 0,
+        slab_min,
+        grid,
+        leaf_max,
+    };
     builder.nodes.push(Node::EMPTY);
     if !prims.is_empty() {
         // The grid's span is the root's limits (queries clip to the tree's bounds, inside it).
@@ -244,7 +249,6 @@ struct Builder {
     /// The most triangles a leaf takes: [`LEAF_MAX`] in small trees, else 2.
     leaf_max: usize,
 }
-
 
 impl Builder {
     /// Fills node `at` with the tree over `prims` (which it reorders). `level` is `at`'s depth,

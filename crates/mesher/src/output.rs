@@ -4,7 +4,9 @@
 
 use crate::cell::{LANES, PlacedBatch};
 use voxterra_core::nalgebra::{Point3, Vector3};
-use voxterra_core::{EdgeFlags, Material, Positions, QuantizedPositions, TriangleIndices, TriangleSource, VoxelPos};
+use voxterra_core::{
+    EdgeFlags, Material, Positions, QuantizedPositions, TriangleIndices, TriangleSource, VoxelPos,
+};
 use wide::{f32x8 as F, i32x8 as I};
 
 pub(crate) mod sealed {
@@ -398,6 +400,10 @@ impl TriangleSource for PhysicsMesh {
         Positions::Quantized(self.quantized())
     }
     fn indices(&self) -> TriangleIndices<'_> {
-        if self.packed.is_empty() { TriangleIndices::U16(&self.wide) } else { TriangleIndices::Packed9(&self.packed) }
+        if self.packed.is_empty() {
+            TriangleIndices::U16(&self.wide)
+        } else {
+            TriangleIndices::Packed9(&self.packed)
+        }
     }
 }

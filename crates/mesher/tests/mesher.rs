@@ -329,7 +329,10 @@ fn physics_mesh_matches_render_mesh_and_feeds_the_kd_tree() {
         assert!(physics.triangles().iter().zip(&render.indices).all(|(a, b)| a.map(u32::from) == *b));
         // Packed triangles (4 bytes) up to 512 vertices, else u16 triples (6).
         let per_triangle = if physics.vertex_count() <= PhysicsMesh::PACKED_VERTICES { 4 } else { 6 };
-        assert_eq!(physics.data_bytes(), 12 + 7 * physics.vertex_count() + per_triangle * physics.triangles().len());
+        assert_eq!(
+            physics.data_bytes(),
+            12 + 7 * physics.vertex_count() + per_triangle * physics.triangles().len()
+        );
         assert!((physics.data_bytes() as f64 / physics.triangles().len() as f64) < 12.5);
         let tree = voxterra_kdtree::KdTree::build(&physics).unwrap();
         tree.validate(&physics).unwrap();
@@ -593,11 +596,7 @@ fn edge_flags_flat_floor_and_creases() {
             let mut m = PhysicsMesh::default();
             mesher.mesh_physics(&d, &r, &mut ws, &mut m).unwrap();
             assert!(!m.triangles().is_empty());
-            assert!(
-                m.edge_flags().iter().all(|f| f == 0),
-                "flat floor, chunk {chunk}: {:?}",
-                m.edge_flags()
-            );
+            assert!(m.edge_flags().iter().all(|f| f == 0), "flat floor, chunk {chunk}: {:?}", m.edge_flags());
         }
     }
     // A sharp-material block standing on the floor: its top rim edges are convex creases.

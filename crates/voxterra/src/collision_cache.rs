@@ -7,6 +7,7 @@
 //! never changes an answer. Two threads missing the same chunk at once may both build it; the
 //! first insert is kept.
 
+use crate::terrain_query::with_workspace;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -14,7 +15,6 @@ use std::time::{Duration, Instant};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{PhysicsChunkKey, Region, VoxelRead};
 use voxterra_kdtree::KdTree;
-use crate::terrain_query::with_workspace;
 use voxterra_mesher::{MeshWorkspace, Mesher, PhysicsMesh};
 
 /// One chunk's collision data.
