@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{PhysicsChunkKey, Region, VoxelRead};
+use voxterra_core::{Aabb, PhysicsChunkKey, Region, VoxelRead};
 use voxterra_kdtree::KdTree;
 use voxterra_mesher::{MeshWorkspace, Mesher, PhysicsMesh};
 
@@ -128,6 +128,14 @@ pub(crate) struct CacheReader<'a> {
 }
 
 impl CacheReader<'_> {
+    /// What the cache holds for `key`, without building it: `None` when not held, `Some(None)`
+    /// for a chunk without a surface, else its triangles' bounds (voxel units).
+    pub(crate) fn bounds(&mut self, key: PhysicsChunkKey) -> Option<Option<Aabb>> {
+        let cache = self.cache;
+        let held = self.held.get_or_insert_with(|| cache.read());
+        held.entries.get(&key).map(|e| e.data.as_deref().map(|c| *c.tree.bounds()))
+    }
+
     /// Calls `f` with `key`'s data, built now (and kept) if the cache lacks it; `None` for a chunk
     /// without a surface.
     pub(crate) fn with<R>(

@@ -87,6 +87,12 @@ pub(crate) struct ChunkReader<'a> {
 }
 
 impl ChunkReader<'_> {
+    /// What the cache holds for `key`, without building it: `None` when not held, `Some(None)`
+    /// for a chunk without a surface, else its triangles' bounds (voxel units).
+    pub(crate) fn bounds(&mut self, key: PhysicsChunkKey) -> Option<Option<Aabb>> {
+        self.cache.bounds(key)
+    }
+
     /// Calls `f` with `key`'s collision data, built into the cache if missing; `None` for a chunk
     /// without a surface.
     pub(crate) fn with<R>(
