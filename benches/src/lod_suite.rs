@@ -113,6 +113,21 @@ fn level_mesh(t: &Terrain, mesher: &Mesher, region: &Region, level: u32) -> Rend
     all
 }
 
+/// The suite's clustered node at `level` for voxterra alone, made `rounds` times: its triangles
+/// and the time per node. A profiling target.
+pub fn profile_node(level: u32, rounds: usize) -> (usize, std::time::Duration) {
+    let size = [512, 128, 512];
+    let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).expect("world");
+    let mesher = Mesher::new(t.materials());
+    let node = node_at_ground(&t, size, level);
+    let mut ws = MeshWorkspace::new();
+    let start = std::time::Instant::now();
+    let tris = (0..rounds)
+        .map(|_| clustered(&t, &mesher, node, &|_| level, ClusterPart::Whole, &mut ws).indices.len())
+        .sum::<usize>();
+    (tris / rounds.max(1), start.elapsed() / rounds.max(1) as u32)
+}
+
 /// Runs the suite (`quick`: a smaller world, fewer repetitions, no whole 2048² view).
 pub fn run(quick: bool) -> Report {
     let budget = Budget::new(quick);
