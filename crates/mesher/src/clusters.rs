@@ -597,7 +597,8 @@ fn emit<L: FnMut(ClusterKey) -> Option<ClusterVertex>>(
     }
 }
 
-/// A render mesh that also keeps each vertex's cell (its low corner voxel), as the mesher made it.
+/// A render mesh's vertices (no triangles: clusters need only the vertices) with each vertex's
+/// cell (its low corner voxel), as the mesher made them.
 #[derive(Default)]
 struct CellMesh {
     mesh: RenderMesh,
@@ -608,6 +609,7 @@ impl sealed::Sealed for CellMesh {}
 
 impl MeshOutput for CellMesh {
     const NORMALS: bool = true;
+    const TRIANGLES: bool = false;
     const MAX_VERTICES: usize = RenderMesh::MAX_VERTICES;
     const MAX_SIDE: u32 = RenderMesh::MAX_SIDE;
     fn clear(&mut self) {

@@ -243,7 +243,9 @@ impl Mesher {
         self.make_vertices(ws, &g, padded.min(), out);
         let mut inner = std::mem::take(&mut ws.inner_quads);
         inner.clear();
-        ws.emit_quads(&g, out, ws.record_inner.then_some(&mut inner));
+        if M::TRIANGLES {
+            ws.emit_quads(&g, out, ws.record_inner.then_some(&mut inner));
+        }
         ws.inner_quads = inner;
         Ok(MeshStats { vertices: out.vertex_count(), triangles: out.triangle_count(), uniform: false })
     }

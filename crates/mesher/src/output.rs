@@ -19,6 +19,9 @@ pub trait MeshOutput: sealed::Sealed {
     /// Whether the output stores vertex normals (the physics mesh skips computing them).
     #[doc(hidden)]
     const NORMALS: bool;
+    /// Whether the output takes triangles (one that keeps only vertices skips making them).
+    #[doc(hidden)]
+    const TRIANGLES: bool = true;
     /// The most vertices the index type can address.
     #[doc(hidden)]
     const MAX_VERTICES: usize;
