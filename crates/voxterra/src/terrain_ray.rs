@@ -183,13 +183,17 @@ impl Terrain {
                             cell.y.saturating_add(dy),
                             cell.z.saturating_add(dz),
                         );
-                        // Where the ray enters the chunk's grown box first (cheap); then, for a
+                        // Where the ray enters the chunk's grown box first (cheap); then whether
+                        // its masks show solid (most chunks a ray passes are air); then, for a
                         // chunk the cache holds, its triangles' bounds (a chunk without surface,
-                        // or whose bounds the ray misses, is never visited), else whether its
-                        // masks show solid (built when visited).
+                        // or whose bounds the ray misses, is never visited); one not built yet
+                        // is built when visited.
                         let lo = n.to_point().map(|v| v as f32 * size - spill);
                         let hi = lo.map(|v| v + size + 2.0 * spill);
                         let Some((te, _)) = Aabb::new(lo, hi).clip_ray(&local, best_t) else { continue };
+                        if !self.has_solid(n) {
+                            continue;
+                        }
                         let entry = match reader.bounds(n) {
                             Some(Some(b)) => {
                                 let reach = b.mins.coords.amax().max(b.maxs.coords.amax());
@@ -197,7 +201,7 @@ impl Terrain {
                                 b.loosened(slack).clip_ray(&local, best_t).map(|(t, _)| t)
                             }
                             Some(None) => None,
-                            None => self.has_solid(n).then_some(te),
+                            None => Some(te),
                         };
                         if let Some(te) = entry {
                             heap.push(Pending(te, n));
