@@ -17,7 +17,7 @@
 //! - Two outputs: [`RenderMesh`] (positions, normals, materials, u32 indices) and [`PhysicsMesh`]
 //!   (positions as three u16 steps of 1/1024 voxel, a material byte per vertex, a triangle's three
 //!   9-bit indices and edge flags in 4 bytes up to 512 vertices, else u16 indices and a flag byte:
-//!   7 bytes per vertex and 4 per triangle, about 8.3 per triangle on an 8³ chunk), which the kD tree
+//!   7 bytes per vertex and 4 per triangle, about 8.6 per triangle on an 8³ chunk), which the kD tree
 //!   reads directly as a [`TriangleSource`](voxterra_core::TriangleSource). Each vertex's offset is
 //!   rounded within its own cell, so chunks sharing a vertex decode it to the same f32.
 //! - Internal-edge flags ([`Mesher::mesh_physics`], [`edge_flags`]): 3 bits a physics-mesh

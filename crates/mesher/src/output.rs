@@ -139,7 +139,7 @@ impl TriangleSource for RenderMesh {
 /// (1/1024 voxel) from the chunk's origin, a material byte per vertex, and triangles as three 9-bit
 /// indices and the 3 edge-flag bits in a u32 (meshes of at most [`PhysicsMesh::PACKED_VERTICES`]
 /// vertices: every 8³ chunk but the densest) or u16 triples and a flag byte: 7 bytes per vertex
-/// and 4 per triangle, about 8.3 per triangle on an 8³ chunk (which repeats its border cells'
+/// and 4 per triangle, about 8.6 per triangle on an 8³ chunk (which repeats its border cells'
 /// vertices) against the article's 12.5 for f32 positions. The kD tree reads it directly as a
 /// [`TriangleSource`].
 ///
