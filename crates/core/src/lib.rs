@@ -17,7 +17,8 @@
 //!   `voxterra_narrowphase::convert`.
 //! - The traits: [`VoxelRead`] / [`VoxelWrite`] (a box into a dense buffer, rows along X, writes
 //!   that report their dirty region), [`TriangleSource`] (a mesh without copying, f32 or 16-bit
-//!   quantized positions), [`TriangleIndex`] (AABB and ray queries over triangles), [`Broadphase`]
+//!   quantized positions, packed 9-bit, u16 or u32 indices; [`EdgeFlags`] beside them),
+//!   [`TriangleIndex`] (AABB and ray queries over triangles), [`Broadphase`]
 //!   (moving proxies). Each has a simple reference implementation here — [`DenseVoxels`],
 //!   [`BruteForceTriangles`], [`BruteForceBroadphase`] — that the fast ones are tested against.
 //!

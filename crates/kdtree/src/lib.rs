@@ -18,7 +18,7 @@
 //!   a ray skips saves cache misses.
 //!
 //! - [`KdTree::build`]: from any [`TriangleSource`](voxterra_core::TriangleSource) (f32 or 16-bit
-//!   quantized positions, u16 or u32 indices, so compact chunk meshes plug in without copying). Split at the mean midpoint, planes
+//!   quantized positions, packed 9-bit, u16 or u32 indices, so compact chunk meshes plug in without copying). Split at the mean midpoint, planes
 //!   fitted to all 3 vertices, halves of the midpoint order when a side would get under 25%; the
 //!   axis by surface-area cost (sampled on large nodes, estimated from the box on nodes of up to 32
 //!   triangles; Y needing a 25% margin), small nodes at the median so leaves come out full.
