@@ -11,13 +11,18 @@ use crate::harness::{Budget, Metric, Report, compare_prechecked};
 use parry3d::math::Vector;
 use parry3d::query::PointQuery;
 use parry3d::shape::TriMesh;
+use std::sync::Arc;
 use std::time::Instant;
 use transvoxel::prelude::*;
 use voxterra::lod::{LodConfig, LodNode, LodView, NODE_CELLS};
 use voxterra::{Terrain, TerrainConfig};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Ray, Region, VoxelPos, VoxelRead};
-use voxterra_mesher::{ClusterNode, ClusterPart, MeshWorkspace, Mesher, RenderMesh};
+use voxterra_mesher::{
+    ChunkClusters, ClusterNode, ClusterPart, MeshWorkspace, Mesher, RenderMesh, cluster_chunks,
+};
+
+type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 use voxterra_worldgen::WorldParams;
 
 const TRANSVOXEL: &str = "transvoxel 2.0";
@@ -40,8 +45,8 @@ fn transvoxel_node(t: &Terrain, node: LodNode, sides: TransitionSides) -> usize 
     mesh.num_tris()
 }
 
-/// The node of `level` at the ground under the world's center.
-fn node_at_ground(t: &Terrain, size: [u32; 3], level: u32) -> LodNode {
+/// The ground voxel under the world's center.
+fn ground_point(t: &Terrain, size: [u32; 3]) -> Point3<i32> {
     let (x, z) = (size[0] as f32 * 0.5, size[2] as f32 * 0.5);
     let hit = t
         .cast_ray(
@@ -50,7 +55,12 @@ fn node_at_ground(t: &Terrain, size: [u32; 3], level: u32) -> LodNode {
         )
         .expect("valid ray");
     let y = hit.map_or(size[1] as f32 * 0.5, |h| h.point.y);
-    LodNode::containing(level, Point3::new(x as i32, y as i32, z as i32))
+    Point3::new(x as i32, y as i32, z as i32)
+}
+
+/// The node of `level` at the ground under the world's center.
+fn node_at_ground(t: &Terrain, size: [u32; 3], level: u32) -> LodNode {
+    LodNode::containing(level, ground_point(t, size))
 }
 
 /// The clustered mesh of `node` with every neighbor at `levels`.
@@ -113,17 +123,61 @@ fn level_mesh(t: &Terrain, mesher: &Mesher, region: &Region, level: u32) -> Rend
     all
 }
 
-/// The suite's clustered node at `level` for voxterra alone, made `rounds` times: its triangles
-/// and the time per node. A profiling target.
-pub fn profile_node(level: u32, rounds: usize) -> (usize, std::time::Duration) {
+/// Every storage chunk's clusters that `node` (all at `level`) reads, as a view holds them (the
+/// chunks the surface misses sharing one entry a side).
+fn chunk_tables(
+    t: &Terrain,
+    mesher: &Mesher,
+    node: LodNode,
+    level: u32,
+    ws: &mut MeshWorkspace,
+) -> HashMap<[i32; 3], Arc<ChunkClusters>> {
+    let n = ClusterNode { region: node.region().expect("in range"), level };
+    let mut uniform: [Option<Arc<ChunkClusters>>; 2] = [None, None];
+    cluster_chunks(&n, &|_| level)
+        .expect("aligned")
+        .into_iter()
+        .map(|c| {
+            let table = mesher.chunk_clusters(t.store(), c, ws).expect("chunk clusters");
+            let table = match table.uniform_side() {
+                Some(side) => uniform[usize::from(side)].get_or_insert_with(|| Arc::new(table)).clone(),
+                None => Arc::new(table),
+            };
+            (c, table)
+        })
+        .collect()
+}
+
+/// `node` (every neighbor at its level) meshed from held chunk clusters: its triangles.
+fn from_tables(mesher: &Mesher, node: LodNode, tables: &HashMap<[i32; 3], Arc<ChunkClusters>>) -> usize {
+    let n = ClusterNode { region: node.region().expect("in range"), level: node.level };
+    let (mut a, mut b) = (RenderMesh::default(), RenderMesh::default());
+    let level = node.level;
+    mesher
+        .mesh_cluster_node_from(&|c| tables.get(&c).map(|t| &**t), n, &|_| level, &mut a, &mut b)
+        .expect("node meshes");
+    a.indices.len() + b.indices.len()
+}
+
+/// The suite's clustered node at `level` for voxterra alone, made `rounds` times (from held chunk
+/// clusters with `held`, else from the voxels): its triangles and the time per node. A profiling
+/// target.
+pub fn profile_node(level: u32, rounds: usize, held: bool) -> (usize, std::time::Duration) {
     let size = [512, 128, 512];
     let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).expect("world");
     let mesher = Mesher::new(t.materials());
     let node = node_at_ground(&t, size, level);
     let mut ws = MeshWorkspace::new();
+    let tables = if held { chunk_tables(&t, &mesher, node, level, &mut ws) } else { HashMap::default() };
     let start = std::time::Instant::now();
     let tris = (0..rounds)
-        .map(|_| clustered(&t, &mesher, node, &|_| level, ClusterPart::Whole, &mut ws).indices.len())
+        .map(|_| {
+            if held {
+                from_tables(&mesher, node, &tables)
+            } else {
+                clustered(&t, &mesher, node, &|_| level, ClusterPart::Whole, &mut ws).indices.len()
+            }
+        })
         .sum::<usize>();
     (tris / rounds.max(1), start.elapsed() / rounds.max(1) as u32)
 }
@@ -152,12 +206,61 @@ pub fn run(quick: bool) -> Report {
         assert!(ours > 0 && theirs > 0, "level {level}: a node with surface");
         report.cases.push(compare_prechecked(
             budget,
-            &format!("node at level {level}, clustered"),
+            &format!("node at level {level}, clustered from the voxels"),
+            "node",
+            1,
+            TRANSVOXEL,
+            "(cold: no chunk clusters held)",
+            || clustered(&t, &mesher, node, &|_| level, ClusterPart::Whole, &mut ws).indices.len(),
+            || transvoxel_node(&t, node, TransitionSide::none()),
+        ));
+        // As a view makes it: from the chunk clusters it holds (the same mesh, bit for bit).
+        let mut tables = chunk_tables(&t, &mesher, node, level, &mut ws);
+        assert_eq!(from_tables(&mesher, node, &tables), ours, "level {level}: held clusters, same mesh");
+        report.cases.push(compare_prechecked(
+            budget,
+            &format!("node at level {level}, clustered from held chunk clusters"),
             "node",
             1,
             TRANSVOXEL,
             "≥ 3× transvoxel",
-            || clustered(&t, &mesher, node, &|_| level, ClusterPart::Whole, &mut ws).indices.len(),
+            || from_tables(&mesher, node, &tables),
+            || transvoxel_node(&t, node, TransitionSide::none()),
+        ));
+        // An edit in the node (a sphere of radius 4 at its ground point): the view re-makes the
+        // clusters of the chunks within reach of the edit, then the node; transvoxel re-extracts
+        // the node.
+        let touched: Vec<[i32; 3]> = {
+            let g = ground_point(&t, size);
+            let edit = Region::new(g.map(|v| v - 4), g.map(|v| v + 5)).expect("a box").expanded(2);
+            let (lo, hi) = (edit.min().map(|v| v >> 5), edit.max().map(|v| (v - 1) >> 5));
+            let mut out = Vec::new();
+            for y in lo.y..=hi.y {
+                for z in lo.z..=hi.z {
+                    for x in lo.x..=hi.x {
+                        out.push([x, y, z]);
+                    }
+                }
+            }
+            out
+        };
+        report.cases.push(compare_prechecked(
+            budget,
+            &format!(
+                "edit (sphere r 4) in a level-{level} node -> node re-made ({} chunks' clusters + node)",
+                touched.len()
+            ),
+            "node",
+            1,
+            TRANSVOXEL,
+            "(report)",
+            || {
+                for &c in &touched {
+                    let fresh = mesher.chunk_clusters(t.store(), c, &mut ws).expect("chunk clusters");
+                    tables.insert(c, Arc::new(fresh));
+                }
+                from_tables(&mesher, node, &tables)
+            },
             || transvoxel_node(&t, node, TransitionSide::none()),
         ));
         let mut mip_ws = MeshWorkspace::new();
@@ -347,6 +450,13 @@ fn whole_view(report: &mut Report) {
         peer: bytes as f64 / (1024.0 * 1024.0),
         peer_name: "(MiB)".into(),
         goal: "(report, 2 threads)".into(),
+    });
+    report.metrics.push(Metric {
+        name: "whole view: chunk clusters held, MiB".into(),
+        voxterra: view.cluster_bytes() as f64 / (1024.0 * 1024.0),
+        peer: 0.0,
+        peer_name: "".into(),
+        goal: "(report)".into(),
     });
     let start = Instant::now();
     let moved = view

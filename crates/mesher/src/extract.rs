@@ -90,6 +90,17 @@ pub enum MeshError {
         /// The coarsest level.
         max: u32,
     },
+    /// A clustered node read from chunk clusters that a chunk it needs lacks (or a level-0 node,
+    /// which chunk clusters never serve).
+    #[error(
+        "storage chunk {chunk:?} has no clusters for a level-{level} node; make them with Mesher::chunk_clusters"
+    )]
+    MissingClusters {
+        /// The chunk (voxels `32·chunk` to `32·chunk + 32`).
+        chunk: [i32; 3],
+        /// The node's level.
+        level: u32,
+    },
     /// A node region that is empty or not aligned to its level's cluster size.
     #[error("node region {region:?} is empty or not aligned to 2^{level} voxels")]
     Unaligned {

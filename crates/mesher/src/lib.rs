@@ -72,7 +72,10 @@ mod extract;
 mod keys;
 mod output;
 
-pub use clusters::{BorderSummary, ClusterNode, ClusterPart, ClusterVertex, LevelMap, MAX_CLUSTER_LEVEL};
+pub use clusters::{
+    BorderSummary, ChunkClusters, ClusterNode, ClusterPart, ClusterVertex, LevelMap, MAX_CLUSTER_LEVEL,
+    cluster_chunks,
+};
 pub use extract::{DEFAULT_MAX_VOXELS, MeshError, MeshStats, MeshWorkspace, Mesher, ShapeMode, Surface};
 pub use output::{MeshOutput, PhysicsMesh, RenderMesh};
 

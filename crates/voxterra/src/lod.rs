@@ -11,6 +11,7 @@
 use crate::terrain::Terrain;
 use rayon::prelude::*;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
@@ -18,7 +19,8 @@ use thiserror::Error;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{CoreError, Region};
 use voxterra_mesher::{
-    BorderSummary, ClusterNode, ClusterPart, MeshError, MeshWorkspace, Mesher, RenderMesh,
+    BorderSummary, ChunkClusters, ClusterNode, ClusterPart, LevelMap, MAX_CLUSTER_LEVEL, MeshError,
+    MeshWorkspace, Mesher, RenderMesh, cluster_chunks,
 };
 use voxterra_voxel_store::MAX_LEVEL;
 
@@ -122,6 +124,10 @@ impl Terrain {
     }
 }
 
+/// How far (voxels) a viewer can move toward a node before it splits with its chunks' finer
+/// clusters already held.
+const SPLIT_AHEAD: f32 = 64.0;
+
 /// How a [`LodView`] picks levels around its viewers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LodConfig {
@@ -177,6 +183,14 @@ pub struct LodView {
     edited: Vec<Region>,
     /// Each drawn node's clusters and signs along its faces, for re-making borders.
     summaries: Map<LodNode, BorderSummary>,
+    /// Storage chunks' clusters (at the levels drawn there and one finer) and signs: nodes of
+    /// level 1 and coarser are meshed from them, so a chunk's voxels are meshed once, not once
+    /// per node and level that reads it. Dropped by edits within reach.
+    chunks: Map<[i32; 3], Arc<ChunkClusters>>,
+    /// The entries every chunk the surface misses shares: all outside, all inside.
+    uniform: [Option<Arc<ChunkClusters>>; 2],
+    /// What chunks away from the stored voxels read as.
+    outside: ChunkClusters,
 }
 
 impl LodView {
@@ -197,6 +211,9 @@ impl LodView {
             split: BTreeSet::new(),
             edited: Vec::new(),
             summaries: Map::default(),
+            chunks: Map::default(),
+            uniform: [None, None],
+            outside: ChunkClusters::outside(),
         })
     }
 
@@ -264,19 +281,30 @@ impl LodView {
         let lookup: Set<LodNode> = leaves.iter().copied().collect();
         let levels = |p: Point3<i32>| level_in(&lookup, top, p);
         let whole: Vec<LodNode> = whole.into_iter().collect();
+        let moved = !(added.is_empty() && removed.is_empty());
+        self.refresh_chunks(terrain, mesher, &whole, &levels, viewers, &edited, moved)?;
+        let (chunks, outside) = (&self.chunks, &self.outside);
+        // Chunks beyond the stored voxels (and a voxel more) are air: not held.
+        let from = |c: [i32; 3]| chunks.get(&c).map(|t| &**t).or(Some(outside));
         let made = whole
             .par_iter()
             .map_init(MeshWorkspace::new, |ws, n| {
                 let node = ClusterNode { region: n.region()?, level: n.level };
                 let (mut interior, mut border) = (RenderMesh::default(), RenderMesh::default());
-                let summary = mesher.mesh_cluster_node(
-                    terrain.store(),
-                    node,
-                    &levels,
-                    ws,
-                    &mut interior,
-                    &mut border,
-                )?;
+                // Level 0 reads every voxel's sign: from the voxels. Coarser nodes read the
+                // chunks' clusters, the same meshes bit for bit.
+                let summary = if n.level == 0 {
+                    mesher.mesh_cluster_node(
+                        terrain.store(),
+                        node,
+                        &levels,
+                        ws,
+                        &mut interior,
+                        &mut border,
+                    )?
+                } else {
+                    mesher.mesh_cluster_node_from(&from, node, &levels, &mut interior, &mut border)?
+                };
                 Ok((*n, interior, border, summary))
             })
             .collect::<Result<Vec<_>, LodError>>()?;
@@ -317,6 +345,96 @@ impl LodView {
         self.leaves = leaves;
         self.split = split;
         Ok(LodUpdate { meshes, dropped })
+    }
+
+    /// Bytes the view's chunk clusters hold (beside the meshes it hands out).
+    pub fn cluster_bytes(&self) -> usize {
+        let entry = std::mem::size_of::<([i32; 3], Arc<ChunkClusters>)>() + 1;
+        // Each allocation once: the `Arc`'s counts and the struct, then its arrays.
+        let alloc = |t: &ChunkClusters| 16 + std::mem::size_of::<ChunkClusters>() + t.heap_bytes();
+        let shared = |t: &Arc<ChunkClusters>| self.uniform.iter().flatten().any(|u| Arc::ptr_eq(u, t));
+        let own: usize = self.chunks.values().filter(|t| !shared(t)).map(|t| alloc(t)).sum();
+        let uniform: usize = self.uniform.iter().flatten().map(|t| alloc(t)).sum();
+        self.chunks.capacity() * entry + own + uniform
+    }
+
+    /// Brings the chunk clusters up to date for meshing `whole` at `levels`: drops those an edit
+    /// reaches, makes the missing ones in parallel, and, when the nodes changed, trims the others.
+    /// A chunk keeps the level drawn there, and one finer where a viewer is within
+    /// [`SPLIT_AHEAD`] of splitting its node (moving on, it splits without meshing the chunk
+    /// again).
+    #[allow(clippy::too_many_arguments)]
+    fn refresh_chunks(
+        &mut self,
+        terrain: &Terrain,
+        mesher: &Mesher,
+        whole: &[LodNode],
+        levels: &(dyn LevelMap + Sync),
+        viewers: &[Point3<f32>],
+        edited: &[Region],
+        moved: bool,
+    ) -> Result<(), LodError> {
+        let side = 1i32 << MAX_CLUSTER_LEVEL;
+        let level_of =
+            |c: [i32; 3]| levels.level_at(Point3::from(c).map(|v| v * side)).min(MAX_CLUSTER_LEVEL);
+        let distances = &self.config.distances;
+        let keep = |c: [i32; 3]| {
+            let k = level_of(c);
+            let Some(split) = (k as usize).checked_sub(1).and_then(|i| distances.get(i)) else { return k };
+            // The node splits once a viewer comes within `split` of it.
+            let soon = split + SPLIT_AHEAD;
+            let node = LodNode::containing(k, Point3::from(c).map(|v| v * side)).region();
+            let near = node.is_ok_and(|r| viewers.iter().any(|v| distance_to(&r, v) < soon));
+            if near { k - 1 } else { k }
+        };
+        // A chunk's cells read its voxels and one past them; its normals one more.
+        let reach: Vec<Region> = edited.iter().map(|e| e.expanded(2)).collect();
+        if !reach.is_empty() {
+            self.chunks.retain(|c, _| {
+                let r = Region::from_min_size(Point3::from(*c).map(|v| v * side), [side as u32; 3]);
+                r.is_ok_and(|r| !reach.iter().any(|e| e.intersection(&r).is_some()))
+            });
+        }
+        if moved {
+            for (c, t) in self.chunks.iter_mut() {
+                // Shared entries (chunks the surface misses) hold no levels.
+                if let Some(t) = Arc::get_mut(t) {
+                    t.keep_from(keep(*c));
+                }
+            }
+        }
+        // Chunks whose voxels, a voxel around them, lie beyond the stored ones read as outside.
+        let stored = terrain.extent().map(|e| e.expanded(2));
+        let near = |c: [i32; 3]| {
+            let r = Region::from_min_size(Point3::from(c).map(|v| v * side), [side as u32; 3]);
+            r.is_ok_and(|r| stored.is_some_and(|e| e.intersection(&r).is_some()))
+        };
+        let mut wanted: BTreeSet<[i32; 3]> = BTreeSet::new();
+        for n in whole.iter().filter(|n| n.level > 0) {
+            let node = ClusterNode { region: n.region()?, level: n.level };
+            for c in cluster_chunks(&node, levels)? {
+                if near(c) && !self.chunks.get(&c).is_some_and(|t| t.holds(level_of(c))) {
+                    wanted.insert(c);
+                }
+            }
+        }
+        let wanted: Vec<[i32; 3]> = wanted.into_iter().collect();
+        let built = wanted
+            .par_iter()
+            .map_init(MeshWorkspace::new, |ws, &c| {
+                let mut t = mesher.chunk_clusters(terrain.store(), c, ws)?;
+                t.keep_from(keep(c));
+                Ok((c, t))
+            })
+            .collect::<Result<Vec<_>, LodError>>()?;
+        for (c, t) in built {
+            let t = match t.uniform_side() {
+                Some(side) => self.uniform[usize::from(side)].get_or_insert_with(|| Arc::new(t)).clone(),
+                None => Arc::new(t),
+            };
+            self.chunks.insert(c, t);
+        }
+        Ok(())
     }
 
     /// Splits `node` down to leaves around the viewers.

@@ -426,6 +426,93 @@ mod clustered {
         assert!(stitched > 4, "{stitched} borders stitched");
     }
 
+    #[test]
+    fn chunk_clusters_missing_or_trimmed_are_errors() {
+        use voxterra::mesher::{ChunkClusters, MeshError};
+        let t = Terrain::generate(&WorldParams::new(4, [128, 64, 128]), TerrainConfig::default()).unwrap();
+        let mesher = Mesher::new(t.materials());
+        let mut ws = MeshWorkspace::new();
+        let node = ClusterNode { region: block_region([0, 0, 0]), level: 2 };
+        let at2 = |_: VoxelPos| 2;
+        let mut tables: HashMap<[i32; 3], ChunkClusters> = voxterra::mesher::cluster_chunks(&node, &at2)
+            .unwrap()
+            .into_iter()
+            .map(|c| (c, mesher.chunk_clusters(t.store(), c, &mut ws).unwrap()))
+            .collect();
+        let (mut a, mut b) = (RenderMesh::default(), RenderMesh::default());
+        assert!(mesher.mesh_cluster_node_from(&|c| tables.get(&c), node, &at2, &mut a, &mut b).is_ok());
+        assert!(!a.indices.is_empty());
+        // A chunk far above the world reads as one that is all outside.
+        assert_eq!(mesher.chunk_clusters(t.store(), [0, 40, 0], &mut ws).unwrap(), ChunkClusters::outside());
+        // Level 0 is never served from chunk clusters.
+        let fine = ClusterNode { region: block_region([0, 0, 0]), level: 0 };
+        let e = mesher.mesh_cluster_node_from(&|c| tables.get(&c), fine, &|_| 0, &mut a, &mut b);
+        assert!(matches!(e, Err(MeshError::MissingClusters { level: 0, .. })), "{:?}", e.err());
+        // A chunk whose level 2 was dropped, and a chunk missing.
+        // One the node's own polygons read (inside the node, the surface crossing it).
+        let surface = *tables
+            .iter()
+            .filter(|(c, _)| c.iter().all(|&v| (0..2).contains(&v)))
+            .find(|(_, t)| t.uniform_side().is_none())
+            .unwrap()
+            .0;
+        tables.get_mut(&surface).unwrap().keep_from(3);
+        assert!(!tables[&surface].holds(2) && tables[&surface].holds(3));
+        let e = mesher.mesh_cluster_node_from(&|c| tables.get(&c), node, &at2, &mut a, &mut b);
+        assert!(matches!(e, Err(MeshError::MissingClusters { .. })), "{:?}", e.err());
+        tables.remove(&surface);
+        let e = mesher.mesh_cluster_node_from(&|c| tables.get(&c), node, &at2, &mut a, &mut b);
+        assert!(
+            matches!(e, Err(MeshError::MissingClusters { chunk, .. }) if chunk == surface),
+            "{:?}",
+            e.err()
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4))]
+
+        /// Nodes meshed from chunk clusters equal nodes meshed from voxels, meshes and summaries
+        /// bit for bit, beside neighbours at any level, on random worlds after a random crater.
+        #[test]
+        fn nodes_from_chunk_clusters_equal_nodes_from_voxels(seed in 1u64..1000, picks in proptest::collection::vec(0u32..=5, 48), crater in proptest::array::uniform3(0.0f32..128.0)) {
+            let size = [128, 64, 128];
+            let mut t = Terrain::generate(&WorldParams::new(seed, size), TerrainConfig::default()).unwrap();
+            let hole = BrushShape::Sphere { center: Point3::new(crater[0], crater[1] * 0.5, crater[2]), radius: 9.0 };
+            t.apply_brush(&Brush { shape: hole, op: BrushOp::Subtract }).unwrap();
+            let mesher = Mesher::new(t.materials());
+            let mut ws = MeshWorkspace::new();
+            let all = blocks(size);
+            let levels = |p: VoxelPos| {
+                let b = block_of(p);
+                all.iter().position(|&q| q == b).map_or(5, |i| picks[i % picks.len()])
+            };
+            let mut tables = HashMap::new();
+            let mut checked = 0;
+            for &b in &all {
+                let node = ClusterNode { region: block_region(b), level: levels(block_region(b).min()) };
+                let (mut i, mut o) = (RenderMesh::default(), RenderMesh::default());
+                let want = mesher.mesh_cluster_node(t.store(), node, &levels, &mut ws, &mut i, &mut o).unwrap();
+                let (mut gi, mut go) = (RenderMesh::default(), RenderMesh::default());
+                let from = |c: [i32; 3]| tables.get(&c);
+                if node.level == 0 {
+                    prop_assert!(mesher.mesh_cluster_node_from(&from, node, &levels, &mut gi, &mut go).is_err());
+                    continue;
+                }
+                for c in voxterra::mesher::cluster_chunks(&node, &levels).unwrap() {
+                    tables.entry(c).or_insert_with(|| mesher.chunk_clusters(t.store(), c, &mut ws).unwrap());
+                }
+                let from = |c: [i32; 3]| tables.get(&c);
+                let got = mesher.mesh_cluster_node_from(&from, node, &levels, &mut gi, &mut go).unwrap();
+                prop_assert!(gi == i, "block {:?} interior", b);
+                prop_assert!(go == o, "block {:?} border", b);
+                prop_assert!(got == want, "block {:?} summary", b);
+                checked += usize::from(!i.indices.is_empty());
+            }
+            prop_assert!(checked > 0);
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(6))]
 
