@@ -159,6 +159,28 @@ fn from_tables(mesher: &Mesher, node: LodNode, tables: &HashMap<[i32; 3], Arc<Ch
     a.indices.len() + b.indices.len()
 }
 
+/// The chunk clusters of the suite's level-`level` node made `rounds` times: the chunks with a
+/// surface and the time per such chunk. A profiling target.
+pub fn profile_chunk_clusters(level: u32, rounds: usize) -> (usize, std::time::Duration) {
+    let size = [512, 128, 512];
+    let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).expect("world");
+    let mesher = Mesher::new(t.materials());
+    let node = node_at_ground(&t, size, level);
+    let mut ws = MeshWorkspace::new();
+    let surface: Vec<[i32; 3]> = chunk_tables(&t, &mesher, node, level, &mut ws)
+        .into_iter()
+        .filter(|(_, c)| c.uniform_side().is_none())
+        .map(|(k, _)| k)
+        .collect();
+    let start = std::time::Instant::now();
+    for _ in 0..rounds {
+        for &c in &surface {
+            std::hint::black_box(mesher.chunk_clusters(t.store(), c, &mut ws).expect("chunk clusters"));
+        }
+    }
+    (surface.len(), start.elapsed() / (rounds * surface.len()).max(1) as u32)
+}
+
 /// The suite's clustered node at `level` for voxterra alone, made `rounds` times (from held chunk
 /// clusters with `held`, else from the voxels): its triangles and the time per node. A profiling
 /// target.

@@ -166,9 +166,10 @@ impl ChunkClusters {
     /// `Some(inside)` when the surface misses the chunk: no cluster, every voxel on one side
     /// (`true`: inside). Such chunks of one side are equal, so a cache can share one.
     pub fn uniform_side(&self) -> Option<bool> {
+        // Uniform signs are only ever made without clusters.
         match self.signs {
-            Signs::Uniform(inside) if self.levels.iter().all(|l| l.vertices.is_empty()) => Some(inside),
-            _ => None,
+            Signs::Uniform(inside) => Some(inside),
+            Signs::Mixed(_) => None,
         }
     }
 
@@ -320,8 +321,11 @@ struct Cluster {
     ata: [f64; 6],
     atb: [f64; 3],
     cells: u32,
-    /// Cells per material id, as (id, count), few per cluster.
-    materials: Vec<(u8, u32)>,
+    /// Cells per material id, as (id, count): the first few inline (PERF: an allocation per
+    /// cluster was a tenth of making a chunk's clusters), the rest beyond.
+    materials: [(u8, u32); 4],
+    distinct: u8,
+    more: Vec<(u8, u32)>,
 }
 
 impl Cluster {
@@ -342,9 +346,18 @@ impl Cluster {
             self.atb[a] += nn[a] * d;
         }
         self.cells += 1;
-        match self.materials.iter_mut().find(|e| e.0 == m.id()) {
-            Some(e) => e.1 += 1,
-            None => self.materials.push((m.id(), 1)),
+        let id = m.id();
+        let inline = &mut self.materials[..self.distinct as usize];
+        if let Some(e) = inline.iter_mut().find(|e| e.0 == id) {
+            e.1 += 1;
+        } else if (self.distinct as usize) < self.materials.len() {
+            self.materials[self.distinct as usize] = (id, 1);
+            self.distinct += 1;
+        } else {
+            match self.more.iter_mut().find(|e| e.0 == id) {
+                Some(e) => e.1 += 1,
+                None => self.more.push((id, 1)),
+            }
         }
     }
 }
@@ -615,21 +628,29 @@ impl Mesher {
             }
         }
         let mut levels: [LevelClusters; MAX_CLUSTER_LEVEL as usize] = Default::default();
-        let mut sums: Map<u16, Cluster> = Map::default();
+        // PERF: each level's clusters found through a dense grid of slots, not a map.
+        let mut slot = vec![u16::MAX; ((CHUNK / 2) * (CHUNK / 2) * (CHUNK / 2)) as usize];
+        let mut sums: Vec<(u16, Cluster)> = Vec::new();
         let mut out = Vec::new();
         for l in 1..=MAX_CLUSTER_LEVEL {
-            sums.clear();
             let n = CHUNK >> l;
+            slot[..(n * n * n) as usize].fill(u16::MAX);
+            sums.clear();
             for c in &cells {
                 let q = (c.0 - lo).map(|v| v >> l);
-                sums.entry((q.x + n * (q.z + n * q.y)) as u16).or_default().add(c);
+                let i = (q.x + n * (q.z + n * q.y)) as usize;
+                if slot[i] == u16::MAX {
+                    slot[i] = sums.len() as u16;
+                    sums.push((i as u16, Cluster::default()));
+                }
+                sums[slot[i] as usize].1.add(c);
             }
             out.clear();
-            out.extend(sums.iter().map(|(&i, c)| {
-                let (i32i, n) = (i as i32, n);
-                let q = [i32i % n, i32i / (n * n), (i32i / n) % n];
+            out.extend(sums.iter().map(|(i, c)| {
+                let (i, n) = (*i as i32, n);
+                let q = [i % n, i / (n * n), (i / n) % n];
                 let key = (l, [(lo.x >> l) + q[0], (lo.y >> l) + q[1], (lo.z >> l) + q[2]]);
-                (i, finish(&key, c))
+                (i as u16, finish(&key, c))
             }));
             out.sort_unstable_by_key(|e| e.0);
             levels[l as usize - 1] = LevelClusters::new(&out, (n * n * n) as usize);
@@ -684,8 +705,8 @@ impl Mesher {
         let span = |c: i32, a: usize| {
             let first = ((c as i64) << MAX_CLUSTER_LEVEL).max(lo[a] as i64);
             let last = (((c as i64 + 1) << MAX_CLUSTER_LEVEL) - 1).min(hi[a] as i64);
-            let from = (first - lo[a] as i64 + s as i64 - 1) / s as i64;
-            let to = (last - lo[a] as i64) / s as i64;
+            let from = (first - lo[a] as i64 + s as i64 - 1) >> l;
+            let to = (last - lo[a] as i64) >> l;
             from as usize..(to + 1).max(from) as usize
         };
         for cy in clo[1]..=chi[1] {
@@ -769,12 +790,14 @@ impl Mesher {
         let n = (node.region.size()[0] >> node.level) as usize;
         let mut summary =
             BorderSummary { node, clusters: own, signs: vec![0; ((n + 1).pow(3)).div_ceil(64)] };
+        // The face points only: whole rows on the y and z faces, the row ends elsewhere.
         for qy in 0..=n {
             for qz in 0..=n {
-                for qx in 0..=n {
-                    let face = [qx, qy, qz].iter().any(|&q| q == 0 || q == n);
+                let whole_row = qy == 0 || qy == n || qz == 0 || qz == n;
+                let step = if whole_row { 1 } else { n.max(1) };
+                for qx in (0..=n).step_by(step) {
                     let i = qx + (n + 1) * (qz + (n + 1) * qy);
-                    if face && bit(&signs, i) {
+                    if bit(&signs, i) {
                         summary.signs[i / 64] |= 1 << (i % 64);
                     }
                 }
@@ -998,7 +1021,7 @@ fn finish(key: &ClusterKey, c: &Cluster) -> ClusterVertex {
     );
     let rhs = voxterra_core::nalgebra::Vector3::new(c.atb[0], c.atb[1], c.atb[2]) + mass * lambda;
     // A lone cell keeps its own vertex, exactly (level 0 is the mesher's mesh).
-    let placed = if c.cells == 1 { mass } else { m.cholesky().map_or(mass, |ch| ch.solve(&rhs)) };
+    let placed = if c.cells == 1 { mass } else { solve_spd(&m, &rhs).unwrap_or(mass) };
     let (l, cc) = (key.0, key.1);
     let side = (1i64 << l) as f64;
     // Never farther than a quarter cluster from the mass point: where the planes disagree (two
@@ -1014,8 +1037,35 @@ fn finish(key: &ClusterKey, c: &Cluster) -> ClusterVertex {
     let position = Point3::new(p.x as f32, p.y as f32, p.z as f32);
     let normal = Vector3::new(c.normal[0] as f32, c.normal[1] as f32, c.normal[2] as f32);
     let normal = normal.try_normalize(1e-12).unwrap_or(Vector3::y());
-    let material = c.materials.iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map_or(0, |e| e.0);
+    let counts = c.materials[..c.distinct as usize].iter().chain(&c.more);
+    let material = counts.max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map_or(0, |e| e.0);
     ClusterVertex { position, normal, material: Material::from_low_bits(material) }
+}
+
+/// `m⁻¹ b` for a symmetric positive definite `m` by Cholesky, written out for 3×3 (PERF:
+/// nalgebra's general one was a tenth of making a chunk's clusters); `None` when `m` is not
+/// positive definite.
+fn solve_spd(
+    m: &voxterra_core::nalgebra::Matrix3<f64>,
+    b: &voxterra_core::nalgebra::Vector3<f64>,
+) -> Option<voxterra_core::nalgebra::Vector3<f64>> {
+    let l00 = m[(0, 0)].sqrt();
+    let l10 = m[(1, 0)] / l00;
+    let l20 = m[(2, 0)] / l00;
+    let l11 = (m[(1, 1)] - l10 * l10).sqrt();
+    let l21 = (m[(2, 1)] - l20 * l10) / l11;
+    let l22 = (m[(2, 2)] - l20 * l20 - l21 * l21).sqrt();
+    if !(l00 > 0.0 && l11 > 0.0 && l22 > 0.0) {
+        return None;
+    }
+    // L y = b, then Lᵀ x = y.
+    let y0 = b[0] / l00;
+    let y1 = (b[1] - l10 * y0) / l11;
+    let y2 = (b[2] - l20 * y0 - l21 * y1) / l22;
+    let x2 = y2 / l22;
+    let x1 = (y1 - l21 * x2) / l11;
+    let x0 = (y0 - l10 * x1 - l20 * x2) / l00;
+    Some(voxterra_core::nalgebra::Vector3::new(x0, x1, x2))
 }
 
 /// The vertex of cluster `k` from sums made from the voxels: every cluster around a crossing edge
