@@ -67,6 +67,7 @@ mod closest;
 mod contact;
 pub mod convert;
 mod convex_triangles;
+mod core_cast;
 mod cuboid_triangle;
 mod error;
 mod internal_contacts;

@@ -6,11 +6,12 @@ use crate::closest::{feature_of, triangle_normal};
 use crate::contact::FeatureId;
 use crate::convert::{FromParry, ToParry};
 use crate::convex_triangles::{Part, TriangleSet, check_query, check_shape, flatten};
+use crate::core_cast::{CoreCast, cast_core};
 use crate::error::NarrowphaseError;
 use crate::internal_edges::{face_side, is_inactive};
 use parry3d::math::{Pose, Vector};
 use parry3d::query::ShapeCastOptions;
-use parry3d::shape::{Shape, Triangle};
+use parry3d::shape::{Shape, Triangle, TypedShape};
 use voxterra_core::nalgebra::{Point3, Translation3, Unit, Vector3};
 use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
 
@@ -114,9 +115,35 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
             // when it touches (it reaches no point of the triangle before the plane). PERF: most
             // hits on terrain are such face hits, and need no GJK.
             let face_hit = reach.as_ref().filter(|r| r.toi <= limit && inside(&r.on_plane, &tri));
-            let (toi, on_shape, on_triangle, normal2) = match face_hit {
-                Some(r) => (r.toi, r.on_shape, r.on_plane, r.normal),
-                None => {
+            // Balls and capsules: the closed-form cast (parry's where they start in touch).
+            let core = match part.shape.as_typed_shape() {
+                TypedShape::Ball(b) => {
+                    let c = Point3::from(part.iso.translation.vector);
+                    Some((c, c, b.radius))
+                }
+                TypedShape::Capsule(c) => Some((
+                    part.iso * Point3::from_parry(c.segment.a),
+                    part.iso * Point3::from_parry(c.segment.b),
+                    c.radius,
+                )),
+                _ => None,
+            };
+            let closed = match (&face_hit, core) {
+                (None, Some((a, b, r))) => {
+                    match cast_core(&a, &b, r + options.target_distance, &vel, &tri, limit) {
+                        CoreCast::Hit(h) => {
+                            Some((h.toi, h.on_core - h.normal.into_inner() * r, h.on_triangle, h.normal))
+                        }
+                        CoreCast::Miss => continue,
+                        CoreCast::Undecided => None,
+                    }
+                }
+                _ => None,
+            };
+            let (toi, on_shape, on_triangle, normal2) = match (face_hit, closed) {
+                (Some(r), _) => (r.toi, r.on_shape, r.on_plane, r.normal),
+                (None, Some(hit)) => hit,
+                (None, None) => {
                     let triangle = Triangle::new(tri[0].to_parry(), tri[1].to_parry(), tri[2].to_parry());
                     let hit = parry3d::query::cast_shapes(
                         &part.pose,
