@@ -424,6 +424,13 @@ fn cast_case(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &Regio
         .filter(|(a, b)| !((a.is_infinite() && b.is_infinite()) || (*a - *b).abs() < 1e-3))
         .count();
     assert!(off * 100 <= o.len(), "shape casts: {off} of {} disagree with parry beyond 1e-3", o.len());
+    report.metrics.push(Metric {
+        name: "shape casts whose time of impact differs from parry's by 1e-3 or more".into(),
+        voxterra: off as f64,
+        peer: o.len() as f64,
+        peer_name: "casts".into(),
+        goal: "≤ 1%".into(),
+    });
     report.cases.push(compare_prechecked(
         budget,
         "shape casts down onto terrain",

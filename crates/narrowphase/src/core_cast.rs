@@ -6,12 +6,16 @@
 //! features, all closed-form. PERF: parry's GJK cast per triangle was most of a cast.
 
 use crate::closest::{point_triangle, segment_triangle};
-use voxterra_core::nalgebra::{Point3, Unit, Vector3};
+use crate::contact::{FeatureId, TriangleFeature};
+use crate::convex_triangles::Surface;
+use crate::cuboid_triangle::cuboid_triangle;
+use crate::internal_edges::ALL_ACTIVE;
+use voxterra_core::nalgebra::{Isometry3, Point3, Translation3, Unit, Vector3};
 
 /// Where a moving core first comes within its radius of a triangle.
 pub(crate) struct CoreHit {
     pub(crate) toi: f32,
-    /// The core's point nearest the triangle then.
+    /// The core's point nearest the triangle then (for a box: its touching point).
     pub(crate) on_core: Point3<f32>,
     /// The triangle's point nearest it.
     pub(crate) on_triangle: Point3<f32>,
@@ -174,6 +178,79 @@ fn inside(p: &Point3<f32>, tri: &[Point3<f32>; 3], n: &Unit<Vector3<f32>>) -> bo
     (0..3).all(|i| (tri[(i + 1) % 3] - tri[i]).cross(&(p - tri[i])).dot(n) >= 0.0)
 }
 
+/// The first time in `[0, max_toi]` that a box of half extents `half` at `pose`, moving by `vel`
+/// per unit time, touches triangle `tri`: the separating axes (the triangle's normal, the box's
+/// three, their nine edge crosses) all stop separating at the latest of their entry times, if that
+/// comes before the earliest exit. The touching points then come from the box–triangle contact
+/// routine at that pose.
+pub(crate) fn cast_cuboid(
+    half: &Vector3<f32>,
+    pose: &Isometry3<f32>,
+    vel: &Vector3<f32>,
+    tri: &[Point3<f32>; 3],
+    max_toi: f32,
+) -> CoreCast {
+    let Some(n) = Unit::try_new((tri[1] - tri[0]).cross(&(tri[2] - tri[0])), 1e-20) else {
+        return CoreCast::Undecided;
+    };
+    let c = pose.translation.vector;
+    let u = [0, 1, 2].map(|i| pose.rotation * Vector3::ith(i, 1.0));
+    let h = [half.x, half.y, half.z];
+    let edges = [tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]];
+    let (mut enter, mut exit) = (f32::NEG_INFINITY, f32::INFINITY);
+    let mut axes = [Vector3::zeros(); 13];
+    axes[0] = n.into_inner();
+    axes[1..4].copy_from_slice(&u);
+    for i in 0..3 {
+        for j in 0..3 {
+            axes[4 + 3 * i + j] = u[i].cross(&edges[j]);
+        }
+    }
+    let scale = edges.iter().map(|e| e.norm_squared()).fold(1.0f32, f32::max);
+    for d in &axes {
+        // Crosses of (nearly) parallel directions tell nothing.
+        if d.norm_squared() <= 1e-10 * scale {
+            continue;
+        }
+        let rb: f32 = (0..3).map(|i| h[i] * u[i].dot(d).abs()).sum();
+        let cb = c.dot(d);
+        let p = tri.map(|v| v.coords.dot(d));
+        let (tmin, tmax) = (p[0].min(p[1]).min(p[2]), p[0].max(p[1]).max(p[2]));
+        let v = vel.dot(d);
+        if v == 0.0 {
+            if cb + rb < tmin || cb - rb > tmax {
+                return CoreCast::Miss;
+            }
+            continue;
+        }
+        let (t1, t2) = ((tmin - cb - rb) / v, (tmax - cb + rb) / v);
+        enter = enter.max(t1.min(t2));
+        exit = exit.min(t1.max(t2));
+    }
+    if !(enter.is_finite() && exit.is_finite()) || enter > exit || exit < 0.0 || enter > max_toi {
+        return if enter > 0.0 || exit < 0.0 { CoreCast::Miss } else { CoreCast::Undecided };
+    }
+    // Overlapping (or touching) already: the caller's rules for starting in contact.
+    if enter <= 0.0 {
+        return CoreCast::Undecided;
+    }
+    let at = Isometry3::from_parts(Translation3::from(c + vel * enter), pose.rotation);
+    let mut touching = Vec::new();
+    let id = FeatureId { triangle: 0, feature: TriangleFeature::Face, part: 0, sub: 0 };
+    let surface = Surface { flags: ALL_ACTIVE, one_sided: false };
+    let reach = 1e-3 * (1.0 + h.iter().fold(0.0f32, |a, &b| a.max(b)));
+    cuboid_triangle(half, &at, tri, reach, id, surface, &mut touching);
+    match touching.iter().min_by(|a, b| a.dist.total_cmp(&b.dist)) {
+        Some(p) => CoreCast::Hit(CoreHit {
+            toi: enter,
+            on_core: p.on_shape,
+            on_triangle: p.on_triangle,
+            normal: p.normal,
+        }),
+        None => CoreCast::Undecided,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,6 +331,65 @@ mod tests {
                     let (s, q, _) = segment_triangle(&a, &b, &tri);
                     prop_assert!((s - q).norm() <= r * 1.001, "undecided apart");
                 }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Boxes cast at random triangles touch when parry's distance, sampled along the motion,
+        /// first reaches zero, at points that touch.
+        #[test]
+        fn box_casts_match_the_sampled_distance(
+            t0 in point(), t1 in point(), t2 in point(),
+            start in proptest::array::uniform3(-6.0f32..6.0),
+            half in proptest::array::uniform3(0.1f32..1.2),
+            angles in proptest::array::uniform3(-3.2f32..3.2),
+            aim in proptest::array::uniform3(-0.3f32..1.3),
+            time in 0.3f32..2.5,
+        ) {
+            use crate::convert::ToParry;
+            let tri = [t0, t1, t2];
+            prop_assume!((tri[1] - tri[0]).cross(&(tri[2] - tri[0])).norm() > 0.05);
+            let half = Vector3::from(half);
+            let rot = voxterra_core::nalgebra::UnitQuaternion::from_euler_angles(angles[0], angles[1], angles[2]);
+            let pose = Isometry3::from_parts(Translation3::from(Vector3::from(start)), rot);
+            let w = Vector3::from(aim) / (aim[0] + aim[1] + aim[2]).abs().max(0.3);
+            let target = Point3::from(tri[0].coords * w.x + tri[1].coords * w.y + tri[2].coords * w.z);
+            let v = (target - Point3::from(pose.translation.vector)) / time;
+            let cuboid = parry3d::shape::Cuboid::new(half.to_parry());
+            let triangle = parry3d::shape::Triangle::new(tri[0].to_parry(), tri[1].to_parry(), tri[2].to_parry());
+            let dist = |t: f32| {
+                let at = Isometry3::from_parts(Translation3::from(pose.translation.vector + v * t), rot);
+                parry3d::query::distance(&at.to_parry(), &cuboid, &parry3d::math::Pose::IDENTITY, &triangle).map_or(0.0, |d| d.distance)
+            };
+            let max = 2.0;
+            let want = (dist(0.0) > 1e-3).then(|| {
+                let steps = 2000;
+                let mut prev = 0.0f32;
+                for i in 1..=steps {
+                    let t = max * i as f32 / steps as f32;
+                    if dist(t) <= 0.0 {
+                        let (mut lo, mut hi) = (prev, t);
+                        for _ in 0..40 {
+                            let mid = 0.5 * (lo + hi);
+                            if dist(mid) <= 0.0 { hi = mid } else { lo = mid }
+                        }
+                        return Some(hi);
+                    }
+                    prev = t;
+                }
+                None
+            }).flatten();
+            match cast_cuboid(&half, &pose, &v, &tri, max) {
+                CoreCast::Hit(h) => {
+                    let w = want.unwrap_or(f32::NAN);
+                    prop_assert!((h.toi - w).abs() < 2e-3, "toi {} want {:?}", h.toi, want);
+                    prop_assert!((h.on_core - h.on_triangle).norm() < 2e-3);
+                }
+                CoreCast::Miss => prop_assert!(want.is_none_or(|w| w > max - 2e-3), "missed {:?}", want),
+                CoreCast::Undecided => prop_assert!(dist(0.0) < 1e-2, "undecided apart: {}", dist(0.0)),
             }
         }
     }

@@ -6,7 +6,7 @@ use crate::closest::{feature_of, triangle_normal};
 use crate::contact::FeatureId;
 use crate::convert::{FromParry, ToParry};
 use crate::convex_triangles::{Part, TriangleSet, check_query, check_shape, flatten};
-use crate::core_cast::{CoreCast, cast_core};
+use crate::core_cast::{CoreCast, cast_core, cast_cuboid};
 use crate::error::NarrowphaseError;
 use crate::internal_edges::{face_side, is_inactive};
 use parry3d::math::{Pose, Vector};
@@ -128,12 +128,20 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
                 )),
                 _ => None,
             };
-            let closed = match (&face_hit, core) {
-                (None, Some((a, b, r))) => {
+            let closed = match (&face_hit, core, part.shape.as_cuboid()) {
+                (None, Some((a, b, r)), _) => {
                     match cast_core(&a, &b, r + options.target_distance, &vel, &tri, limit) {
                         CoreCast::Hit(h) => {
                             Some((h.toi, h.on_core - h.normal.into_inner() * r, h.on_triangle, h.normal))
                         }
+                        CoreCast::Miss => continue,
+                        CoreCast::Undecided => None,
+                    }
+                }
+                // Boxes too when touching means touching (a target distance rounds the box).
+                (None, None, Some(c)) if options.target_distance == 0.0 => {
+                    match cast_cuboid(&Vector3::from_parry(c.half_extents), &part.iso, &vel, &tri, limit) {
+                        CoreCast::Hit(h) => Some((h.toi, h.on_core, h.on_triangle, h.normal)),
                         CoreCast::Miss => continue,
                         CoreCast::Undecided => None,
                     }
