@@ -96,6 +96,21 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
             }
         });
         candidates.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        // Balls and capsules cast in closed form (parry's cast where they start in touch), as do
+        // boxes.
+        let core = match part.shape.as_typed_shape() {
+            TypedShape::Ball(b) => {
+                let c = Point3::from(part.iso.translation.vector);
+                Some((c, c, b.radius))
+            }
+            TypedShape::Capsule(c) => Some((
+                part.iso * Point3::from_parry(c.segment.a),
+                part.iso * Point3::from_parry(c.segment.b),
+                c.radius,
+            )),
+            _ => None,
+        };
+        let cuboid = part.shape.as_cuboid();
         for &(entry, t, ref reach) in &candidates {
             if entry > best.map_or(max_toi, |b| b.toi) {
                 break;
@@ -115,20 +130,7 @@ pub fn cast_shape<S: TriangleSource, I: TriangleIndex>(
             // when it touches (it reaches no point of the triangle before the plane). PERF: most
             // hits on terrain are such face hits, and need no GJK.
             let face_hit = reach.as_ref().filter(|r| r.toi <= limit && inside(&r.on_plane, &tri));
-            // Balls and capsules: the closed-form cast (parry's where they start in touch).
-            let core = match part.shape.as_typed_shape() {
-                TypedShape::Ball(b) => {
-                    let c = Point3::from(part.iso.translation.vector);
-                    Some((c, c, b.radius))
-                }
-                TypedShape::Capsule(c) => Some((
-                    part.iso * Point3::from_parry(c.segment.a),
-                    part.iso * Point3::from_parry(c.segment.b),
-                    c.radius,
-                )),
-                _ => None,
-            };
-            let closed = match (&face_hit, core, part.shape.as_cuboid()) {
+            let closed = match (&face_hit, core, cuboid) {
                 (None, Some((a, b, r)), _) => {
                     match cast_core(&a, &b, r + options.target_distance, &vel, &tri, limit) {
                         CoreCast::Hit(h) => {
