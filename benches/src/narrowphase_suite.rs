@@ -102,6 +102,7 @@ pub(crate) fn shapes() -> [(SharedShape, &'static str); 4] {
     ]
 }
 
+#[derive(Clone)]
 struct Body {
     shape: usize,
     pose: Pose,
@@ -332,8 +333,9 @@ fn contact_cases(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &R
         || ours_frame(chunks, &resting, &mut ws, &mut out).0,
         || parry_frame(chunks, &resting, &mut state, false).0,
     ));
-    // Warm: the same bodies sliding 5 voxels/s at 60 Hz; parry keeps its manifolds and
-    // workspaces from frame to frame, ours recomputes.
+    // Warm: the same bodies sliding 5 voxels/s at 60 Hz, every frame a step on from the last
+    // (back and forth between two poses a step apart); parry keeps its manifolds and workspaces
+    // from frame to frame, ours recomputes.
     let slide = |bodies: &mut [Body], chunks: &[Chunk], dt: f32| {
         for b in bodies.iter_mut() {
             b.pose.translation.x += 5.0 * dt;
@@ -347,7 +349,10 @@ fn contact_cases(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &R
     let (_, pd) = parry_frame(chunks, &resting, &mut state, true);
     debug_disagreements(chunks, &resting, &od, &pd);
     check_contacts(&od, &pd, "sliding");
-    let frames = std::cell::Cell::new(0u32);
+    let mut stepped = resting.clone();
+    slide(&mut stepped, chunks, 1.0 / 60.0);
+    let poses = [&resting, &stepped];
+    let (ours_frames, peer_frames) = (std::cell::Cell::new(0usize), std::cell::Cell::new(0usize));
     report.cases.push(compare_prechecked(
         budget,
         "contacts, sliding, warm",
@@ -355,10 +360,13 @@ fn contact_cases(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &R
         resting.len() as u64,
         "parry TriMesh/chunk",
         goal,
-        || ours_frame(chunks, &resting, &mut ws, &mut out).0,
         || {
-            frames.set(frames.get() + 1);
-            parry_frame(chunks, &resting, &mut state, true).0
+            ours_frames.set(ours_frames.get() + 1);
+            ours_frame(chunks, poses[ours_frames.get() % 2], &mut ws, &mut out).0
+        },
+        || {
+            peer_frames.set(peer_frames.get() + 1);
+            parry_frame(chunks, poses[peer_frames.get() % 2], &mut state, true).0
         },
     ));
     // Per shape, cold.
