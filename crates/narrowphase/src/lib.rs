@@ -18,7 +18,8 @@
 //!   group: the deepest, the farthest from it, and the farthest on each side of that line (the
 //!   rule of Jolt's `PruneContactPoints`). A box resting on flat ground gets its four corners.
 //! - [`cast_shape`]: the first time a convex shape moving linearly touches a triangle set
-//!   (character movement, shape queries), with the triangle feature hit.
+//!   (character movement, shape queries), with the triangle feature hit; balls, capsules and
+//!   boxes in closed form, other shapes by parry's GJK cast.
 //! - [`sweep_shape`]: continuous collision over a step's motion, rotation included, as rapier
 //!   sweeps a body against a triangle mesh: the first time the shape comes within the linear
 //!   slop, never stopping a body already resting on a triangle.

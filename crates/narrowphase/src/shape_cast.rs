@@ -1,6 +1,8 @@
 //! Shape casts: the first time a convex shape moving linearly touches a triangle set, for
-//! continuous collision and character movement. Candidates come from the swept box; each gets
-//! parry's cast against the one triangle, the search window shrinking to the best hit so far.
+//! continuous collision and character movement. Candidates come from the swept box, visited by a
+//! lower bound on their time of impact; each is cast in closed form (a landing inside the
+//! triangle's face; balls, capsules and boxes) or by parry's cast against the one triangle, the
+//! search window shrinking to the best hit so far.
 
 use crate::closest::{feature_of, triangle_normal};
 use crate::contact::FeatureId;
