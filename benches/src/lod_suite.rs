@@ -19,10 +19,10 @@ use voxterra::{Terrain, TerrainConfig};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Ray, Region, VoxelPos, VoxelRead};
 use voxterra_mesher::{
-    ChunkClusters, ClusterNode, ClusterPart, MeshWorkspace, Mesher, RenderMesh, cluster_chunks,
+    ChunkClusterMap, ChunkClusters, ClusterNode, ClusterPart, MeshWorkspace, Mesher, RenderMesh,
+    cluster_chunks,
 };
 
-type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 use voxterra_worldgen::WorldParams;
 
 const TRANSVOXEL: &str = "transvoxel 2.0";
@@ -131,31 +131,27 @@ fn chunk_tables(
     node: LodNode,
     level: u32,
     ws: &mut MeshWorkspace,
-) -> HashMap<[i32; 3], Arc<ChunkClusters>> {
+) -> ChunkClusterMap {
     let n = ClusterNode { region: node.region().expect("in range"), level };
+    let mut map = ChunkClusterMap::new();
     let mut uniform: [Option<Arc<ChunkClusters>>; 2] = [None, None];
-    cluster_chunks(&n, &|_| level)
-        .expect("aligned")
-        .into_iter()
-        .map(|c| {
-            let table = mesher.chunk_clusters(t.store(), c, ws).expect("chunk clusters");
-            let table = match table.uniform_side() {
-                Some(side) => uniform[usize::from(side)].get_or_insert_with(|| Arc::new(table)).clone(),
-                None => Arc::new(table),
-            };
-            (c, table)
-        })
-        .collect()
+    cluster_chunks(&n, &|_| level).expect("aligned").into_iter().for_each(|c| {
+        let table = mesher.chunk_clusters(t.store(), c, ws).expect("chunk clusters");
+        let table = match table.uniform_side() {
+            Some(side) => uniform[usize::from(side)].get_or_insert_with(|| Arc::new(table)).clone(),
+            None => Arc::new(table),
+        };
+        map.insert(c, table);
+    });
+    map
 }
 
 /// `node` (every neighbor at its level) meshed from held chunk clusters: its triangles.
-fn from_tables(mesher: &Mesher, node: LodNode, tables: &HashMap<[i32; 3], Arc<ChunkClusters>>) -> usize {
+fn from_tables(mesher: &Mesher, node: LodNode, tables: &ChunkClusterMap) -> usize {
     let n = ClusterNode { region: node.region().expect("in range"), level: node.level };
     let (mut a, mut b) = (RenderMesh::default(), RenderMesh::default());
     let level = node.level;
-    mesher
-        .mesh_cluster_node_from(&|c| tables.get(&c).map(|t| &**t), n, &|_| level, &mut a, &mut b)
-        .expect("node meshes");
+    mesher.mesh_cluster_node_from(&tables.reader(None), n, &|_| level, &mut a, &mut b).expect("node meshes");
     a.indices.len() + b.indices.len()
 }
 
@@ -167,11 +163,9 @@ pub fn profile_chunk_clusters(level: u32, rounds: usize) -> (usize, std::time::D
     let mesher = Mesher::new(t.materials());
     let node = node_at_ground(&t, size, level);
     let mut ws = MeshWorkspace::new();
-    let surface: Vec<[i32; 3]> = chunk_tables(&t, &mesher, node, level, &mut ws)
-        .into_iter()
-        .filter(|(_, c)| c.uniform_side().is_none())
-        .map(|(k, _)| k)
-        .collect();
+    let tables = chunk_tables(&t, &mesher, node, level, &mut ws);
+    let surface: Vec<[i32; 3]> =
+        tables.iter().filter(|(_, c)| c.uniform_side().is_none()).map(|(k, _)| k).collect();
     let start = std::time::Instant::now();
     for _ in 0..rounds {
         for &c in &surface {
@@ -190,7 +184,7 @@ pub fn profile_node(level: u32, rounds: usize, held: bool) -> (usize, std::time:
     let mesher = Mesher::new(t.materials());
     let node = node_at_ground(&t, size, level);
     let mut ws = MeshWorkspace::new();
-    let tables = if held { chunk_tables(&t, &mesher, node, level, &mut ws) } else { HashMap::default() };
+    let tables = if held { chunk_tables(&t, &mesher, node, level, &mut ws) } else { ChunkClusterMap::new() };
     let start = std::time::Instant::now();
     let tris = (0..rounds)
         .map(|_| {

@@ -737,7 +737,10 @@ impl Mesher {
                         if !t.holds(l) {
                             return Err(MeshError::MissingClusters { chunk: c, level: l });
                         }
-                        own.extend(t.level(c, l).filter(|(key, _)| on_face(&key.1)));
+                        // Only chunks on the node's faces hold face clusters.
+                        if (0..3).any(|a| c[a] == clo[a] || c[a] == inner_hi[a]) {
+                            own.extend(t.level(c, l).filter(|(key, _)| on_face(&key.1)));
+                        }
                     }
                 }
             }

@@ -69,12 +69,14 @@
 #![forbid(unsafe_code)]
 
 mod cell;
+mod chunk_map;
 mod clusters;
 pub mod edge_flags;
 mod extract;
 mod keys;
 mod output;
 
+pub use chunk_map::ChunkClusterMap;
 pub use clusters::{
     BorderSummary, ChunkClusters, ClusterNode, ClusterPart, ClusterVertex, LevelMap, MAX_CLUSTER_LEVEL,
     cluster_chunks,

@@ -19,8 +19,8 @@ use thiserror::Error;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{CoreError, Region};
 use voxterra_mesher::{
-    BorderSummary, ChunkClusters, ClusterNode, ClusterPart, LevelMap, MAX_CLUSTER_LEVEL, MeshError,
-    MeshWorkspace, Mesher, RenderMesh, cluster_chunks,
+    BorderSummary, ChunkClusterMap, ChunkClusters, ClusterNode, ClusterPart, LevelMap, MAX_CLUSTER_LEVEL,
+    MeshError, MeshWorkspace, Mesher, RenderMesh, cluster_chunks,
 };
 use voxterra_voxel_store::MAX_LEVEL;
 
@@ -186,7 +186,7 @@ pub struct LodView {
     /// Storage chunks' clusters (at the levels drawn there and one finer) and signs: nodes of
     /// level 1 and coarser are meshed from them, so a chunk's voxels are meshed once, not once
     /// per node and level that reads it. Dropped by edits within reach.
-    chunks: Map<[i32; 3], Arc<ChunkClusters>>,
+    chunks: ChunkClusterMap,
     /// The entries every chunk the surface misses shares: all outside, all inside.
     uniform: [Option<Arc<ChunkClusters>>; 2],
     /// What chunks away from the stored voxels read as.
@@ -211,7 +211,7 @@ impl LodView {
             split: BTreeSet::new(),
             edited: Vec::new(),
             summaries: Map::default(),
-            chunks: Map::default(),
+            chunks: ChunkClusterMap::new(),
             uniform: [None, None],
             outside: ChunkClusters::outside(),
         })
@@ -284,8 +284,6 @@ impl LodView {
         let moved = !(added.is_empty() && removed.is_empty());
         self.refresh_chunks(terrain, mesher, &whole, &levels, viewers, &edited, moved)?;
         let (chunks, outside) = (&self.chunks, &self.outside);
-        // Chunks beyond the stored voxels (and a voxel more) are air: not held.
-        let from = |c: [i32; 3]| chunks.get(&c).map(|t| &**t).or(Some(outside));
         let made = whole
             .par_iter()
             .map_init(MeshWorkspace::new, |ws, n| {
@@ -303,6 +301,8 @@ impl LodView {
                         &mut border,
                     )?
                 } else {
+                    // Chunks beyond the stored voxels (and a voxel more) are air: not held.
+                    let from = chunks.reader(Some(outside));
                     mesher.mesh_cluster_node_from(&from, node, &levels, &mut interior, &mut border)?
                 };
                 Ok((*n, interior, border, summary))
@@ -349,13 +349,12 @@ impl LodView {
 
     /// Bytes the view's chunk clusters hold (beside the meshes it hands out).
     pub fn cluster_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<([i32; 3], Arc<ChunkClusters>)>() + 1;
         // Each allocation once: the `Arc`'s counts and the struct, then its arrays.
         let alloc = |t: &ChunkClusters| 16 + std::mem::size_of::<ChunkClusters>() + t.heap_bytes();
         let shared = |t: &Arc<ChunkClusters>| self.uniform.iter().flatten().any(|u| Arc::ptr_eq(u, t));
         let own: usize = self.chunks.values().filter(|t| !shared(t)).map(|t| alloc(t)).sum();
         let uniform: usize = self.uniform.iter().flatten().map(|t| alloc(t)).sum();
-        self.chunks.capacity() * entry + own + uniform
+        self.chunks.heap_bytes() + own + uniform
     }
 
     /// Brings the chunk clusters up to date for meshing `whole` at `levels`: drops those an edit
@@ -391,17 +390,18 @@ impl LodView {
         let reach: Vec<Region> = edited.iter().map(|e| e.expanded(2)).collect();
         if !reach.is_empty() {
             self.chunks.retain(|c, _| {
-                let r = Region::from_min_size(Point3::from(*c).map(|v| v * side), [side as u32; 3]);
+                let r = Region::from_min_size(Point3::from(c).map(|v| v * side), [side as u32; 3]);
                 r.is_ok_and(|r| !reach.iter().any(|e| e.intersection(&r).is_some()))
             });
         }
         if moved {
-            for (c, t) in self.chunks.iter_mut() {
+            self.chunks.retain(|c, t| {
                 // Shared entries (chunks the surface misses) hold no levels.
                 if let Some(t) = Arc::get_mut(t) {
-                    t.keep_from(keep(*c));
+                    t.keep_from(keep(c));
                 }
-            }
+                true
+            });
         }
         // Chunks whose voxels, a voxel around them, lie beyond the stored ones read as outside.
         let stored = terrain.extent().map(|e| e.expanded(2));
@@ -413,7 +413,7 @@ impl LodView {
         for n in whole.iter().filter(|n| n.level > 0) {
             let node = ClusterNode { region: n.region()?, level: n.level };
             for c in cluster_chunks(&node, levels)? {
-                if near(c) && !self.chunks.get(&c).is_some_and(|t| t.holds(level_of(c))) {
+                if near(c) && !self.chunks.get(c).is_some_and(|t| t.holds(level_of(c))) {
                     wanted.insert(c);
                 }
             }
