@@ -266,11 +266,18 @@ mod tests {
         tri: &[Point3<f32>; 3],
         max: f32,
     ) -> Option<f32> {
-        let dist = |t: f32| {
-            let (s, q, _) = segment_triangle(&(a + v * t), &(b + v * t), tri);
-            (s - q).norm() - r
-        };
-        let steps = 4000;
+        first_touch(
+            |t| {
+                let (s, q, _) = segment_triangle(&(a + v * t), &(b + v * t), tri);
+                (s - q).norm() - r
+            },
+            max,
+            4000,
+        )
+    }
+
+    /// The first time in `[0, max]` that `dist` drops to zero: sampled in `steps`, then bisected.
+    fn first_touch(dist: impl Fn(f32) -> f32, max: f32, steps: u32) -> Option<f32> {
         let mut prev = 0.0f32;
         for i in 1..=steps {
             let t = max * i as f32 / steps as f32;
@@ -365,23 +372,7 @@ mod tests {
                 parry3d::query::distance(&at.to_parry(), &cuboid, &parry3d::math::Pose::IDENTITY, &triangle).map_or(0.0, |d| d.distance)
             };
             let max = 2.0;
-            let want = (dist(0.0) > 1e-3).then(|| {
-                let steps = 2000;
-                let mut prev = 0.0f32;
-                for i in 1..=steps {
-                    let t = max * i as f32 / steps as f32;
-                    if dist(t) <= 0.0 {
-                        let (mut lo, mut hi) = (prev, t);
-                        for _ in 0..40 {
-                            let mid = 0.5 * (lo + hi);
-                            if dist(mid) <= 0.0 { hi = mid } else { lo = mid }
-                        }
-                        return Some(hi);
-                    }
-                    prev = t;
-                }
-                None
-            }).flatten();
+            let want = (dist(0.0) > 1e-3).then(|| first_touch(dist, max, 2000)).flatten();
             match cast_cuboid(&half, &pose, &v, &tri, max) {
                 CoreCast::Hit(h) => {
                     let w = want.unwrap_or(f32::NAN);
