@@ -30,8 +30,9 @@
 //!   nodes of any two levels meet without cracks, and a node's border is re-made from
 //!   [`BorderSummary`]s ([`Mesher::stitch_border`]) when a neighbor changes level. A storage
 //!   chunk's clusters at every level and its even voxels' signs ([`ChunkClusters`],
-//!   [`Mesher::chunk_clusters`]) are made once; nodes of level 1 and coarser are then meshed from
-//!   them alone ([`Mesher::mesh_cluster_node_from`]), bit for bit what the voxels give.
+//!   [`Mesher::chunk_clusters`], held in a [`ChunkClusterMap`]) are made once; nodes of level 1
+//!   and coarser are then meshed from them alone ([`Mesher::mesh_cluster_node_from`]), bit for
+//!   bit what the voxels give.
 //! - Fast paths: a padded box the reader reports uniform
 //!   ([`VoxelRead::uniform`](voxterra_core::VoxelRead::uniform), answered by the store from its
 //!   packed rows) returns without reading a voxel; the box is converted from one slice, lent by
