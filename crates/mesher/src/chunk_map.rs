@@ -141,3 +141,71 @@ impl ChunkClusterMap {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert([i32; 3], bool),
+        Remove([i32; 3]),
+        Keep(i32),
+    }
+
+    fn chunk() -> impl Strategy<Value = [i32; 3]> {
+        // Around block borders, negative coordinates included.
+        proptest::array::uniform3(-40i32..40)
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (chunk(), any::<bool>()).prop_map(|(c, s)| Op::Insert(c, s)),
+            chunk().prop_map(Op::Remove),
+            (0i32..3).prop_map(Op::Keep),
+        ]
+    }
+
+    proptest! {
+        /// Inserts, removals and retains agree with a hash map; the reader finds what `get` finds,
+        /// and `otherwise` elsewhere.
+        #[test]
+        fn agrees_with_a_hash_map(ops in proptest::collection::vec(op(), 1..120), probes in proptest::collection::vec(chunk(), 40)) {
+            let (inside, outside) = (Arc::new(ChunkClusters::uniform(true)), Arc::new(ChunkClusters::outside()));
+            let mut map = ChunkClusterMap::new();
+            let mut want: HashMap<[i32; 3], bool> = HashMap::new();
+            for op in ops {
+                match op {
+                    Op::Insert(c, s) => {
+                        let t = if s { inside.clone() } else { outside.clone() };
+                        prop_assert_eq!(map.insert(c, t).is_some(), want.insert(c, s).is_some());
+                    }
+                    Op::Remove(c) => {
+                        map.retain(|k, _| k != c);
+                        want.remove(&c);
+                    }
+                    Op::Keep(axis) => {
+                        map.retain(|k, _| k[axis as usize] % 2 == 0);
+                        want.retain(|k, _| k[axis as usize] % 2 == 0);
+                    }
+                }
+                prop_assert_eq!(map.len(), want.len());
+            }
+            let mut held: Vec<([i32; 3], bool)> =
+                map.iter().map(|(c, t)| (c, t.uniform_side() == Some(true))).collect();
+            held.sort();
+            let mut expected: Vec<([i32; 3], bool)> = want.iter().map(|(c, s)| (*c, *s)).collect();
+            expected.sort();
+            prop_assert_eq!(held, expected);
+            let fallback = ChunkClusters::uniform(false);
+            let read = map.reader(Some(&fallback));
+            for c in probes.into_iter().chain(want.keys().copied()) {
+                let got = read(c).and_then(ChunkClusters::uniform_side);
+                prop_assert_eq!(got, Some(want.get(&c).copied().unwrap_or(false)));
+                prop_assert_eq!(map.get(c).and_then(|t| t.uniform_side()), want.get(&c).copied());
+            }
+        }
+    }
+}

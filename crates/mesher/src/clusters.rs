@@ -152,7 +152,7 @@ impl LevelClusters {
 }
 
 impl ChunkClusters {
-    fn uniform(inside: bool) -> Self {
+    pub(crate) fn uniform(inside: bool) -> Self {
         ChunkClusters { from: 1, signs: Signs::Uniform(inside), levels: Default::default() }
     }
 
