@@ -95,15 +95,69 @@ pub struct ChunkClusters {
 /// cube is found by counting bits (a binary search over the vertices was a tenth of a node).
 #[derive(Clone, PartialEq, Debug, Default)]
 struct LevelClusters {
-    bits: Vec<u64>,
+    bits: Box<[u64]>,
     /// Vertices before each word of `bits`.
-    before: Vec<u16>,
-    vertices: Vec<ClusterVertex>,
+    before: Box<[u16]>,
+    vertices: Box<[PackedVertex]>,
+}
+
+/// A cluster vertex in 12 bytes (PERF: a view holds thousands of chunks' clusters; 28 bytes a
+/// vertex was most of them): its position within the cluster's cube in 16-bit steps, its normal
+/// octahedron-encoded, its material. Every cluster vertex of level 1 and coarser is made exactly
+/// what its packed form gives back ([`finish`]), so held and fresh vertices are equal.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct PackedVertex {
+    position: [u16; 3],
+    normal: [i16; 2],
+    material: u8,
+}
+
+impl PackedVertex {
+    /// The cube a level-`l` cluster's vertex is kept in: `(low corner, side)`, voxel units.
+    fn cube(key: &ClusterKey) -> ([f64; 3], f64) {
+        let side = (1i64 << key.0) as f64;
+        (key.1.map(|c| c as f64 * side + 0.5), side)
+    }
+
+    fn pack(key: &ClusterKey, v: &ClusterVertex) -> Self {
+        let (lo, side) = Self::cube(key);
+        let position = [0, 1, 2].map(|a| {
+            let f = ((v.position[a] as f64 - lo[a]) / side).clamp(0.0, 1.0);
+            (f * 65535.0).round() as u16
+        });
+        // Octahedral: onto |x| + |y| + |z| = 1, the lower half folded over the upper.
+        let n = v.normal;
+        let l1 = n.x.abs() + n.y.abs() + n.z.abs();
+        let (mut x, mut y) = if l1 > 0.0 { (n.x / l1, n.y / l1) } else { (0.0, 0.0) };
+        if n.z < 0.0 {
+            let (fx, fy) = ((1.0 - y.abs()) * x.signum(), (1.0 - x.abs()) * y.signum());
+            (x, y) = (fx, fy);
+        }
+        let q = |v: f32| (v.clamp(-1.0, 1.0) * 32767.0).round() as i16;
+        PackedVertex { position, normal: [q(x), q(y)], material: v.material.id() }
+    }
+
+    fn unpack(&self, key: &ClusterKey) -> ClusterVertex {
+        let (lo, side) = Self::cube(key);
+        let step = side * (1.0 / 65535.0);
+        let p = [0, 1, 2].map(|a| (lo[a] + self.position[a] as f64 * step) as f32);
+        let (x, y) = (self.normal[0] as f32 * (1.0 / 32767.0), self.normal[1] as f32 * (1.0 / 32767.0));
+        let z = 1.0 - x.abs() - y.abs();
+        let (x, y) =
+            if z < 0.0 { ((1.0 - y.abs()) * x.signum(), (1.0 - x.abs()) * y.signum()) } else { (x, y) };
+        // Never zero: |x| + |y| + |z| ≥ 1 on the octahedron.
+        let normal = Vector3::new(x, y, z) * (x * x + y * y + z * z).sqrt().recip();
+        ClusterVertex {
+            position: Point3::new(p[0], p[1], p[2]),
+            normal,
+            material: Material::from_low_bits(self.material),
+        }
+    }
 }
 
 impl LevelClusters {
     /// From `(index, vertex)` pairs sorted by index, in a grid of `cubes` cubes.
-    fn new(sorted: &[(u16, ClusterVertex)], cubes: usize) -> Self {
+    fn new(sorted: &[(u16, PackedVertex)], cubes: usize) -> Self {
         if sorted.is_empty() {
             return LevelClusters::default();
         }
@@ -117,10 +171,14 @@ impl LevelClusters {
             before.push(n);
             n += w.count_ones() as u16;
         }
-        LevelClusters { bits, before, vertices: sorted.iter().map(|e| e.1).collect() }
+        LevelClusters {
+            bits: bits.into(),
+            before: before.into(),
+            vertices: sorted.iter().map(|e| e.1).collect(),
+        }
     }
 
-    fn get(&self, i: usize) -> Option<ClusterVertex> {
+    fn get(&self, i: usize) -> Option<PackedVertex> {
         let w = *self.bits.get(i / 64)?;
         if w >> (i % 64) & 1 == 0 {
             return None;
@@ -130,7 +188,7 @@ impl LevelClusters {
     }
 
     /// The cubes with a vertex, in index order.
-    fn iter(&self) -> impl Iterator<Item = (usize, ClusterVertex)> + '_ {
+    fn iter(&self) -> impl Iterator<Item = (usize, PackedVertex)> + '_ {
         let indices = self.bits.iter().enumerate().flat_map(|(k, &w)| {
             let mut w = w;
             std::iter::from_fn(move || {
@@ -145,9 +203,9 @@ impl LevelClusters {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.bits.capacity() * 8
-            + self.before.capacity() * 2
-            + self.vertices.capacity() * std::mem::size_of::<ClusterVertex>()
+        self.bits.len() * 8
+            + self.before.len() * 2
+            + self.vertices.len() * std::mem::size_of::<PackedVertex>()
     }
 }
 
@@ -213,11 +271,11 @@ impl ChunkClusters {
         let list = self.levels.get((l as usize).checked_sub(1)?)?;
         let n = CHUNK >> l;
         let q = key.1.map(|v| v & (n - 1));
-        list.get((q[0] + n * (q[2] + n * q[1])) as usize)
+        list.get((q[0] + n * (q[2] + n * q[1])) as usize).map(|v| v.unpack(&key))
     }
 
     /// The clusters of level `l` of chunk `chunk` (these clusters' chunk), with their keys.
-    fn level(&self, chunk: [i32; 3], l: u32) -> impl Iterator<Item = (ClusterKey, ClusterVertex)> + '_ {
+    fn level(&self, chunk: [i32; 3], l: u32) -> impl Iterator<Item = (ClusterKey, PackedVertex)> + '_ {
         let n = CHUNK >> l;
         let base = chunk.map(|c| c.wrapping_mul(n));
         let list = (l as usize).checked_sub(1).and_then(|i| self.levels.get(i));
@@ -650,7 +708,7 @@ impl Mesher {
                 let (i, n) = (*i as i32, n);
                 let q = [i % n, i / (n * n), (i / n) % n];
                 let key = (l, [(lo.x >> l) + q[0], (lo.y >> l) + q[1], (lo.z >> l) + q[2]]);
-                (i as u16, finish(&key, c))
+                (i as u16, PackedVertex::pack(&key, &place(&key, c)))
             }));
             out.sort_unstable_by_key(|e| e.0);
             levels[l as usize - 1] = LevelClusters::new(&out, (n * n * n) as usize);
@@ -739,7 +797,11 @@ impl Mesher {
                         }
                         // Only chunks on the node's faces hold face clusters.
                         if (0..3).any(|a| c[a] == clo[a] || c[a] == inner_hi[a]) {
-                            own.extend(t.level(c, l).filter(|(key, _)| on_face(&key.1)));
+                            own.extend(
+                                t.level(c, l)
+                                    .filter(|(key, _)| on_face(&key.1))
+                                    .map(|(key, v)| (key, v.unpack(&key))),
+                            );
                         }
                     }
                 }
@@ -1001,9 +1063,17 @@ fn grow(region: &Region, by: i32) -> Result<Region, MeshError> {
     Region::new(lo, hi).map_err(MeshError::Read)
 }
 
+/// A cluster's vertex from its sums: [`place`]'s, and for level 1 and coarser exactly what its
+/// packed form (as chunk clusters keep it) gives back, so held and fresh vertices are equal.
+fn finish(key: &ClusterKey, c: &Cluster) -> ClusterVertex {
+    let v = place(key, c);
+    // Level 0 is the mesher's own vertex.
+    if key.0 == 0 { v } else { PackedVertex::pack(key, &v).unpack(key) }
+}
+
 /// A cluster's vertex from its sums: the mass point, the mean normal, the most common material
 /// (ties to the lower id).
-fn finish(key: &ClusterKey, c: &Cluster) -> ClusterVertex {
+fn place(key: &ClusterKey, c: &Cluster) -> ClusterVertex {
     let n = c.cells as f64;
     let mass = voxterra_core::nalgebra::Vector3::new(c.sum[0] / n, c.sum[1] / n, c.sum[2] / n);
     // The point nearest the cells' tangent planes, pulled toward the mass point (Tikhonov), kept
