@@ -79,8 +79,8 @@ enum Signs {
 /// clusters' vertices at every level from 1 to [`MAX_CLUSTER_LEVEL`] and the signs of its voxels
 /// with even coordinates (every level-1-or-coarser node grid point). Made by
 /// [`Mesher::chunk_clusters`]; a node is then meshed from them without reading voxels
-/// ([`Mesher::mesh_cluster_node_from`]). About 9 KB for a chunk the surface crosses (every level); a chunk with
-/// no surface holds no heap memory.
+/// ([`Mesher::mesh_cluster_node_from`]). About 9 KB, every level, for a chunk the surface
+/// crosses; a chunk with no surface holds no heap memory.
 #[derive(Clone, PartialEq, Debug)]
 pub struct ChunkClusters {
     /// The finest level held ([`ChunkClusters::keep_from`]).

@@ -173,9 +173,9 @@ pub struct LodUpdate {
 /// ([`Mesher::mesh_clustered`]) so nodes of any two levels meet without cracks. Moving the
 /// viewers hands out only the meshes to add and drop; an edit ([`LodView::mark_edited`])
 /// re-meshes the nodes that show the edited voxels. Nodes of level 1 and coarser are meshed from
-/// the storage chunks' clusters the view holds ([`ChunkClusters`]: each chunk's voxels meshed once,
-/// again only when an edit reaches it; about 1.5 KB a chunk the surface crosses at the levels kept, see
-/// [`LodView::cluster_bytes`]). Collision never reads these meshes.
+/// the storage chunks' clusters the view holds ([`ChunkClusters`]: each chunk's voxels meshed
+/// once, again only when an edit reaches it; about 1.5 KB a chunk the surface crosses at the
+/// levels kept, see [`LodView::cluster_bytes`]). Collision never reads these meshes.
 #[derive(Clone, Debug)]
 pub struct LodView {
     config: LodConfig,
