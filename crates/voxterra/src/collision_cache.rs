@@ -63,9 +63,6 @@ pub struct CacheStats {
 /// An entry's bookkeeping beside its data: what it costs, when it was last used.
 struct Entry {
     data: ChunkData,
-    /// The data's triangles' bounds, beside it: PERF: a ray tests a chunk's bounds before
-    /// entering it, and reading them through the `Arc` was a cache miss a chunk.
-    bounds: Option<Aabb>,
     bytes: usize,
     used: AtomicU64,
 }
@@ -136,7 +133,7 @@ impl CacheReader<'_> {
     pub(crate) fn bounds(&mut self, key: PhysicsChunkKey) -> Option<Option<Aabb>> {
         let cache = self.cache;
         let held = self.held.get_or_insert_with(|| cache.read());
-        held.entries.get(&key).map(|e| e.bounds)
+        held.entries.get(&key).map(|e| e.data.as_deref().map(|c| *c.tree.bounds()))
     }
 
     /// Calls `f` with `key`'s data, built now (and kept) if the cache lacks it; `None` for a chunk
@@ -179,7 +176,7 @@ impl Drop for CacheReader<'_> {
 }
 
 /// What an entry costs beyond its data (the map's slot and bookkeeping).
-const ENTRY_BYTES: usize = std::mem::size_of::<(PhysicsChunkKey, Entry)>() + 1;
+const ENTRY_BYTES: usize = 64;
 
 impl CollisionCache {
     pub(crate) fn new(budget: usize) -> Self {
@@ -270,8 +267,7 @@ impl CollisionCache {
         }
         let bytes = data.as_deref().map_or(0, ChunkCollision::bytes) + ENTRY_BYTES;
         held.bytes += bytes;
-        let bounds = data.as_deref().map(|c| *c.tree.bounds());
-        held.entries.insert(key, Entry { data: data.clone(), bounds, bytes, used });
+        held.entries.insert(key, Entry { data: data.clone(), bytes, used });
         self.trim(held, Some(key));
         data
     }
