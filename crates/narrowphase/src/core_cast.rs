@@ -47,19 +47,24 @@ pub(crate) fn cast_core(
     if radius.is_nan() || radius <= 0.0 || vel.norm_squared() == 0.0 {
         return CoreCast::Undecided;
     }
-    let (on_seg, on_tri) = if a == b {
-        (*a, point_triangle(a, tri).0)
-    } else {
-        let (s, t, _) = segment_triangle(a, b, tri);
-        (s, t)
-    };
-    // Starting in touch, or so near that the closed forms lose their precision.
-    if (on_seg - on_tri).norm() <= radius * (1.0 + 1e-4) {
-        return CoreCast::Undecided;
-    }
     let Some(n) = Unit::try_new((tri[1] - tri[0]).cross(&(tri[2] - tri[0])), 1e-20) else {
         return CoreCast::Undecided;
     };
+    // Starting in touch, or so near that the closed forms lose their precision. PERF: a core
+    // whole on one side of the plane, farther than that, is farther from the triangle too.
+    let near = radius * (1.0 + 1e-4);
+    let (da, db) = ((a - tri[0]).dot(&n), (b - tri[0]).dot(&n));
+    if !(da.min(db) > near || da.max(db) < -near) {
+        let (on_seg, on_tri) = if a == b {
+            (*a, point_triangle(a, tri).0)
+        } else {
+            let (s, t, _) = segment_triangle(a, b, tri);
+            (s, t)
+        };
+        if (on_seg - on_tri).norm() <= near {
+            return CoreCast::Undecided;
+        }
+    }
     let mut best: Option<(f32, Point3<f32>, Point3<f32>)> = None;
     let mut consider = |t: f32, on_core: Point3<f32>, on_triangle: Point3<f32>| {
         if t.is_finite() && t >= 0.0 && t <= max_toi && best.is_none_or(|b| t < b.0) {
