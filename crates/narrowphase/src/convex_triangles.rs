@@ -421,6 +421,14 @@ pub(crate) fn shape_triangle(
         }
         TypedShape::Capsule(c) => {
             let (a, b) = (iso * Point3::from_parry(c.segment.a), iso * Point3::from_parry(c.segment.b));
+            // PERF: a segment whole on one side of the plane, farther than radius and prediction.
+            if let Some(n) = triangle_normal(tri) {
+                let (da, db) = ((a - tri[0]).dot(&n), (b - tri[0]).dot(&n));
+                let reach = c.radius + prediction;
+                if da.min(db) > reach || da.max(db) < -reach {
+                    return Ok(());
+                }
+            }
             let (on_seg, on_tri, feature) = segment_triangle(&a, &b, tri);
             if (on_seg - on_tri).norm() > SEGMENT_TOUCH {
                 out.extend(sphere_triangle(&on_seg, c.radius, tri, prediction, FeatureId { feature, ..id }));
