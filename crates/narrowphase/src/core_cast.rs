@@ -299,6 +299,13 @@ mod tests {
         None
     }
 
+    /// A point near the triangle, by weights of its corners (on a vertex, an edge, the face or just
+    /// past them): where the tests aim their casts.
+    fn aimed_at(tri: &[Point3<f32>; 3], aim: [f32; 3]) -> Point3<f32> {
+        let w = Vector3::from(aim) / (aim[0] + aim[1] + aim[2]).abs().max(0.3);
+        Point3::from(tri[0].coords * w.x + tri[1].coords * w.y + tri[2].coords * w.z)
+    }
+
     fn point() -> impl Strategy<Value = Point3<f32>> {
         proptest::array::uniform3(-3.0f32..3.0).prop_map(Point3::from)
     }
@@ -324,8 +331,7 @@ mod tests {
             let b = if ball { a } else { a + Vector3::from(axis) };
             // Aimed near the triangle (its vertices, edges, face or just past them), arriving
             // around the end of the cast.
-            let w = Vector3::from(aim) / (aim[0] + aim[1] + aim[2]).abs().max(0.3);
-            let target = Point3::from(tri[0].coords * w.x + tri[1].coords * w.y + tri[2].coords * w.z);
+            let target = aimed_at(&tri, aim);
             let v = (target - a) / time;
             let max = 2.0;
             let want = reference(&a, &b, r, &v, &tri, max);
@@ -367,8 +373,7 @@ mod tests {
             let half = Vector3::from(half);
             let rot = voxterra_core::nalgebra::UnitQuaternion::from_euler_angles(angles[0], angles[1], angles[2]);
             let pose = Isometry3::from_parts(Translation3::from(Vector3::from(start)), rot);
-            let w = Vector3::from(aim) / (aim[0] + aim[1] + aim[2]).abs().max(0.3);
-            let target = Point3::from(tri[0].coords * w.x + tri[1].coords * w.y + tri[2].coords * w.z);
+            let target = aimed_at(&tri, aim);
             let v = (target - Point3::from(pose.translation.vector)) / time;
             let cuboid = parry3d::shape::Cuboid::new(half.to_parry());
             let triangle = parry3d::shape::Triangle::new(tri[0].to_parry(), tri[1].to_parry(), tri[2].to_parry());
