@@ -742,9 +742,8 @@ impl Mesher {
         interior.clear();
         border.clear();
         check_node(&node)?;
-        let first = chunk_of(node.region.min());
         if node.level == 0 {
-            return Err(MeshError::MissingClusters { chunk: first, level: 0 });
+            return Err(MeshError::MissingClusters { chunk: chunk_of(node.region.min()), level: 0 });
         }
         let (lo, hi) = (node.region.min(), node.region.max());
         let s = 1i32 << node.level;
