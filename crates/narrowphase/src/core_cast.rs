@@ -337,8 +337,12 @@ mod tests {
             let want = reference(&a, &b, r, &v, &tri, max);
             match cast_core(&a, &b, r, &v, &tri, max) {
                 CoreCast::Hit(h) => {
+                    // A graze (in touch for an instant) slips between the samples: then the core
+                    // is within a hair of the triangle at our time.
+                    let (s, q, _) = segment_triangle(&(a + v * h.toi), &(b + v * h.toi), &tri);
+                    let grazed = want.is_none_or(|w| w > h.toi) && (s - q).norm() - r < 1e-3;
                     let w = want.unwrap_or(f32::NAN);
-                    prop_assert!((h.toi - w).abs() < 2e-3, "toi {} want {:?}", h.toi, want);
+                    prop_assert!(grazed || (h.toi - w).abs() < 2e-3, "toi {} want {:?}", h.toi, want);
                     // The points are the closest pair then, the radius apart.
                     let (s, q, _) = segment_triangle(&(a + v * h.toi), &(b + v * h.toi), &tri);
                     prop_assert!(((s - q).norm() - r).abs() < 1e-3);
@@ -386,11 +390,22 @@ mod tests {
             let want = if dist(0.0) > 1e-3 { first_touch(dist, max, 2000) } else { Some(0.0) };
             match cast_cuboid(&half, &pose, &v, &tri, max) {
                 CoreCast::Hit(h) => {
+                    // A graze (in touch for an instant) slips between the samples, and a shallow
+                    // approach stretches a hair of parry's distance (noisy near zero) into a long
+                    // time: then the box is within a hair of the triangle from our time to its.
+                    let (lo, hi) = (h.toi.min(want.unwrap_or(h.toi)), h.toi.max(want.unwrap_or(h.toi)));
+                    let near = (0..=20).all(|k| dist(lo + (hi - lo) * k as f32 / 20.0) < 1e-3);
                     let w = want.unwrap_or(f32::NAN);
-                    prop_assert!((h.toi - w).abs() < 2e-3, "toi {} want {:?}", h.toi, want);
-                    prop_assert!((h.on_core - h.on_triangle).norm() < 2e-3);
+                    prop_assert!(near || (h.toi - w).abs() < 2e-3, "toi {} want {:?}", h.toi, want);
+                    // Apart by no more than the contact's bias toward face axes allows.
+                    let bias = crate::cuboid_triangle::EDGE_BIAS * (1.0 + half.max());
+                    prop_assert!((h.on_core - h.on_triangle).norm() < bias + 1e-4);
                 }
-                CoreCast::Miss => prop_assert!(want.is_none_or(|w| w > max - 2e-3), "missed {:?}", want),
+                CoreCast::Miss => {
+                    // Starting within a hair but leaving, the box never touches.
+                    let leaves = want == Some(0.0) && first_touch(dist, max, 2000).is_none();
+                    prop_assert!(leaves || want.is_none_or(|w| w > max - 2e-3), "missed {:?}", want);
+                }
                 CoreCast::Undecided => prop_assert!(dist(0.0) < 1e-2, "undecided apart: {}", dist(0.0)),
             }
         }

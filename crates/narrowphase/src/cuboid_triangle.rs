@@ -11,7 +11,7 @@ use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
 
 /// An edge axis wins over the best face axis only when it separates (or penetrates less) by more
 /// than this, times the shapes' size: face contacts give stable manifolds.
-const EDGE_BIAS: f32 = 1e-3;
+pub(crate) const EDGE_BIAS: f32 = 1e-3;
 
 /// The contacts of a box of half extents `half` at `pose` with triangle `tri` within `prediction`,
 /// appended to `out`.
