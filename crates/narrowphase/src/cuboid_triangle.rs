@@ -193,14 +193,18 @@ pub(crate) fn cuboid_triangle(
             }
         }
         Axis::Edge(i, j) => {
-            // The box edge along u[i] deepest toward the triangle, against triangle edge j.
+            // The box edge along u[i] deepest toward the triangle, against the triangle's
+            // feature reaching farthest toward the box: edge j, or the vertex opposite when it
+            // reaches past that edge (the axis's overlap is then the vertex's).
             let mut mid = c;
             for k in (0..3).filter(|&k| k != i) {
                 let s = if u[k].dot(&nv) > 0.0 { -1.0 } else { 1.0 };
                 mid += u[k] * (s * h[k]);
             }
             let (a, b) = (mid - u[i] * h[i], mid + u[i] * h[i]);
-            let (on_box, on_tri) = segment_segment(&a, &b, &tri[j], &tri[(j + 1) % 3]);
+            let (e0, e1, o) = (tri[j], tri[(j + 1) % 3], tri[(j + 2) % 3]);
+            let (p, q) = if (o - e0).dot(&nv) > 0.0 { (o, o) } else { (e0, e1) };
+            let (on_box, on_tri) = segment_segment(&a, &b, &p, &q);
             let dist = (on_box - on_tri).dot(&nv);
             if dist <= prediction {
                 out.push(ContactPoint {

@@ -37,6 +37,28 @@ fn points_of(shape: &dyn Shape, pose: &Pose, mesh: &TriangleMesh, prediction: f3
     out
 }
 
+/// The least overlap of a box (half extents `h` at `pose`) and a triangle over the 13 axes that
+/// can separate them: their exact penetration depth (negative when apart).
+fn least_overlap(h: &[f32; 3], pose: &Pose, tri: &[Point3<f32>; 3]) -> f32 {
+    let iso = Isometry3::from_parry(pose);
+    let u = [0, 1, 2].map(|i| iso.rotation * Vector3::ith(i, 1.0));
+    let e = [tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]];
+    let mut axes = vec![e[0].cross(&e[1])];
+    axes.extend(u);
+    axes.extend(u.iter().flat_map(|a| e.iter().map(move |b| a.cross(b))));
+    let c = iso.translation.vector;
+    axes.iter()
+        .filter(|l| l.norm() > 1e-6)
+        .map(|l| {
+            let l = l.normalize();
+            let rb: f32 = (0..3).map(|i| h[i] * u[i].dot(&l).abs()).sum();
+            let p = tri.map(|v| v.coords.dot(&l));
+            let (lo, hi) = (p[0].min(p[1]).min(p[2]), p[0].max(p[1]).max(p[2]));
+            (hi - (c.dot(&l) - rb)).min((c.dot(&l) + rb) - lo)
+        })
+        .fold(f32::INFINITY, f32::min)
+}
+
 fn arb_triangle() -> impl Strategy<Value = [Point3<f32>; 3]> {
     proptest::array::uniform3(proptest::array::uniform3(-2.0f32..2.0).prop_map(Point3::from))
         .prop_filter("not degenerate", |t| (t[1] - t[0]).cross(&(t[2] - t[0])).norm() > 0.3)
@@ -73,7 +95,9 @@ fn agrees_with_parry(shape: &dyn Shape, pose: &Pose, tri: [Point3<f32>; 3]) -> R
             // Witness points on the triangle agree; normals only where parry's answer is exact
             // (separated: GJK closest points). Penetrating, parry runs EPA, whose normal can be a
             // degree off the exact closest-feature direction ours computes (depths still agree).
-            prop_assert!((o.on_triangle - Point3::from_parry(p.point2)).norm() < 1e-3, "{:?} vs {:?}", o, p);
+            // EPA's normal, a degree off, moves its witness by up to the depth times that angle.
+            let reach = 1e-3 + 0.02 * (-p.dist).max(0.0);
+            prop_assert!((o.on_triangle - Point3::from_parry(p.point2)).norm() < reach, "{:?} vs {:?}", o, p);
             if p.dist > 1e-3 {
                 prop_assert!(
                     (o.normal.into_inner() - Vector3::from_parry(p.normal2)).norm() < 1e-3,
@@ -134,10 +158,10 @@ proptest! {
         agrees_with_parry(&*shapes[which].0, &pose, tri)?;
     }
 
-    /// Cuboids: SAT over all 13 axes finds the exact minimum translation, which parry's EPA
-    /// approaches from above; so where parry reports penetration ours is never deeper than its
-    /// estimate (within 2e-3), yet of the same size, and both find a contact or neither does,
-    /// away from touching.
+    /// Cuboids: never deeper than the exact minimum translation (the least overlap over all 13
+    /// separating axes, computed here by brute force) beyond the bias toward face axes, yet of
+    /// parry's size (its EPA can stop short of the exact depth), and both find a contact or
+    /// neither does, away from touching.
     #[test]
     fn cuboids_match_parry_depth(tri in arb_triangle(), pose in arb_pose(), h in proptest::array::uniform3(0.2f32..1.0)) {
         let cube = Cuboid::new(Vector::from_array(h));
@@ -148,7 +172,9 @@ proptest! {
         let deepest = ours.iter().map(|p| p.dist).fold(f32::INFINITY, f32::min);
         match theirs {
             Some(p) if p.dist < -1e-3 => {
-                prop_assert!(deepest >= p.dist - 2e-3, "ours {deepest} deeper than parry's {}", p.dist);
+                let exact = least_overlap(&h, &pose, &tri);
+                let bias = 1e-3 * (1.0 + h.iter().fold(0.0f32, |a, &b| a.max(b)));
+                prop_assert!(deepest >= -exact - bias - 1e-4, "ours {deepest} deeper than the exact {exact}");
                 prop_assert!(deepest <= 0.5 * p.dist, "ours {deepest}, parry {}", p.dist);
             }
             None => prop_assert!(ours.is_empty() || deepest > -1e-3, "ours {deepest}, parry none"),
