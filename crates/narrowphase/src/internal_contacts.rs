@@ -28,6 +28,7 @@ pub(crate) struct InternalScratch {
     order: Vec<u32>,
     claimed: Vec<[u32; 3]>,
     keep: Vec<bool>,
+    face: Vec<bool>,
 }
 
 /// How far outside its feature's cone a contact normal may lean (sine of the angle): rounding.
@@ -103,13 +104,16 @@ pub(crate) fn keep<'s>(
     s: &'s mut InternalScratch,
 ) -> &'s [bool] {
     // An edge witness takes its face's normal but is not over the face: an edge contact.
-    let is_face = |i: usize| {
-        let p = &points[i];
+    // PERF: decided once a point, not in every comparison of the sort.
+    s.face.clear();
+    s.face.extend(points.iter().zip(corners).map(|(p, tri)| {
         p.correction != Correction::EdgeWitness
             && (p.id.feature == TriangleFeature::Face
                 || p.correction == Correction::FaceNormal
-                || triangle_normal(&corners[i]).is_some_and(|n| p.normal.dot(&n) > FACE_COS))
-    };
+                || triangle_normal(tri).is_some_and(|n| p.normal.dot(&n) > FACE_COS))
+    }));
+    let face = &s.face;
+    let is_face = |i: usize| face[i];
     s.order.clear();
     s.order.extend(0..points.len() as u32);
     s.order.sort_by(|&a, &b| {

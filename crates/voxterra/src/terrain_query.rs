@@ -323,9 +323,12 @@ impl Terrain {
             }
             Ok::<(), TerrainError>(())
         })?;
-        // A shape in the solid that meets no triangle deep enough (wholly under the surface, or in
-        // all-solid chunks) is pushed toward the nearest surface all the same.
-        if !out[before..].iter().any(|m| m.manifold.min_dist() < 0.0)
+        // A shape in the solid that meets no triangle (wholly under the surface, or in all-solid
+        // chunks) is pushed toward the nearest surface all the same. One that meets a triangle
+        // is not: touching crosses the surface (a negative distance), and a shape apart from every
+        // triangle but within the prediction of one is on its front, in the open, since a shape
+        // behind a one-sided triangle is pushed out along its front normal (negative too).
+        if out.len() == before
             && let Some(m) = self.interior_contact(shape, pose)?
         {
             if let Some(points) = points {
