@@ -33,7 +33,8 @@ use voxterra_mesher::{MeshWorkspace, Mesher, PhysicsMesh};
 use voxterra_narrowphase::convert::{FromParry, ToParry};
 use voxterra_narrowphase::mesh_mesh::{intersecting_pairs, intersecting_pairs_brute_force};
 use voxterra_narrowphase::{
-    CastOptions, ContactWorkspace, Manifold, MeshCollider, MeshMeshOptions, TriangleSet, cast_shape, contacts,
+    CastOptions, ContactCache, ContactWorkspace, Manifold, MeshCollider, MeshMeshOptions, TriangleSet,
+    cast_shape, contacts,
 };
 
 pub(crate) const PREDICTION: f32 = 0.02;
@@ -199,6 +200,44 @@ fn ours_frame(
     (points, deepest)
 }
 
+/// [`ours_frame`] keeping each body–chunk pair's contact candidates between frames (as parry keeps
+/// its pairs' workspaces): replayed while the body moves less than the cache's slack.
+fn ours_frame_kept(
+    chunks: &[Chunk],
+    bodies: &[Body],
+    ws: &mut ContactWorkspace,
+    caches: &mut HashMap<(usize, usize), ContactCache>,
+    out: &mut Vec<Manifold>,
+) -> (usize, Vec<f32>) {
+    let all = shapes();
+    let mut points = 0;
+    let mut deepest = Vec::with_capacity(bodies.len());
+    for (i, b) in bodies.iter().enumerate() {
+        let shape = &*all[b.shape].0.0;
+        let mut d = f32::INFINITY;
+        for &c in &b.chunks {
+            let cache = caches.entry((i, c)).or_insert_with(|| ContactCache::for_shape(shape));
+            out.clear();
+            ws.begin();
+            let kept = ws.collect_kept(shape, &b.pose, PREDICTION, cache).expect("valid query");
+            if !kept {
+                let ch = &chunks[c];
+                let index = ch.tree.with(&ch.mesh);
+                let set = TriangleSet::new(&ch.mesh, &index).with_edge_flags(ch.mesh.edge_flags());
+                cache.start(shape, &b.pose, PREDICTION).expect("valid query");
+                ws.collect_keeping(shape, set, 0, cache).expect("valid query");
+            }
+            ws.finish(|_, m| out.push(*m));
+            for m in out.iter() {
+                points += m.points().len();
+                d = d.min(m.min_dist());
+            }
+        }
+        deepest.push(d);
+    }
+    (points, deepest)
+}
+
 fn parry_frame(chunks: &[Chunk], bodies: &[Body], state: &mut ParryState, warm: bool) -> (usize, Vec<f32>) {
     let all = shapes();
     let mut points = 0;
@@ -335,7 +374,7 @@ fn contact_cases(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &R
     ));
     // Warm: the same bodies sliding 5 voxels/s at 60 Hz, every frame a step on from the last
     // (back and forth between two poses a step apart); parry keeps its manifolds and workspaces
-    // from frame to frame, ours recomputes.
+    // from frame to frame, ours each pair's contact candidates.
     let slide = |bodies: &mut [Body], chunks: &[Chunk], dt: f32| {
         for b in bodies.iter_mut() {
             b.pose.translation.x += 5.0 * dt;
@@ -343,9 +382,13 @@ fn contact_cases(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &R
         }
     };
     let mut state = HashMap::new();
+    let mut caches = HashMap::new();
     parry_frame(chunks, &resting, &mut state, true);
+    ours_frame_kept(chunks, &resting, &mut ws, &mut caches, &mut out);
     slide(&mut resting, chunks, 1.0 / 60.0);
-    let (_, od) = ours_frame(chunks, &resting, &mut ws, &mut out);
+    let (_, od) = ours_frame_kept(chunks, &resting, &mut ws, &mut caches, &mut out);
+    // Kept candidates answer as a fresh query does, bit for bit.
+    assert_eq!(od, ours_frame(chunks, &resting, &mut ws, &mut out).1, "kept contacts differ from fresh ones");
     let (_, pd) = parry_frame(chunks, &resting, &mut state, true);
     debug_disagreements(chunks, &resting, &od, &pd);
     check_contacts(&od, &pd, "sliding");
@@ -362,7 +405,7 @@ fn contact_cases(report: &mut Report, budget: Budget, chunks: &[Chunk], area: &R
         goal,
         || {
             ours_frames.set(ours_frames.get() + 1);
-            ours_frame(chunks, poses[ours_frames.get() % 2], &mut ws, &mut out).0
+            ours_frame_kept(chunks, poses[ours_frames.get() % 2], &mut ws, &mut caches, &mut out).0
         },
         || {
             peer_frames.set(peer_frames.get() + 1);
@@ -739,6 +782,21 @@ pub fn profile_contacts(rounds: usize) -> usize {
     let resting = bodies(&chunks, &area, 200, &mut Rng::new(7));
     let (mut ws, mut out) = (ContactWorkspace::new(), Vec::new());
     (0..rounds).map(|_| ours_frame(&chunks, &resting, &mut ws, &mut out).0).sum()
+}
+
+/// The suite's warm case for voxterra alone: 200 bodies keeping their contact candidates, back and
+/// forth a step, `rounds` frames; returns the contact points.
+pub fn profile_warm(rounds: usize) -> usize {
+    let (area, chunks) = profile_area();
+    let resting = bodies(&chunks, &area, 200, &mut Rng::new(7));
+    let mut stepped = resting.clone();
+    for b in &mut stepped {
+        b.pose.translation.x += 5.0 / 60.0;
+        b.chunks = overlapping(&chunks, &Aabb::from_parry(&shapes()[b.shape].0.compute_aabb(&b.pose)));
+    }
+    let (mut ws, mut out, mut caches) = (ContactWorkspace::new(), Vec::new(), HashMap::new());
+    let poses = [&resting, &stepped];
+    (0..rounds).map(|r| ours_frame_kept(&chunks, poses[r % 2], &mut ws, &mut caches, &mut out).0).sum()
 }
 
 /// The suite's shape-cast case for voxterra alone, `rounds` times over 200 bodies; returns the

@@ -4,6 +4,7 @@
 
 use crate::closest::{feature_of, point_triangle, segment_triangle, triangle_normal};
 use crate::contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
+use crate::contact_cache::{ContactCache, query_boxes};
 use crate::convert::{FromParry, ToParry};
 use crate::cuboid_triangle::cuboid_triangle;
 use crate::error::NarrowphaseError;
@@ -98,6 +99,8 @@ pub struct ContactWorkspace {
     /// Every candidate triangle of the query (the neighbors whose normals bound a feature's cone).
     nearby: Vec<[Point3<f32>; 3]>,
     internal: InternalScratch,
+    /// A kept query's part boxes.
+    boxes: Vec<Aabb>,
 }
 
 impl ContactWorkspace {
@@ -143,6 +146,115 @@ impl ContactWorkspace {
         r
     }
 
+    /// Collects `set`'s contact points for the query `cache` started ([`ContactCache::start`]:
+    /// the same shape, its pose and prediction) under `group`, as [`ContactWorkspace::collect`]
+    /// does, keeping in `cache` the set's triangles near enough to touch while the shape moves
+    /// less than the cache's slack.
+    pub fn collect_keeping<S: TriangleSource, I: TriangleIndex>(
+        &mut self,
+        shape: &dyn Shape,
+        set: TriangleSet<'_, S, I>,
+        group: u32,
+        cache: &mut ContactCache,
+    ) -> Result<(), NarrowphaseError> {
+        let first =
+            cache.keep(shape, set.source, set.index, |t| set.surface(t), group, &mut self.candidates)?;
+        let (pose, prediction) = cache.kept_query().ok_or(NarrowphaseError::InvalidParameter {
+            what: "contact cache not started",
+            value: f32::NAN,
+        })?;
+        let mut parts = Vec::new();
+        flatten(shape, &pose, 0, &mut parts)?;
+        query_boxes(&parts, prediction, &mut self.boxes);
+        self.replay(&parts, prediction, 0.0, cache, first)
+    }
+
+    /// Collects the contact points of `shape` at `pose` within `prediction` from the candidates
+    /// `cache` keeps, each under the group it was kept with — the same points, in the same order,
+    /// as collecting every set the cache was filled from. False, collecting nothing, when the
+    /// cache does not cover the query ([`ContactCache::covers`]): then start it again.
+    ///
+    /// ```
+    /// use voxterra_core::nalgebra::Point3;
+    /// use voxterra_core::{BruteForceTriangles, TriangleMesh};
+    /// use voxterra_narrowphase::{ContactCache, ContactWorkspace, TriangleSet};
+    /// use voxterra_narrowphase::parry3d::math::{Pose, Vector};
+    /// use voxterra_narrowphase::parry3d::shape::Ball;
+    ///
+    /// let ground = TriangleMesh {
+    ///     positions: vec![
+    ///         Point3::new(-5.0, 0.0, -5.0), Point3::new(5.0, 0.0, -5.0),
+    ///         Point3::new(5.0, 0.0, 5.0), Point3::new(-5.0, 0.0, 5.0),
+    ///     ],
+    ///     triangles: vec![[0, 2, 1], [0, 3, 2]],
+    /// };
+    /// let index = BruteForceTriangles(&ground);
+    /// let ball = Ball::new(0.5);
+    /// let (mut ws, mut cache) = (ContactWorkspace::new(), ContactCache::new(0.1));
+    /// let mut frame = |pose: &Pose, ws: &mut ContactWorkspace, cache: &mut ContactCache| {
+    ///     let mut manifolds = Vec::new();
+    ///     ws.begin();
+    ///     if !ws.collect_kept(&ball, pose, 0.05, cache)? {
+    ///         cache.start(&ball, pose, 0.05)?; // gather the sets in the box it returns
+    ///         ws.collect_keeping(&ball, TriangleSet::new(&ground, &index), 0, cache)?;
+    ///     }
+    ///     ws.finish(|_, m| manifolds.push(*m));
+    ///     Ok::<_, voxterra_narrowphase::NarrowphaseError>(manifolds)
+    /// };
+    /// let first = frame(&Pose::translation(0.3, 0.49, 0.2), &mut ws, &mut cache)?;
+    /// let next = frame(&Pose::translation(0.32, 0.49, 0.2), &mut ws, &mut cache)?; // replayed
+    /// assert_eq!((first.len(), next.len()), (1, 1));
+    /// # Ok::<(), voxterra_narrowphase::NarrowphaseError>(())
+    /// ```
+    pub fn collect_kept(
+        &mut self,
+        shape: &dyn Shape,
+        pose: &Pose,
+        prediction: f32,
+        cache: &ContactCache,
+    ) -> Result<bool, NarrowphaseError> {
+        let mut parts = Vec::new();
+        flatten(shape, pose, 0, &mut parts)?;
+        let Some(moved) = cache.covering(shape, pose, prediction, &parts, &mut self.boxes) else {
+            return Ok(false);
+        };
+        self.replay(&parts, prediction, moved, cache, 0)?;
+        Ok(true)
+    }
+
+    /// Collects the points of the kept candidates from entry `first` on, for `parts` (their query
+    /// boxes in `self.boxes`) moved at most `moved` since they were kept.
+    fn replay(
+        &mut self,
+        parts: &[Part<'_>],
+        prediction: f32,
+        moved: f32,
+        cache: &ContactCache,
+        first: usize,
+    ) -> Result<(), NarrowphaseError> {
+        let before = self.collected.len();
+        let (collected, corners, nearby, groups) =
+            (&mut self.collected, &mut self.corners, &mut self.nearby, &mut self.groups);
+        let r = cache.replay(first, parts, &self.boxes, prediction, moved, |part, e, near| {
+            let Some(face) = e.face else { return Ok(()) };
+            if near {
+                let trace = Some(&mut (&mut *corners, &mut *nearby));
+                triangle_points(part, e.triangle, &e.corners, face, e.surface, prediction, collected, trace)?;
+            } else {
+                // Too far to touch, yet a neighbor bounding the others' normal cones.
+                nearby.push(e.corners);
+            }
+            groups.resize(collected.len(), e.group);
+            Ok(())
+        });
+        if r.is_err() {
+            self.collected.truncate(before);
+            self.corners.truncate(before);
+            self.groups.truncate(before);
+        }
+        r
+    }
+
     /// Ends the query: drops the internal contacts among everything collected, across sets (see
     /// [`remove_internal`](crate::internal_contacts)), then reduces each group's points to
     /// manifolds of at most four points per normal, handed to `emit` group by group in the order
@@ -181,7 +293,7 @@ impl ContactWorkspace {
 }
 
 /// A triangle's three corners.
-type Corners = [Point3<f32>; 3];
+pub(crate) type Corners = [Point3<f32>; 3];
 
 /// Below this distance between a capsule's segment and a triangle the closest-point routine has
 /// no reliable normal: the segment touches or crosses the triangle, and GJK/EPA takes over.
@@ -224,44 +336,67 @@ fn collect_points<S: TriangleSource, I: TriangleIndex>(
         candidates.sort_unstable();
         for &t in candidates.iter() {
             let tri = set.source.triangle(t as usize);
-            if !tri.iter().all(|p| p.iter().all(|v| v.is_finite())) {
-                continue; // non-finite triangles touch nothing
-            }
-            let Some(face) = triangle_normal(&tri) else { continue }; // nor do degenerate ones
-            if let Some((_, nearby)) = trace.as_mut() {
-                nearby.push(tri);
-            }
-            let id = FeatureId { triangle: t, feature: TriangleFeature::Face, part: part.index, sub: 0 };
-            let surface = set.surface(t);
-            let flags = surface.flags;
-            let first = out.len();
-            shape_triangle(&part, &tri, prediction, id, surface, out)?;
-            if set.one_sided || flags != ALL_ACTIVE {
-                // One pass over this triangle's points, order kept: one-sided sets redo a point
-                // pushing through the back along the front normal; points on inactive edges are
-                // redone along the face normal; either drops the points the neighbors' faces cover.
-                let mut keep = first;
-                for i in first..out.len() {
-                    let mut p = Some(out[i]);
-                    if set.one_sided {
-                        p = p.and_then(|p| front_side(p, &part, &tri, &face, prediction));
-                    }
-                    if flags != ALL_ACTIVE {
-                        p = p.and_then(|p| correct(p, &part, &tri, &face, flags, prediction));
-                    }
-                    if let Some(p) = p {
-                        out[keep] = p;
-                        keep += 1;
-                    }
-                }
-                out.truncate(keep);
-            }
-            if let Some((corners, _)) = trace.as_mut() {
-                corners.resize(out.len(), tri);
-            }
+            let Some(face) = touchable(&tri) else { continue };
+            triangle_points(&part, t, &tri, face, set.surface(t), prediction, out, trace.as_mut())?;
         }
     }
     Ok(())
+}
+
+/// The contact points of one convex part with triangle `t` (corners `tri`, unit normal `face`),
+/// corrected for one-sided surfaces and inactive edges, appended to `out`; recorded in `trace` as
+/// [`collect_points`] records them.
+#[allow(clippy::too_many_arguments)] // one triangle's whole query, passed on from two callers
+fn triangle_points(
+    part: &Part<'_>,
+    t: u32,
+    tri: &Corners,
+    face: Vector3<f32>,
+    surface: Surface,
+    prediction: f32,
+    out: &mut Vec<ContactPoint>,
+    trace: Option<&mut (&mut Vec<Corners>, &mut Vec<Corners>)>,
+) -> Result<(), NarrowphaseError> {
+    let mut trace = trace;
+    if let Some((_, nearby)) = trace.as_mut() {
+        nearby.push(*tri);
+    }
+    let id = FeatureId { triangle: t, feature: TriangleFeature::Face, part: part.index, sub: 0 };
+    let flags = surface.flags;
+    let first = out.len();
+    shape_triangle(part, tri, prediction, id, surface, out)?;
+    if surface.one_sided || flags != ALL_ACTIVE {
+        // One pass over this triangle's points, order kept: one-sided sets redo a point pushing
+        // through the back along the front normal; points on inactive edges are redone along the
+        // face normal; either drops the points the neighbors' faces cover.
+        let mut keep = first;
+        for i in first..out.len() {
+            let mut p = Some(out[i]);
+            if surface.one_sided {
+                p = p.and_then(|p| front_side(p, part, tri, &face, prediction));
+            }
+            if flags != ALL_ACTIVE {
+                p = p.and_then(|p| correct(p, part, tri, &face, flags, prediction));
+            }
+            if let Some(p) = p {
+                out[keep] = p;
+                keep += 1;
+            }
+        }
+        out.truncate(keep);
+    }
+    if let Some((corners, _)) = trace {
+        corners.resize(out.len(), *tri);
+    }
+    Ok(())
+}
+
+/// A triangle's unit normal when it can touch anything: finite and not degenerate.
+pub(crate) fn touchable(tri: &Corners) -> Option<Vector3<f32>> {
+    if !tri.iter().all(|p| p.iter().all(|v| v.is_finite())) {
+        return None;
+    }
+    triangle_normal(tri)
 }
 
 /// The contacts of `shape` at `pose` with the triangles of `set`, reduced to manifolds of at most

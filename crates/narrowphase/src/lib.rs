@@ -66,6 +66,7 @@
 
 mod closest;
 mod contact;
+mod contact_cache;
 pub mod convert;
 mod convex_triangles;
 mod core_cast;
@@ -81,6 +82,7 @@ mod sweep;
 mod tri_tri;
 
 pub use contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
+pub use contact_cache::ContactCache;
 pub use convex_triangles::{ContactWorkspace, TriangleSet, check_supported, contact_points, contacts};
 pub use error::NarrowphaseError;
 pub use mesh_mesh::{
