@@ -197,13 +197,16 @@ impl ContactCache {
         let mut parts = Vec::new();
         flatten(shape, &kept.pose, 0, &mut parts)?;
         for (k, (part, b)) in parts.iter().zip(&kept.boxes).enumerate() {
+            let sphere = part.shape.compute_bounding_sphere(&part.pose);
+            let sphere = (Point3::from_parry(sphere.center), sphere.radius);
             candidates.clear();
             index.triangles_in_aabb(b, &mut |t| candidates.push(t));
             candidates.sort_unstable();
             for &t in candidates.iter() {
                 let corners = source.triangle(t as usize);
                 let face = touchable(&corners);
-                let bound = face.map_or(f32::NEG_INFINITY, |n| lower_bound(part, &corners, &n, kept.reach));
+                let bound =
+                    face.map_or(f32::NEG_INFINITY, |n| lower_bound(part, &corners, &n, sphere, kept.reach));
                 let entry =
                     Entry { group, part: k as u32, triangle: t, corners, face, surface: surface(t), bound };
                 self.entries.push(entry);
@@ -256,44 +259,51 @@ fn overlaps(t: &Corners, b: &Aabb) -> bool {
     })
 }
 
-/// A lower bound on the distance between `part` and triangle `tri`, below which every routine
-/// may report a contact and beyond which none does; it shrinks by at most a point's motion. The
-/// gap to the triangle's plane when the part is wholly on one side (every routine tests that
-/// axis, or a distance no smaller), and for balls and capsules their distance. `-inf` when
-/// nothing is known (the part has no support map).
-fn lower_bound(part: &Part<'_>, tri: &Corners, n: &Vector3<f32>, reach: f32) -> f32 {
-    let n = *n;
-    let mut bound = f32::NEG_INFINITY;
-    if let Some(s) = part.shape.as_support_map() {
-        let dir = |d: Vector3<f32>| {
-            Point3::from_parry(s.support_point(&part.pose, parry3d::math::Vector::new(d.x, d.y, d.z)))
-        };
-        let front = (dir(-n) - tri[0]).dot(&n);
-        let back = (tri[0] - dir(n)).dot(&n);
-        bound = front.max(back);
-    }
-    match part.shape.as_typed_shape() {
+/// A lower bound on the distance between `part` and triangle `tri` (unit normal `n`), below
+/// which every routine may report a contact and beyond which none does; it shrinks by at most a
+/// point's motion. For balls and capsules their distance; for boxes the gap to the triangle's
+/// plane when the box is wholly on one side (their first separating axis); for the rest, which go
+/// through GJK (nothing reported beyond the prediction), the larger of that gap and their
+/// bounding sphere's distance (`sphere`: center and radius). `-inf` when nothing is known.
+fn lower_bound(
+    part: &Part<'_>,
+    tri: &Corners,
+    n: &Vector3<f32>,
+    sphere: (Point3<f32>, f32),
+    reach: f32,
+) -> f32 {
+    let bound = match part.shape.as_typed_shape() {
         TypedShape::Ball(b) => {
             let c = Point3::from(part.iso.translation.vector);
-            bound = bound.max((c - point_triangle(&c, tri).0).norm() - b.radius);
+            (c - point_triangle(&c, tri).0).norm() - b.radius
         }
         TypedShape::Capsule(c) => {
             let (a, b) =
                 (part.iso * Point3::from_parry(c.segment.a), part.iso * Point3::from_parry(c.segment.b));
             let (s, q, _) = segment_triangle(&a, &b, tri);
-            bound = bound.max((s - q).norm() - c.radius);
+            (s - q).norm() - c.radius
         }
-        // A box touches by its separating axes, which can all come within the prediction while
-        // its corner is farther: only the plane's gap bounds it.
-        TypedShape::Cuboid(_) => {}
-        // The rest go through GJK, which reports nothing farther than the prediction: the
-        // bounding sphere's distance bounds them.
+        TypedShape::Cuboid(c) => {
+            let h = Vector3::from_parry(c.half_extents);
+            let r = part.iso.rotation;
+            let rb = (0..3).map(|i| h[i] * (r * Vector3::ith(i, 1.0)).dot(n).abs()).sum::<f32>();
+            (part.iso.translation.vector - tri[0].coords).dot(n).abs() - rb
+        }
         _ => {
-            let sphere = part.shape.compute_bounding_sphere(&part.pose);
-            let c = Point3::from_parry(sphere.center);
-            bound = bound.max((c - point_triangle(&c, tri).0).norm() - sphere.radius);
+            let (c, radius) = sphere;
+            let mut bound = (c - point_triangle(&c, tri).0).norm() - radius;
+            if let Some(s) = part.shape.as_support_map() {
+                let support = |d: Vector3<f32>| {
+                    Point3::from_parry(s.support_point(&part.pose, parry3d::math::Vector::new(d.x, d.y, d.z)))
+                };
+                let front = (support(-n) - tri[0]).dot(n);
+                // Behind the plane only when not in front of it.
+                let gap = if front > 0.0 { front } else { (tri[0] - support(*n)).dot(n) };
+                bound = bound.max(gap);
+            }
+            bound
         }
-    }
+    };
     // The routines compute these gaps again at another pose, with their own rounding: a margin
     // in proportion to the coordinates keeps a triangle at the edge on the near side.
     let center = Point3::from(part.iso.translation.vector);

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::Vector3;
 use voxterra::narrowphase::{CastOptions, ContactPoint, Correction, FeatureId, SweepHit, TriangleFeature};
-use voxterra::{TerrainContactPoint, TerrainError, TerrainManifold, reduce_points};
+use voxterra::{TerrainContactCache, TerrainContactPoint, TerrainError, TerrainManifold, reduce_points};
 
 /// The query dispatcher that routes every pair with a [`TerrainShape`] to voxterra: contact
 /// manifolds (ghost-free across chunk seams, feature ids stable for warm starting), contacts,
@@ -323,6 +323,8 @@ struct TerrainPairWorkspace {
     /// Scratch: the points moved to the shape's pose, the query's points, the manifolds.
     moved: Vec<TerrainContactPoint>,
     found: Vec<TerrainManifold>,
+    /// The candidate triangles the pair's queries replay while the shape moves little.
+    candidates: TerrainContactCache,
 }
 
 /// How far past rapier's prediction a query reaches, as a fraction of the prediction: how far the
@@ -412,7 +414,10 @@ impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for 
     /// quarter since, on the same terrain revision and prediction, the pair queries nothing: its
     /// points move with the shape (as parry moves a triangle mesh's contacts) and are reduced
     /// again. Contacts beyond the prediction are left to rapier, which keeps those a body's
-    /// velocity closes within the step.
+    /// velocity closes within the step. A fresh query replays the candidate triangles the pair
+    /// kept while the shape moved less than a tenth of its size (at most 0.1, as parry loosens a
+    /// triangle mesh pair's box): the same answer, without picking chunks or searching trees
+    /// ([`Terrain::contacts_kept`](voxterra::Terrain::contacts_kept)).
     fn contact_manifolds(
         &self,
         pos12: &Pose,
@@ -430,7 +435,7 @@ impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for 
             .as_mut()
             .and_then(|w| w.0.downcast_mut::<TerrainPairWorkspace>())
             .ok_or_else(|| refuse("the pair's workspace is not the terrain's"))?;
-        let TerrainPairWorkspace { last, points, moved, found } = ws;
+        let TerrainPairWorkspace { last, points, moved, found, candidates } = ws;
         found.clear();
         let terrain = p.terrain.terrain().read();
         let revision = terrain.revision();
@@ -445,7 +450,7 @@ impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for 
             let margin = prediction * MARGIN;
             *last = None;
             terrain
-                .contacts_with_points(p.other, &p.pose, prediction + margin, found, moved)
+                .contacts_kept(p.other, &p.pose, prediction + margin, candidates, found, moved)
                 .map_err(refuse)?;
             drop(terrain);
             points.clear();

@@ -139,7 +139,7 @@ pub use config::{
 pub use delta::DeltaError;
 pub use terrain::{EditReport, Terrain, TerrainError};
 pub use terrain_point::TerrainProjection;
-pub use terrain_query::{TerrainContactPoint, TerrainManifold, reduce_points};
+pub use terrain_query::{TerrainContactCache, TerrainContactPoint, TerrainManifold, reduce_points};
 pub use terrain_ray::TerrainRayHit;
 pub use world::{Body, BodyDesc, BodyHandle, World, WorldConfig, WorldError, WorldEvent};
 pub use world_query::{BodyManifold, HitTarget, WorldContacts, WorldRayHit, WorldShapeHit};

@@ -20,8 +20,58 @@ use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 use voxterra_narrowphase::parry3d::query::sweep_toi::Sweep;
 use voxterra_narrowphase::parry3d::shape::Shape;
 use voxterra_narrowphase::{
-    CastOptions, ContactPoint, ContactWorkspace, Correction, Manifold, ShapeCastHit, SweepHit, TriangleSet,
+    CastOptions, ContactCache, ContactPoint, ContactWorkspace, Correction, Manifold, ShapeCastHit, SweepHit,
+    TriangleSet,
 };
+
+/// What a shape keeps between its contact queries with a terrain
+/// ([`Terrain::contacts_kept`]): the chunks its box reached, the candidate triangles in them, and
+/// the terrain revision they hold for. Keep one per shape (a physics engine's contact pair).
+#[derive(Clone, Debug)]
+pub struct TerrainContactCache {
+    /// World units; `None`: the shape's own ([`ContactCache::for_shape`]).
+    slack: Option<f32>,
+    revision: Option<u64>,
+    keys: Vec<PhysicsChunkKey>,
+    /// In voxel units.
+    inner: ContactCache,
+    /// Where the shape was at its last query (world units), and the terrain's revision then.
+    last: Option<(Vector, u64)>,
+}
+
+impl Default for TerrainContactCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TerrainContactCache {
+    /// An empty cache whose candidates hold while the shape moves less than what parry's triangle
+    /// meshes allow their pairs' boxes: a tenth of the shape's size, at most 0.1 (world units).
+    pub fn new() -> Self {
+        TerrainContactCache {
+            slack: None,
+            revision: None,
+            keys: Vec::new(),
+            inner: ContactCache::new(0.0),
+            last: None,
+        }
+    }
+
+    /// An empty cache whose candidates hold while the shape moves less than `slack` (world units;
+    /// negative or NaN counts as 0).
+    pub fn with_slack(slack: f32) -> Self {
+        TerrainContactCache { slack: Some(if slack > 0.0 { slack } else { 0.0 }), ..Self::new() }
+    }
+
+    /// Forgets what the cache keeps.
+    pub fn clear(&mut self) {
+        self.revision = None;
+        self.keys.clear();
+        self.inner.clear();
+        self.last = None;
+    }
+}
 
 /// One contact manifold against the terrain, in world units, and the physics chunk it is from.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -259,6 +309,123 @@ impl Terrain {
         self.contacts_checked(shape, pose, prediction, out, Some(points))
     }
 
+    /// [`Terrain::contacts_with_points`] for a shape that keeps what it found between queries, as
+    /// a physics engine's contact pair does: while the terrain is unchanged and no point of the
+    /// shape has moved more than the cache's slack, the query replays the candidate triangles the
+    /// cache kept instead of picking chunks and searching their trees, and skips those too far to
+    /// touch. The answer is the same as [`Terrain::contacts_with_points`]', bit for bit. A cache
+    /// belongs to one shape against one terrain.
+    ///
+    /// ```
+    /// use voxterra::prelude::*;
+    /// use voxterra::worldgen::WorldParams;
+    /// use voxterra::TerrainContactCache;
+    ///
+    /// let terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
+    /// let down = Ray::new(Point3::new(32.0, 60.0, 32.0), -Vector3::y());
+    /// let ground = terrain.cast_ray(&down, 100.0)?.expect("ground").point.y;
+    /// let ball = SharedShape::ball(1.0);
+    /// let mut cache = TerrainContactCache::new();
+    /// let (mut kept, mut fresh, mut points) = (Vec::new(), Vec::new(), Vec::new());
+    /// for step in 0..4 {
+    ///     // A ball rolling a centimetre a step: after the first, the query replays its cache.
+    ///     let pose = Pose::translation(32.0 + 0.01 * step as f32, ground + 0.99, 32.0);
+    ///     (kept.clear(), fresh.clear());
+    ///     terrain.contacts_kept(&*ball, &pose, 0.02, &mut cache, &mut kept, &mut points)?;
+    ///     terrain.contacts(&*ball, &pose, 0.02, &mut fresh)?;
+    ///     assert_eq!(kept, fresh);
+    /// }
+    /// # Ok::<(), voxterra::TerrainError>(())
+    /// ```
+    pub fn contacts_kept(
+        &self,
+        shape: &dyn Shape,
+        pose: &Pose,
+        prediction: f32,
+        cache: &mut TerrainContactCache,
+        out: &mut Vec<TerrainManifold>,
+        points: &mut Vec<TerrainContactPoint>,
+    ) -> Result<usize, TerrainError> {
+        points.clear();
+        check_pose(pose)?;
+        check_distance("prediction", prediction)?;
+        voxterra_narrowphase::check_supported(shape)?;
+        // The layers below work in voxel units.
+        let k = 1.0 / self.voxel_size;
+        let scaled = scaled_to_voxels(shape, k)?;
+        let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
+        let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
+        let slack = cache.slack.unwrap_or_else(|| ContactCache::for_shape(shape).slack()) * k;
+        if cache.inner.slack() != slack {
+            cache.inner = ContactCache::new(slack);
+            cache.revision = None;
+        }
+        let revision = self.revision();
+        let before = out.len();
+        with_workspace(|ws| {
+            let QueryWorkspace { contact, mesh } = ws;
+            contact.begin();
+            let kept = cache.revision == Some(revision)
+                && contact.collect_kept(local_shape, &local_pose, prediction * k, &cache.inner)?;
+            // A shape that moved past the slack since its last query likely will again, and after
+            // an edit every shape's query misses at once (the edit's frame is the one that
+            // stalls): keeping candidates then would cost more than it saves, so it queries afresh
+            // and keeps them next time.
+            let fast =
+                cache.last.is_none_or(|(l, r)| r != revision || (pose.translation - l).length() > slack / k);
+            let mut fresh_keys = Vec::new();
+            if !kept && fast {
+                let b = Aabb::from_parry(&shape.compute_aabb(pose));
+                fresh_keys = self.solid_chunks(&b.loosened(prediction));
+                let mut reader = self.reader();
+                for (i, &key) in fresh_keys.iter().enumerate() {
+                    reader
+                        .with(key, mesh, |c| {
+                            let view = c.tree.with(&c.mesh);
+                            let set = TriangleSet::new(&c.mesh, &view)
+                                .with_edge_flags(c.mesh.edge_flags())
+                                .one_sided();
+                            contact.collect(local_shape, &local_pose, set, prediction * k, i as u32)
+                        })
+                        .transpose()?;
+                }
+            } else if !kept {
+                cache.revision = None;
+                let loose = cache.inner.start(local_shape, &local_pose, prediction * k)?;
+                // In world units for the masks (which add a voxel's spill, far past rounding).
+                let world = Aabb::new(
+                    Point3::from(loose.mins.coords * self.voxel_size),
+                    Point3::from(loose.maxs.coords * self.voxel_size),
+                );
+                cache.keys = self.solid_chunks(&world);
+                let mut reader = self.reader();
+                for (i, &key) in cache.keys.iter().enumerate() {
+                    reader
+                        .with(key, mesh, |c| {
+                            let view = c.tree.with(&c.mesh);
+                            let set = TriangleSet::new(&c.mesh, &view)
+                                .with_edge_flags(c.mesh.edge_flags())
+                                .one_sided();
+                            contact.collect_keeping(local_shape, set, i as u32, &mut cache.inner)
+                        })
+                        .transpose()?;
+                }
+                cache.revision = Some(revision);
+            }
+            cache.last = Some((pose.translation, revision));
+            let keys = if !kept && fast { &fresh_keys } else { &cache.keys };
+            contact.finish(|i, m| {
+                out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size) });
+            });
+            points.extend(contact.reduced_points().map(|(i, p)| TerrainContactPoint {
+                chunk: keys[i as usize],
+                point: p.scaled(self.voxel_size),
+            }));
+            Ok::<(), TerrainError>(())
+        })?;
+        self.push_interior(shape, pose, before, out, Some(points))
+    }
+
     /// Checks the query, picks the chunks the shape's box (grown by `prediction`) shows solid in,
     /// and collects their contacts.
     fn contacts_checked(
@@ -323,11 +490,23 @@ impl Terrain {
             }
             Ok::<(), TerrainError>(())
         })?;
-        // A shape in the solid that meets no triangle (wholly under the surface, or in all-solid
-        // chunks) is pushed toward the nearest surface all the same. One that meets a triangle
-        // is not: touching crosses the surface (a negative distance), and a shape apart from every
-        // triangle but within the prediction of one is on its front, in the open, since a shape
-        // behind a one-sided triangle is pushed out along its front normal (negative too).
+        self.push_interior(shape, pose, before, out, points)
+    }
+
+    /// Ends a contact query that appended from `before` in `out`: a shape in the solid that met
+    /// no triangle (wholly under the surface, or in all-solid chunks) is pushed toward the nearest
+    /// surface all the same. One that meets a triangle is not: touching crosses the surface (a
+    /// negative distance), and a shape apart from every triangle but within the prediction of
+    /// one is on its front, in the open, since a shape behind a one-sided triangle is pushed out
+    /// along its front normal (negative too). Returns how many manifolds the query made.
+    fn push_interior(
+        &self,
+        shape: &dyn Shape,
+        pose: &Pose,
+        before: usize,
+        out: &mut Vec<TerrainManifold>,
+        points: Option<&mut Vec<TerrainContactPoint>>,
+    ) -> Result<usize, TerrainError> {
         if out.len() == before
             && let Some(m) = self.interior_contact(shape, pose)?
         {

@@ -12,7 +12,7 @@ use voxterra::core::{MaterialTable, Ray, Region, Voxel, VoxelPos, materials as m
 use voxterra::narrowphase::Correction;
 use voxterra::parry3d::math::Vector;
 use voxterra::parry3d::shape::SharedShape;
-use voxterra::{Brush, BrushOp, BrushShape, Terrain};
+use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainContactCache};
 
 /// Flat rock ground 20 voxels deep in a 48² block whose corner is at `origin` (voxels), with hills
 /// raised on it (sphere centers below the ground, so the surface stays a height field).
@@ -126,4 +126,52 @@ fn a_shape_deep_in_solid_is_pushed_to_the_nearest_surface() {
     out.clear();
     t.contacts(&*ball, &above, 0.002, &mut out).unwrap();
     assert!(out.is_empty());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A shape keeping its candidates between queries gets what a fresh query gets, bit for bit,
+    /// manifolds and points, step after step: resting, sinking, sliding, turning, at any voxel
+    /// size and far from the origin, the ground edited under it midway (which the cache must
+    /// notice).
+    #[test]
+    fn kept_contacts_are_fresh_contacts(
+        coarse: bool,
+        far: bool,
+        hills in proptest::collection::vec((8.0f32..40.0, 8.0f32..40.0, 1.0f32..4.0), 0..4),
+        kind in 0u8..4,
+        size in 0.1f32..0.9,
+        at in (10.0f32..38.0, 10.0f32..38.0),
+        height in -0.5f32..0.3,
+        rot in proptest::array::uniform3(-3.2f32..3.2),
+        steps in proptest::collection::vec((proptest::array::uniform3(-0.04f32..0.04), proptest::array::uniform3(-0.03f32..0.03)), 2..10),
+        edit_at in 0usize..10,
+    ) {
+        let vs = if coarse { 1.0 } else { 0.5 };
+        let origin = if far { [3331, -21, -777] } else { [0, 0, 0] };
+        let hills: Vec<_> = hills.iter().map(|&(x, z, r)| (x, z, r * vs)).collect();
+        let mut t = ground(vs, origin, &hills);
+        let (x, z) = ((origin[0] as f32 + at.0) * vs, (origin[2] as f32 + at.1) * vs);
+        let mut p = Vector3::new(x, surface_at(&t, x, z) + height * size, z);
+        let mut r = rot;
+        let s = shape(kind, size);
+        let mut cache = TerrainContactCache::new();
+        let (mut kept, mut fresh, mut kept_points, mut fresh_points) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (i, (dp, dr)) in steps.iter().enumerate() {
+            if i == edit_at {
+                // A small hill raised right under the shape.
+                let center = Point3::new(p.x, p.y - 1.2 * size, p.z);
+                t.apply_brush(&Brush { shape: BrushShape::Sphere { center, radius: size }, op: BrushOp::Add(m::ROCK) }).unwrap();
+            }
+            let pose = Isometry3::from_parts(p.into(), UnitQuaternion::from_euler_angles(r[0], r[1], r[2])).to_parry();
+            (kept.clear(), fresh.clear());
+            t.contacts_kept(&*s, &pose, 0.02, &mut cache, &mut kept, &mut kept_points).unwrap();
+            t.contacts_with_points(&*s, &pose, 0.02, &mut fresh, &mut fresh_points).unwrap();
+            prop_assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
+            prop_assert_eq!(format!("{kept_points:?}"), format!("{fresh_points:?}"));
+            p += Vector3::from(*dp) * vs;
+            r = [r[0] + dr[0], r[1] + dr[1], r[2] + dr[2]];
+        }
+    }
 }
