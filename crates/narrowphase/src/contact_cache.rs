@@ -8,11 +8,11 @@
 //! routine could have touched.
 
 use crate::closest::{point_triangle, segment_triangle};
-use crate::convert::FromParry;
+use crate::convert::{FromParry, ToParry};
 use crate::convex_triangles::{Corners, Part, Surface, check_query, check_shape, flatten, touchable};
 use crate::error::NarrowphaseError;
 use parry3d::math::Pose;
-use parry3d::shape::{Shape, TypedShape};
+use parry3d::shape::{Shape, SupportMap, TypedShape};
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
 
@@ -71,6 +71,14 @@ pub(crate) struct Entry {
     /// Its unit normal; `None` when it touches nothing (degenerate or not finite).
     pub(crate) face: Option<Vector3<f32>>,
     pub(crate) surface: Surface,
+    /// True once `bound` and `axes` hold (made at the first visit).
+    bounded: bool,
+    /// True once the bound is as tight as it gets (GJK's, for shapes that go through it).
+    refined: bool,
+    /// For a box: the largest gap along its own face normals at the kept pose (less rounding;
+    /// `-inf` for other shapes), and the triangle's farthest corner from its center then.
+    axes: f32,
+    axes_reach: f32,
     /// No part of the shape came nearer the triangle than this at the kept pose (already less
     /// the rounding the routines may differ by).
     bound: f32,
@@ -122,8 +130,8 @@ impl ContactCache {
             && self.covering(shape, pose, prediction, &parts, &mut Vec::new()).is_some()
     }
 
-    /// How far any point of the shape moved since the kept pose, when the cache covers the query
-    /// of `shape` (its `parts`) at `pose`; fills `boxes` with the parts' query boxes.
+    /// How the shape moved since the kept pose, when the cache covers the query of `shape` (its
+    /// `parts`) at `pose`; fills `boxes` with the parts' query boxes.
     pub(crate) fn covering(
         &self,
         shape: &dyn Shape,
@@ -131,7 +139,7 @@ impl ContactCache {
         prediction: f32,
         parts: &[Part<'_>],
         boxes: &mut Vec<Aabb>,
-    ) -> Option<f32> {
+    ) -> Option<Motion> {
         let kept = self.kept.as_ref()?;
         if kept.prediction != prediction || !pose.is_finite() || parts.len() != kept.boxes.len() {
             return None;
@@ -139,15 +147,15 @@ impl ContactCache {
         // A turn by angle a moves a point at distance r by 2 r sin(a / 2); |cos(a / 2)| is the
         // quaternions' dot product.
         let cos_half = kept.pose.rotation.dot(pose.rotation).abs().min(1.0);
-        let turn = 2.0 * kept.reach * (1.0 - cos_half * cos_half).sqrt();
-        let moved = (pose.translation - kept.pose.translation).length() + turn;
-        // Rounding in the motion itself.
-        let moved = moved * (1.0 + 1e-5) + 1e-6 * kept.reach;
-        if !(moved <= self.slack) || kept.shape != ShapeKey::of(shape) {
+        // Rounding in the motion itself: a little more.
+        let turn = 2.0 * (1.0 - cos_half * cos_half).sqrt() * (1.0 + 1e-5) + 1e-6;
+        let moved = ((pose.translation - kept.pose.translation).length() + turn * kept.reach) * (1.0 + 1e-5)
+            + 1e-6 * kept.reach;
+        if moved.is_nan() || moved > self.slack || kept.shape != ShapeKey::of(shape) {
             return None;
         }
         query_boxes(parts, prediction, boxes);
-        boxes.iter().zip(&kept.boxes).all(|(q, b)| b.contains(q)).then_some(moved)
+        boxes.iter().zip(&kept.boxes).all(|(q, b)| b.contains(q)).then_some(Motion { moved, turn })
     }
 
     /// Starts keeping a new query of `shape` at `pose` within `prediction`: forgets the kept
@@ -180,7 +188,6 @@ impl ContactCache {
     /// Appends `set`'s candidates for the started query under `group`; returns where they begin.
     pub(crate) fn keep<S: TriangleSource, I: TriangleIndex>(
         &mut self,
-        shape: &dyn Shape,
         source: &S,
         index: &I,
         surface: impl Fn(u32) -> Surface,
@@ -194,21 +201,26 @@ impl ContactCache {
             });
         };
         let first = self.entries.len();
-        let mut parts = Vec::new();
-        flatten(shape, &kept.pose, 0, &mut parts)?;
-        for (k, (part, b)) in parts.iter().zip(&kept.boxes).enumerate() {
-            let sphere = part.shape.compute_bounding_sphere(&part.pose);
-            let sphere = (Point3::from_parry(sphere.center), sphere.radius);
+        for (k, b) in kept.boxes.iter().enumerate() {
             candidates.clear();
             index.triangles_in_aabb(b, &mut |t| candidates.push(t));
             candidates.sort_unstable();
             for &t in candidates.iter() {
                 let corners = source.triangle(t as usize);
-                let face = touchable(&corners);
-                let bound =
-                    face.map_or(f32::NEG_INFINITY, |n| lower_bound(part, &corners, &n, sphere, kept.reach));
-                let entry =
-                    Entry { group, part: k as u32, triangle: t, corners, face, surface: surface(t), bound };
+                // Bounded when first visited: most candidates of the grown box never are.
+                let entry = Entry {
+                    group,
+                    part: k as u32,
+                    triangle: t,
+                    corners,
+                    face: touchable(&corners),
+                    surface: surface(t),
+                    bounded: false,
+                    refined: false,
+                    axes: f32::NEG_INFINITY,
+                    axes_reach: 0.0,
+                    bound: f32::NEG_INFINITY,
+                };
                 self.entries.push(entry);
             }
         }
@@ -222,26 +234,86 @@ impl ContactCache {
 
     /// Visits the kept entries from `first` that the query of `parts` (their boxes `boxes`), moved
     /// at most `moved` since they were kept, would find: each entry's part, group, triangle,
-    /// corners, face normal and surface, and whether the part may touch it.
+    /// corners, face normal and surface, and whether the part may touch it. A triangle the cheap
+    /// bounds leave near a part that goes through GJK gets GJK's own bound, once: later replays
+    /// then skip it while it stays out of reach.
     pub(crate) fn replay(
-        &self,
+        &mut self,
         first: usize,
         parts: &[Part<'_>],
         boxes: &[Aabb],
         prediction: f32,
-        moved: f32,
+        motion: Motion,
         mut visit: impl FnMut(&Part<'_>, &Entry, bool) -> Result<(), NarrowphaseError>,
     ) -> Result<(), NarrowphaseError> {
-        for e in &self.entries[first..] {
+        let Some(kept) = self.kept.as_ref() else { return Ok(()) };
+        let moved = motion.moved;
+        let far_for = |e: &Entry| {
+            // A box's own axes turn with it: their gaps shrink by the turn times the triangle's
+            // distance from the box's center, besides the motion.
+            (e.bound - moved).max(e.axes - moved - motion.turn * e.axes_reach) > prediction
+        };
+        // Per part, its bounding sphere now, made when first needed.
+        let mut spheres: Vec<Option<(Point3<f32>, f32)>> = vec![None; parts.len()];
+        for e in &mut self.entries[first..] {
             // Exactly the candidates the index would give for today's box.
             if !overlaps(&e.corners, &boxes[e.part as usize]) {
                 continue;
             }
-            let near = !(e.bound - moved > prediction);
-            visit(&parts[e.part as usize], e, near)?;
+            let part = &parts[e.part as usize];
+            if !e.bounded {
+                e.bounded = true;
+                if let Some(n) = e.face {
+                    let sphere = *spheres[e.part as usize].get_or_insert_with(|| {
+                        let s = part.shape.compute_bounding_sphere(&part.pose);
+                        (Point3::from_parry(s.center), s.radius)
+                    });
+                    // Bounds now bound the ones at the kept pose, less the motion since.
+                    e.bound = lower_bound(part, &e.corners, &n, sphere, kept.reach) - moved;
+                    let (axes, reach) = box_axes_gap(part, &e.corners, kept.reach);
+                    (e.axes, e.axes_reach) = (axes - moved - motion.turn * reach, reach + moved);
+                }
+            }
+            let mut near = !far_for(e);
+            if near && !e.refined {
+                e.refined = true;
+                if let (Some(n), Some(s)) = (e.face, part.shape.as_support_map())
+                    && through_gjk(part)
+                {
+                    // Far enough now that it stays beyond the prediction for any motion within
+                    // the slack from the kept pose: a distance now bounds the one then, less the
+                    // motion since.
+                    let far = prediction + self.slack + moved;
+                    let center = Point3::from(part.iso.translation.vector);
+                    let now = less_rounding(
+                        gjk_bound(s, &part.pose, &e.corners, &n, far),
+                        &e.corners,
+                        &center,
+                        kept.reach,
+                    );
+                    e.bound = e.bound.max(now - moved);
+                    near = !far_for(e);
+                }
+            }
+            visit(part, e, near)?;
         }
         Ok(())
     }
+}
+
+/// How far a shape moved since its candidates were kept.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Motion {
+    /// How far any point of it moved, at most.
+    pub(crate) moved: f32,
+    /// Twice the sine of half the angle it turned by: how far a point at distance 1 from a center
+    /// of the turn moved, at most.
+    turn: f32,
+}
+
+impl Motion {
+    /// Not moved: the kept query itself.
+    pub(crate) const NONE: Motion = Motion { moved: 0.0, turn: 0.0 };
 }
 
 /// Each part's query box: its box grown by the prediction.
@@ -304,10 +376,58 @@ fn lower_bound(
             bound
         }
     };
-    // The routines compute these gaps again at another pose, with their own rounding: a margin
-    // in proportion to the coordinates keeps a triangle at the edge on the near side.
     let center = Point3::from(part.iso.translation.vector);
+    less_rounding(bound, tri, &center, reach)
+}
+
+/// `bound` less what rounding can take off it: the routines compute these gaps again at another
+/// pose, with their own rounding (in proportion to the coordinates), and GJK stops within a
+/// relative tolerance of a distance; so a triangle at the edge stays on the near side.
+fn less_rounding(bound: f32, tri: &Corners, center: &Point3<f32>, reach: f32) -> f32 {
     let scale =
-        tri.iter().chain(std::iter::once(&center)).map(|p| p.coords.amax()).fold(1.0f32, f32::max) + reach;
-    bound - 64.0 * f32::EPSILON * scale
+        tri.iter().chain(std::iter::once(center)).map(|p| p.coords.amax()).fold(1.0f32, f32::max) + reach;
+    bound - 64.0 * f32::EPSILON * scale - 1e-3 * bound.abs()
+}
+
+/// For a box part: the largest gap between it and triangle `tri` along its own face normals
+/// (axes the box–triangle routine separates by), less rounding, and the triangle's farthest
+/// corner from the box's center. `(-inf, 0)` for other parts.
+fn box_axes_gap(part: &Part<'_>, tri: &Corners, reach: f32) -> (f32, f32) {
+    let TypedShape::Cuboid(c) = part.shape.as_typed_shape() else { return (f32::NEG_INFINITY, 0.0) };
+    let center = Point3::from(part.iso.translation.vector);
+    let h = Vector3::from_parry(c.half_extents);
+    let gap = (0..3)
+        .map(|i| {
+            let u = part.iso.rotation * Vector3::ith(i, 1.0);
+            let p = tri.map(|v| (v - center).dot(&u));
+            let (lo, hi) = (p[0].min(p[1]).min(p[2]), p[0].max(p[1]).max(p[2]));
+            (lo - h[i]).max(-h[i] - hi)
+        })
+        .fold(f32::NEG_INFINITY, f32::max);
+    let far = tri.iter().map(|v| (v - center).norm()).fold(0.0f32, f32::max);
+    (less_rounding(gap, tri, &center, reach), far * (1.0 + 1e-5))
+}
+
+/// Whether a part's contacts go through GJK (which reports nothing beyond the prediction): every
+/// support-mapped shape but the ones with routines of their own.
+fn through_gjk(part: &Part<'_>) -> bool {
+    !matches!(
+        part.shape.as_typed_shape(),
+        TypedShape::Ball(_) | TypedShape::Capsule(_) | TypedShape::Cuboid(_)
+    ) && part.shape.as_support_map().is_some()
+}
+
+/// `far` when GJK proves a support-mapped part at `pose` farther than that from triangle `tri`
+/// (normal `n`), else `-inf`. Only its proof counts: the distance it converges to bounds the
+/// true one from above, not below.
+fn gjk_bound(s: &dyn SupportMap, pose: &Pose, tri: &Corners, n: &Vector3<f32>, far: f32) -> f32 {
+    use parry3d::query::gjk::{self, CsoPoint, GJKResult, VoronoiSimplex};
+    let t = parry3d::shape::Triangle::new(tri[0].to_parry(), tri[1].to_parry(), tri[2].to_parry());
+    let pos12 = pose.inverse();
+    let mut simplex = VoronoiSimplex::new();
+    simplex.reset(CsoPoint::from_shapes(&pos12, s, &t, pos12.rotation * (-*n).to_parry()));
+    match gjk::closest_points(&pos12, s, &t, far, false, &mut simplex) {
+        GJKResult::NoIntersection(_) => far,
+        _ => f32::NEG_INFINITY,
+    }
 }

@@ -4,7 +4,7 @@
 
 use crate::closest::{feature_of, point_triangle, segment_triangle, triangle_normal};
 use crate::contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
-use crate::contact_cache::{ContactCache, query_boxes};
+use crate::contact_cache::{ContactCache, Motion, query_boxes};
 use crate::convert::{FromParry, ToParry};
 use crate::cuboid_triangle::cuboid_triangle;
 use crate::error::NarrowphaseError;
@@ -157,8 +157,7 @@ impl ContactWorkspace {
         group: u32,
         cache: &mut ContactCache,
     ) -> Result<(), NarrowphaseError> {
-        let first =
-            cache.keep(shape, set.source, set.index, |t| set.surface(t), group, &mut self.candidates)?;
+        let first = cache.keep(set.source, set.index, |t| set.surface(t), group, &mut self.candidates)?;
         let (pose, prediction) = cache.kept_query().ok_or(NarrowphaseError::InvalidParameter {
             what: "contact cache not started",
             value: f32::NAN,
@@ -166,7 +165,7 @@ impl ContactWorkspace {
         let mut parts = Vec::new();
         flatten(shape, &pose, 0, &mut parts)?;
         query_boxes(&parts, prediction, &mut self.boxes);
-        self.replay(&parts, prediction, 0.0, cache, first)
+        self.replay(&parts, prediction, Motion::NONE, cache, first)
     }
 
     /// Collects the contact points of `shape` at `pose` within `prediction` from the candidates
@@ -211,31 +210,31 @@ impl ContactWorkspace {
         shape: &dyn Shape,
         pose: &Pose,
         prediction: f32,
-        cache: &ContactCache,
+        cache: &mut ContactCache,
     ) -> Result<bool, NarrowphaseError> {
         let mut parts = Vec::new();
         flatten(shape, pose, 0, &mut parts)?;
-        let Some(moved) = cache.covering(shape, pose, prediction, &parts, &mut self.boxes) else {
+        let Some(motion) = cache.covering(shape, pose, prediction, &parts, &mut self.boxes) else {
             return Ok(false);
         };
-        self.replay(&parts, prediction, moved, cache, 0)?;
+        self.replay(&parts, prediction, motion, cache, 0)?;
         Ok(true)
     }
 
     /// Collects the points of the kept candidates from entry `first` on, for `parts` (their query
-    /// boxes in `self.boxes`) moved at most `moved` since they were kept.
+    /// boxes in `self.boxes`) moved by `motion` since they were kept.
     fn replay(
         &mut self,
         parts: &[Part<'_>],
         prediction: f32,
-        moved: f32,
-        cache: &ContactCache,
+        motion: Motion,
+        cache: &mut ContactCache,
         first: usize,
     ) -> Result<(), NarrowphaseError> {
         let before = self.collected.len();
         let (collected, corners, nearby, groups) =
             (&mut self.collected, &mut self.corners, &mut self.nearby, &mut self.groups);
-        let r = cache.replay(first, parts, &self.boxes, prediction, moved, |part, e, near| {
+        let r = cache.replay(first, parts, &self.boxes, prediction, motion, |part, e, near| {
             let Some(face) = e.face else { return Ok(()) };
             if near {
                 let trace = Some(&mut (&mut *corners, &mut *nearby));
@@ -634,8 +633,9 @@ fn generic(
             |_| NarrowphaseError::UnsupportedShape("a shape parry cannot collide with a triangle"),
         )?,
     };
+    // GJK may stop on a distance a hair past the prediction: not a contact.
     if let Some(c) = c
-        && c.dist.is_finite()
+        && c.dist <= prediction
         && c.normal2.is_finite()
     {
         let on_triangle = Point3::from_parry(c.point2);

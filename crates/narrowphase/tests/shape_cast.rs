@@ -42,7 +42,10 @@ proptest! {
                 prop_assert!((o.toi - t.time_of_impact).abs() < 1e-3, "ours {}, parry {}", o.toi, t.time_of_impact);
                 prop_assert!(o.normal.into_inner().iter().all(|v| v.is_finite()));
                 let gap = (o.on_shape - o.on_triangle).dot(&o.normal);
-                prop_assert!((gap - target).abs() < 1e-3, "gap {gap}, target {target}");
+                // A box's touching points come from its contact routine, which prefers a face
+                // axis within a bias of a thousandth of (1 + its largest half extent).
+                let slack = if which == 1 { 1e-3 * (1.0 + 0.6) } else { 0.0 };
+                prop_assert!((gap - target).abs() < 1e-3 + slack, "gap {gap}, target {target}");
             }
             (None, None) => {}
             (o, t) => prop_assert!(false, "ours {o:?}, parry {t:?}"),

@@ -330,7 +330,8 @@ impl Terrain {
     /// for step in 0..4 {
     ///     // A ball rolling a centimetre a step: after the first, the query replays its cache.
     ///     let pose = Pose::translation(32.0 + 0.01 * step as f32, ground + 0.99, 32.0);
-    ///     (kept.clear(), fresh.clear());
+    ///     kept.clear();
+    ///     fresh.clear();
     ///     terrain.contacts_kept(&*ball, &pose, 0.02, &mut cache, &mut kept, &mut points)?;
     ///     terrain.contacts(&*ball, &pose, 0.02, &mut fresh)?;
     ///     assert_eq!(kept, fresh);
@@ -366,7 +367,7 @@ impl Terrain {
             let QueryWorkspace { contact, mesh } = ws;
             contact.begin();
             let kept = cache.revision == Some(revision)
-                && contact.collect_kept(local_shape, &local_pose, prediction * k, &cache.inner)?;
+                && contact.collect_kept(local_shape, &local_pose, prediction * k, &mut cache.inner)?;
             // A shape that moved past the slack since its last query likely will again, and after
             // an edit every shape's query misses at once (the edit's frame is the one that
             // stalls): keeping candidates then would cost more than it saves, so it queries afresh

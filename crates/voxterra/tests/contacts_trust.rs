@@ -165,7 +165,8 @@ proptest! {
                 t.apply_brush(&Brush { shape: BrushShape::Sphere { center, radius: size }, op: BrushOp::Add(m::ROCK) }).unwrap();
             }
             let pose = Isometry3::from_parts(p.into(), UnitQuaternion::from_euler_angles(r[0], r[1], r[2])).to_parry();
-            (kept.clear(), fresh.clear());
+            kept.clear();
+            fresh.clear();
             t.contacts_kept(&*s, &pose, 0.02, &mut cache, &mut kept, &mut kept_points).unwrap();
             t.contacts_with_points(&*s, &pose, 0.02, &mut fresh, &mut fresh_points).unwrap();
             prop_assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
