@@ -25,6 +25,10 @@
 //!   slop, never stopping a body already resting on a triangle.
 //! - [`ContactWorkspace`]: scratch memory, one per thread; steady-state queries allocate nothing
 //!   in it.
+//! - [`ContactCache`]: what one shape keeps between its contact queries (a physics engine's
+//!   contact pair), as parry keeps a pair's workspace: the candidate triangles of its box grown
+//!   by a slack, replayed while it moves less than that, skipping the triangles too far to touch;
+//!   the same points as a fresh query, bit for bit.
 //! - [`mesh_mesh`]: two triangle meshes at poses (models, debris, detached terrain), the Project
 //!   Oort pipeline: bounding spheres, then [`Obb`]s (15-axis SAT), then a descent of both meshes'
 //!   bounding-volume hierarchies, then Möller's [`triangles_intersect`] on the candidate pairs

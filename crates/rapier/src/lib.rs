@@ -13,7 +13,8 @@
 //!   `NarrowPhase::with_query_dispatcher(dispatcher())`; rapier's query pipeline takes it from
 //!   the narrow phase. A pair keeps its last query's contact points and, while the body moves
 //!   less than a quarter of the prediction over an unchanged terrain, moves them with the body
-//!   instead of querying again.
+//!   instead of querying again; its queries replay the candidate triangles it kept
+//!   ([`voxterra::TerrainContactCache`]) while it moves little.
 //! - [`RapierTerrain`]: the collider's handle with the two calls a frame loop needs:
 //!   [`RapierTerrain::prepare`] before each step (builds the collision data around every awake
 //!   body in parallel, so the step only reads) and [`RapierTerrain::apply_brush`] between steps
