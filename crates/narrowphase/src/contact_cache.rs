@@ -20,8 +20,8 @@ use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
 ///
 /// A cache belongs to one shape against one unchanging set of triangle sets; the caller empties
 /// it ([`ContactCache::clear`]) when the triangles change (a terrain edit). It notices by itself a
-/// motion past its slack, another prediction, and another shape of a different kind or size (not
-/// one of the same kind and bounds: keep a cache per shape).
+/// motion past its slack, another prediction, and another shape of a different kind or bounding
+/// sphere (not one of the same kind and sphere: keep a cache per shape).
 #[derive(Clone, Debug)]
 pub struct ContactCache {
     slack: f32,
@@ -41,22 +41,18 @@ struct Kept {
     boxes: Vec<Aabb>,
 }
 
-/// Enough of a shape to notice it was swapped for another: its kind, local box and bounding
-/// sphere (not its address: a caller may rebuild the same shape every frame).
+/// Enough of a shape to notice it was swapped for another: its kind and bounding sphere (not its
+/// address: a caller may rebuild the same shape every frame).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct ShapeKey {
     kind: u8,
-    bits: [u32; 10],
+    bits: [u32; 4],
 }
 
 impl ShapeKey {
     fn of(shape: &dyn Shape) -> Self {
-        let b = shape.compute_local_aabb();
         let s = shape.compute_local_bounding_sphere();
-        let v = [
-            b.mins.x, b.mins.y, b.mins.z, b.maxs.x, b.maxs.y, b.maxs.z, s.center.x, s.center.y, s.center.z,
-            s.radius,
-        ];
+        let v = [s.center.x, s.center.y, s.center.z, s.radius];
         ShapeKey { kind: shape.shape_type() as u8, bits: v.map(f32::to_bits) }
     }
 }
