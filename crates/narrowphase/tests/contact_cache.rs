@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use parry3d::math::{Pose, Vector};
-use parry3d::shape::{Ball, Capsule, Compound, ConvexPolyhedron, Cuboid, Cylinder, Shape, SharedShape};
+use parry3d::shape::{Ball, Capsule, Compound, Cuboid, Cylinder, Shape, SharedShape};
 use proptest::prelude::*;
 use voxterra_core::nalgebra::{Isometry3, UnitQuaternion, Vector3};
 use voxterra_core::{BruteForceTriangles, TriangleMesh};
@@ -11,24 +11,22 @@ use voxterra_narrowphase::convert::ToParry;
 use voxterra_narrowphase::{ContactCache, ContactWorkspace, Manifold, TriangleSet};
 use voxterra_test_support::grid_mesh;
 
-fn rock() -> ConvexPolyhedron {
-    let pts: Vec<Vector> = (0..32)
-        .map(|i| {
-            let (a, b) = (i as f32 * 2.399_963, (i as f32 + 0.5) / 32.0);
-            let z = 1.0 - 2.0 * b;
-            let r = (1.0 - z * z).sqrt();
-            Vector::new(r * a.cos() * 0.6, z * 0.4, r * a.sin() * 0.5)
-        })
-        .collect();
-    ConvexPolyhedron::from_convex_hull(&pts).unwrap()
-}
-
 fn shapes() -> Vec<SharedShape> {
     vec![
         SharedShape::new(Ball::new(0.5)),
         SharedShape::new(Cuboid::new(Vector::new(0.5, 1.0, 0.4))),
         SharedShape::new(Capsule::new_y(0.5, 0.3)),
-        SharedShape::new(rock()),
+        // An irregular hull (a rock).
+        SharedShape::convex_hull(&[
+            Vector::new(-0.6, -0.1, 0.1),
+            Vector::new(0.5, 0.0, 0.3),
+            Vector::new(0.1, 0.45, -0.1),
+            Vector::new(0.0, -0.4, -0.2),
+            Vector::new(-0.1, 0.1, 0.5),
+            Vector::new(0.2, 0.1, -0.5),
+            Vector::new(0.4, -0.3, -0.3),
+        ])
+        .unwrap(),
         SharedShape::new(Cylinder::new(0.4, 0.6)),
         SharedShape::new(Compound::new(vec![
             (Pose::translation(-0.6, 0.0, 0.0), SharedShape::new(Ball::new(0.4))),

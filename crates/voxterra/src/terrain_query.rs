@@ -13,15 +13,16 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, Material, PhysicsChunkKey};
-use voxterra_mesher::MeshWorkspace;
+use voxterra_kdtree::KdTreeView;
+use voxterra_mesher::{MeshWorkspace, PhysicsMesh};
 use voxterra_narrowphase::convert::FromParry;
 use voxterra_narrowphase::manifold::{ReduceScratch, reduce};
 use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 use voxterra_narrowphase::parry3d::query::sweep_toi::Sweep;
 use voxterra_narrowphase::parry3d::shape::Shape;
 use voxterra_narrowphase::{
-    CastOptions, ContactCache, ContactPoint, ContactWorkspace, Correction, Manifold, ShapeCastHit, SweepHit,
-    TriangleSet,
+    CastOptions, ContactCache, ContactPoint, ContactWorkspace, Correction, Manifold, NarrowphaseError,
+    ShapeCastHit, SweepHit, TriangleSet,
 };
 
 /// What a shape keeps between its contact queries with a terrain
@@ -378,18 +379,9 @@ impl Terrain {
             if !kept && fast {
                 let b = Aabb::from_parry(&shape.compute_aabb(pose));
                 fresh_keys = self.solid_chunks(&b.loosened(prediction));
-                let mut reader = self.reader();
-                for (i, &key) in fresh_keys.iter().enumerate() {
-                    reader
-                        .with(key, mesh, |c| {
-                            let view = c.tree.with(&c.mesh);
-                            let set = TriangleSet::new(&c.mesh, &view)
-                                .with_edge_flags(c.mesh.edge_flags())
-                                .one_sided();
-                            contact.collect(local_shape, &local_pose, set, prediction * k, i as u32)
-                        })
-                        .transpose()?;
-                }
+                self.with_sets(&fresh_keys, mesh, |i, set| {
+                    contact.collect(local_shape, &local_pose, set, prediction * k, i)
+                })?;
             } else if !kept {
                 cache.revision = None;
                 let loose = cache.inner.start(local_shape, &local_pose, prediction * k)?;
@@ -399,18 +391,10 @@ impl Terrain {
                     Point3::from(loose.maxs.coords * self.voxel_size),
                 );
                 cache.keys = self.solid_chunks(&world);
-                let mut reader = self.reader();
-                for (i, &key) in cache.keys.iter().enumerate() {
-                    reader
-                        .with(key, mesh, |c| {
-                            let view = c.tree.with(&c.mesh);
-                            let set = TriangleSet::new(&c.mesh, &view)
-                                .with_edge_flags(c.mesh.edge_flags())
-                                .one_sided();
-                            contact.collect_keeping(local_shape, set, i as u32, &mut cache.inner)
-                        })
-                        .transpose()?;
-                }
+                let inner = &mut cache.inner;
+                self.with_sets(&cache.keys, mesh, |i, set| {
+                    contact.collect_keeping(local_shape, set, i, inner)
+                })?;
                 cache.revision = Some(revision);
             }
             cache.last = Some((pose.translation, revision));
@@ -425,6 +409,32 @@ impl Terrain {
             Ok::<(), TerrainError>(())
         })?;
         self.push_interior(shape, pose, before, out, Some(points))
+    }
+
+    /// Runs `f` on each chunk of `keys` (building what the cache lacks) as the one-sided triangle
+    /// set contacts read, with its edge flags, and its index in `keys`.
+    fn with_sets(
+        &self,
+        keys: &[PhysicsChunkKey],
+        mesh: &mut MeshWorkspace,
+        mut f: impl FnMut(
+            u32,
+            TriangleSet<'_, PhysicsMesh, KdTreeView<'_, PhysicsMesh>>,
+        ) -> Result<(), NarrowphaseError>,
+    ) -> Result<(), TerrainError> {
+        let mut reader = self.reader();
+        for (i, &key) in keys.iter().enumerate() {
+            reader
+                .with(key, mesh, |c| {
+                    let view = c.tree.with(&c.mesh);
+                    f(
+                        i as u32,
+                        TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags()).one_sided(),
+                    )
+                })
+                .transpose()?;
+        }
+        Ok(())
     }
 
     /// Checks the query, picks the chunks the shape's box (grown by `prediction`) shows solid in,
@@ -468,17 +478,9 @@ impl Terrain {
         with_workspace(|ws| {
             let QueryWorkspace { contact, mesh } = ws;
             contact.begin();
-            let mut reader = self.reader();
-            for (i, &key) in keys.iter().enumerate() {
-                reader
-                    .with(key, mesh, |c| {
-                        let view = c.tree.with(&c.mesh);
-                        let set =
-                            TriangleSet::new(&c.mesh, &view).with_edge_flags(c.mesh.edge_flags()).one_sided();
-                        contact.collect(local_shape, &local_pose, set, prediction * k, i as u32)
-                    })
-                    .transpose()?;
-            }
+            self.with_sets(keys, mesh, |i, set| {
+                contact.collect(local_shape, &local_pose, set, prediction * k, i)
+            })?;
             // Internal contacts are dropped across chunks: a seam is a crease like any other.
             contact.finish(|i, m| {
                 out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size) });
