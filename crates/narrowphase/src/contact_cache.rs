@@ -64,6 +64,8 @@ pub(crate) struct Entry {
     part: u32,
     pub(crate) triangle: u32,
     pub(crate) corners: Corners,
+    /// Its box, tested as the indices test it.
+    bounds: Aabb,
     /// Its unit normal; `None` when it touches nothing (degenerate or not finite).
     pub(crate) face: Option<Vector3<f32>>,
     pub(crate) surface: Surface,
@@ -209,6 +211,7 @@ impl ContactCache {
                     part: k as u32,
                     triangle: t,
                     corners,
+                    bounds: Aabb::from_points(&corners).unwrap_or(*b),
                     face: touchable(&corners),
                     surface: surface(t),
                     bounded: false,
@@ -253,7 +256,7 @@ impl ContactCache {
         let mut spheres: Vec<Option<(Point3<f32>, f32)>> = vec![None; parts.len()];
         for e in &mut self.entries[first..] {
             // Exactly the candidates the index would give for today's box.
-            if !overlaps(&e.corners, &boxes[e.part as usize]) {
+            if !e.bounds.intersects(&boxes[e.part as usize]) {
                 continue;
             }
             let part = &parts[e.part as usize];
@@ -316,15 +319,6 @@ impl Motion {
 pub(crate) fn query_boxes(parts: &[Part<'_>], prediction: f32, boxes: &mut Vec<Aabb>) {
     boxes.clear();
     boxes.extend(parts.iter().map(|p| Aabb::from_parry(&p.shape.compute_aabb(&p.pose)).loosened(prediction)));
-}
-
-/// Whether a triangle's box overlaps `b`, as the indices test it.
-fn overlaps(t: &Corners, b: &Aabb) -> bool {
-    (0..3).all(|a| {
-        let lo = t[0][a].min(t[1][a]).min(t[2][a]);
-        let hi = t[0][a].max(t[1][a]).max(t[2][a]);
-        lo <= b.maxs[a] && b.mins[a] <= hi
-    })
 }
 
 /// A lower bound on the distance between `part` and triangle `tri` (unit normal `n`), below

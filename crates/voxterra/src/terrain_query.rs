@@ -30,7 +30,7 @@ use voxterra_narrowphase::{
 /// the terrain revision they hold for. Keep one per shape (a physics engine's contact pair).
 #[derive(Clone, Debug)]
 pub struct TerrainContactCache {
-    /// World units; `None`: the shape's own ([`ContactCache::for_shape`]).
+    /// World units: given, or the shape's own ([`ContactCache::for_shape`]) once it is known.
     slack: Option<f32>,
     revision: Option<u64>,
     keys: Vec<PhysicsChunkKey>,
@@ -357,7 +357,7 @@ impl Terrain {
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
-        let slack = cache.slack.unwrap_or_else(|| ContactCache::for_shape(shape).slack()) * k;
+        let slack = *cache.slack.get_or_insert_with(|| ContactCache::for_shape(shape).slack()) * k;
         if cache.inner.slack() != slack {
             cache.inner = ContactCache::new(slack);
             cache.revision = None;
