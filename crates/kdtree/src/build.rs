@@ -183,7 +183,11 @@ fn build(source: &impl TriangleSource) -> Result<KdTree, KdTreeError> {
     }
     Ok(KdTree {
         nodes: builder.nodes.into_boxed_slice(),
-        clip_margin: bounds.extents().norm() * crate::ray_query::WIDEN + f32::MIN_POSITIVE,
+        // Against the rounding of coordinates: relative to their magnitude, not only the extent
+        // (far from the origin a margin of the extent alone rounds away).
+        clip_margin: (bounds.extents().norm() + bounds.mins.coords.amax().max(bounds.maxs.coords.amax()))
+            * crate::ray_query::WIDEN
+            + f32::MIN_POSITIVE,
         bounds,
         grid,
         // The depth is at most MAX_DEPTH plus the slabs on a path (each under a branch).

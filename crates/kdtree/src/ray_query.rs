@@ -24,7 +24,15 @@ impl KdTree {
         }
         // Per ray, once (the article): inverse direction; the bounds clip reuses it.
         let inv = ray.dir.map(|d| 1.0 / d);
-        let (t0, t1) = self.clip().clip_ray_inv(&ray.origin, &inv, max_t)?;
+        // The clip's crossings round by a few ulps of the coordinates times `inv`: far from the
+        // origin that is more than a hit exactly at `max_t` leaves between its `t` and the
+        // bounds' face through its triangle. The segment may run that much past `max_t`; leaves
+        // test `max_t` itself.
+        let late = (0..3)
+            .filter(|&a| inv[a].is_finite())
+            .map(|a| (self.reach(a) + ray.origin[a].abs()) * WIDEN * 2.0 * inv[a].abs())
+            .fold(0.0f32, f32::max);
+        let (t0, t1) = self.clip().clip_ray_inv(&ray.origin, &inv, max_t + late)?;
         let slack = t1.abs().min(f32::MAX / 2.0) * WIDEN;
         let axis = |a: usize| RayAxis::new(self, ray, inv[a], a, slack);
         Some(([axis(0), axis(1), axis(2)], Segment { node: 0, tmin: t0, tmax: t1 }))

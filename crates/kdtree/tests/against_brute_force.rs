@@ -156,7 +156,9 @@ fn check(mesh: &impl TriangleSource, rays: &[Ray], boxes: &[Aabb]) -> Result<(),
     let (fast, slow) = (tree.with(mesh), BruteForceTriangles(mesh));
     for ray in rays {
         for culling in [Culling::None, Culling::BackFaces] {
-            for max_t in [f32::INFINITY, 7.5] {
+            // A `max_t` exactly at the hit's own `t`: the interval is closed.
+            let exact = slow.cast_ray(ray, f32::INFINITY, culling).map_or(1.0, |h| h.t);
+            for max_t in [f32::INFINITY, 7.5, exact] {
                 prop_assert_eq!(
                     fast.cast_ray(ray, max_t, culling),
                     slow.cast_ray(ray, max_t, culling),
@@ -379,4 +381,27 @@ fn heightfields_get_height_slabs_that_cull_rays_passing_over() {
             );
         }
     }
+}
+
+/// A hit exactly at `max_t` far from the origin: the ray enters the tree's bounds through the
+/// face its triangle lies in, where the bounds' crossing rounds past the triangle's `t` by more
+/// than a margin relative to the extent alone (a wall of a terrain chunk at voxel x −9538.75).
+#[test]
+fn a_hit_at_max_t_far_from_the_origin_is_found() {
+    let p = |x: f32, y: f32, z: f32| Point3::new(x, y, z);
+    let mesh = TriangleMesh {
+        positions: vec![
+            p(-9538.75, 3701.25, -25382.0),
+            p(-9538.75, 3701.8564, -25382.0),
+            p(-9538.75, 3701.25, -25383.0),
+        ],
+        triangles: vec![[0, 1, 2]],
+    };
+    let tree = KdTree::build(&mesh).unwrap();
+    let ray =
+        Ray::new(p(-9540.537, 3701.918, -25382.654), Vector3::new(0.47199625, -0.036318973, 0.16093634));
+    let (fast, slow) = (tree.with(&mesh), BruteForceTriangles(&mesh));
+    let hit = slow.cast_ray(&ray, f32::INFINITY, Culling::None).unwrap();
+    assert_eq!(fast.cast_ray(&ray, hit.t, Culling::None), Some(hit));
+    assert!(fast.ray_hits_any(&ray, hit.t, Culling::None));
 }

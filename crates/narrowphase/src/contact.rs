@@ -39,9 +39,16 @@ pub enum Correction {
     #[default]
     None,
     /// Redone along the face normal from the shape's deepest point over the face: the found normal
-    /// came from an inactive edge or vertex (a seam, or a flat or concave crease), or pushed the
-    /// shape out through a one-sided triangle's back.
+    /// came from an inactive edge or vertex (a seam, or a flat or concave crease), or (for a shape
+    /// penetrating past an edge or vertex whose neighbors give it no contact) left the feature's
+    /// normal cone.
     FaceNormal,
+    /// The shape lies behind a one-sided triangle (it sank past the surface, or the surface rose
+    /// through it): redone along the front normal from the shape's deepest point under the
+    /// triangle, so it is pushed back out, never on down. Kept only while the shape's center is
+    /// inside the solid or that deepest point lies right behind the triangle; beside a thin wall
+    /// or a sharp crest, in the open, the faces it is in front of hold it instead.
+    Sunk,
     /// The shape is over no part of the face and touches only an inactive edge or vertex of it
     /// (a slight crease under the shape): its witness points measured along the face normal.
     EdgeWitness,

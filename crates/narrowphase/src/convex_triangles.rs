@@ -8,8 +8,8 @@ use crate::contact_cache::{ContactCache, Motion, query_boxes};
 use crate::convert::{FromParry, ToParry};
 use crate::cuboid_triangle::cuboid_triangle;
 use crate::error::NarrowphaseError;
-use crate::internal_contacts::{self, InternalScratch};
-use crate::internal_edges::{ALL_ACTIVE, correct};
+use crate::internal_contacts::{self, Core, InternalScratch, Note};
+use crate::internal_edges::{ALL_ACTIVE, along_face, correct};
 use crate::manifold::{ReduceScratch, reduce};
 use parry3d::math::Pose;
 use parry3d::shape::{ConvexPolyhedron, Shape, SupportMap, TypedShape};
@@ -98,6 +98,10 @@ pub struct ContactWorkspace {
     groups: Vec<u32>,
     /// Every candidate triangle of the query (the neighbors whose normals bound a feature's cone).
     nearby: Vec<[Point3<f32>; 3]>,
+    /// Per collected point, what the internal-contact rules need to know of it.
+    notes: Vec<Note>,
+    /// Per compound part, where it is inside or outside the solid.
+    cores: Vec<Core>,
     internal: InternalScratch,
     /// A kept query's part boxes.
     boxes: Vec<Aabb>,
@@ -116,6 +120,19 @@ impl ContactWorkspace {
         self.corners.clear();
         self.groups.clear();
         self.nearby.clear();
+        self.notes.clear();
+        self.cores.clear();
+    }
+
+    /// Records the parts' centers (the same for every set of one query).
+    fn set_cores(&mut self, parts: &[Part<'_>]) {
+        for part in parts {
+            let i = part.index as usize;
+            if self.cores.len() <= i {
+                self.cores.resize(i + 1, Core::Point(Point3::origin()));
+            }
+            self.cores[i] = part.core();
+        }
     }
 
     /// Collects the contact points of `shape` at `pose` with `set` under `group` (the caller's name
@@ -129,6 +146,7 @@ impl ContactWorkspace {
         group: u32,
     ) -> Result<(), NarrowphaseError> {
         let before = self.collected.len();
+        let trace = Trace { corners: &mut self.corners, nearby: &mut self.nearby, notes: &mut self.notes };
         let r = collect_points(
             shape,
             pose,
@@ -136,13 +154,19 @@ impl ContactWorkspace {
             prediction,
             &mut self.candidates,
             &mut self.collected,
-            Some((&mut self.corners, &mut self.nearby)),
+            Some(trace),
         );
         if r.is_err() {
             self.collected.truncate(before);
             self.corners.truncate(before);
+            self.notes.truncate(before);
         }
         self.groups.resize(self.collected.len(), group);
+        if r.is_ok() {
+            let mut parts = Vec::new();
+            flatten(shape, pose, 0, &mut parts)?;
+            self.set_cores(&parts);
+        }
         r
     }
 
@@ -232,12 +256,14 @@ impl ContactWorkspace {
         first: usize,
     ) -> Result<(), NarrowphaseError> {
         let before = self.collected.len();
-        let (collected, corners, nearby, groups) =
-            (&mut self.collected, &mut self.corners, &mut self.nearby, &mut self.groups);
+        self.set_cores(parts);
+        let (collected, corners, nearby, notes, groups) =
+            (&mut self.collected, &mut self.corners, &mut self.nearby, &mut self.notes, &mut self.groups);
         let r = cache.replay(first, parts, &self.boxes, prediction, motion, |part, e, near| {
             let Some(face) = e.face else { return Ok(()) };
             if near {
-                let trace = Some(&mut (&mut *corners, &mut *nearby));
+                let mut trace = Trace { corners: &mut *corners, nearby: &mut *nearby, notes: &mut *notes };
+                let trace = Some(&mut trace);
                 triangle_points(part, e.triangle, &e.corners, face, e.surface, prediction, collected, trace)?;
             } else {
                 // Too far to touch, yet a neighbor bounding the others' normal cones.
@@ -249,6 +275,7 @@ impl ContactWorkspace {
         if r.is_err() {
             self.collected.truncate(before);
             self.corners.truncate(before);
+            self.notes.truncate(before);
             self.groups.truncate(before);
         }
         r
@@ -259,7 +286,14 @@ impl ContactWorkspace {
     /// manifolds of at most four points per normal, handed to `emit` group by group in the order
     /// collected.
     pub fn finish(&mut self, mut emit: impl FnMut(u32, &Manifold)) {
-        let keep = internal_contacts::keep(&self.collected, &self.corners, &self.nearby, &mut self.internal);
+        let keep = internal_contacts::keep(
+            &mut self.collected,
+            &self.corners,
+            &self.nearby,
+            &self.notes,
+            &self.cores,
+            &mut self.internal,
+        );
         let mut n = 0;
         for (i, &k) in keep.iter().enumerate() {
             if k {
@@ -294,6 +328,14 @@ impl ContactWorkspace {
 /// A triangle's three corners.
 pub(crate) type Corners = [Point3<f32>; 3];
 
+/// What a query records beside its points for [`internal_contacts::keep`]: per point its
+/// triangle's corners and a [`Note`], and every candidate triangle.
+pub(crate) struct Trace<'a> {
+    corners: &'a mut Vec<Corners>,
+    nearby: &'a mut Vec<Corners>,
+    notes: &'a mut Vec<Note>,
+}
+
 /// Below this distance between a capsule's segment and a triangle the closest-point routine has
 /// no reliable normal: the segment touches or crosses the triangle, and GJK/EPA takes over.
 const SEGMENT_TOUCH: f32 = 1e-4;
@@ -321,7 +363,7 @@ fn collect_points<S: TriangleSource, I: TriangleIndex>(
     prediction: f32,
     candidates: &mut Vec<u32>,
     out: &mut Vec<ContactPoint>,
-    mut trace: Option<(&mut Vec<Corners>, &mut Vec<Corners>)>,
+    mut trace: Option<Trace<'_>>,
 ) -> Result<(), NarrowphaseError> {
     check_query(pose, prediction)?;
     let mut parts = Vec::new();
@@ -354,40 +396,94 @@ fn triangle_points(
     surface: Surface,
     prediction: f32,
     out: &mut Vec<ContactPoint>,
-    trace: Option<&mut (&mut Vec<Corners>, &mut Vec<Corners>)>,
+    trace: Option<&mut Trace<'_>>,
 ) -> Result<(), NarrowphaseError> {
     let mut trace = trace;
-    if let Some((_, nearby)) = trace.as_mut() {
-        nearby.push(*tri);
+    if let Some(t) = trace.as_mut() {
+        t.nearby.push(*tri);
     }
     let id = FeatureId { triangle: t, feature: TriangleFeature::Face, part: part.index, sub: 0 };
     let flags = surface.flags;
     let first = out.len();
-    shape_triangle(part, tri, prediction, id, surface, out)?;
-    if surface.one_sided || flags != ALL_ACTIVE {
-        // One pass over this triangle's points, order kept: one-sided sets redo a point pushing
-        // through the back along the front normal; points on inactive edges are redone along the
-        // face normal; either drops the points the neighbors' faces cover.
-        let mut keep = first;
-        for i in first..out.len() {
-            let mut p = Some(out[i]);
-            if surface.one_sided {
-                p = p.and_then(|p| front_side(p, part, tri, &face, prediction));
-            }
-            if flags != ALL_ACTIVE {
-                p = p.and_then(|p| correct(p, part, tri, &face, flags, prediction));
-            }
-            if let Some(p) = p {
-                out[keep] = p;
-                keep += 1;
+    let two_sided = shape_triangle(part, tri, prediction, id, surface, out)?;
+    // One pass over this triangle's points, order kept: one-sided sets redo a point pushing
+    // through the back along the front normal; points on inactive edges are redone along the face
+    // normal; either drops the points the neighbors' faces cover.
+    let mut keep = first;
+    for i in first..out.len() {
+        let found = out[i];
+        let mut p = Some(found);
+        if surface.one_sided {
+            p = p.and_then(|p| front_side(p, part, tri, &face, prediction));
+        }
+        // A point pushed out through the front already has the face's normal.
+        if flags != ALL_ACTIVE {
+            p = p.and_then(|p| {
+                if p.correction == Correction::Sunk {
+                    Some(p)
+                } else {
+                    correct(p, part, tri, &face, flags, prediction)
+                }
+            });
+        }
+        if let Some(p) = p {
+            out[keep] = p;
+            keep += 1;
+            if let Some(t) = trace.as_mut() {
+                // A box's routine pushes its points out itself: as found, at its two-sided distance.
+                let found = match two_sided {
+                    Some(d) if found.correction == Correction::Sunk => ContactPoint { dist: d, ..found },
+                    _ => found,
+                };
+                t.notes.push(note(&p, &found, part, tri, &face, prediction));
             }
         }
-        out.truncate(keep);
     }
-    if let Some((corners, _)) = trace {
-        corners.resize(out.len(), *tri);
+    out.truncate(keep);
+    if let Some(t) = trace {
+        t.corners.resize(out.len(), *tri);
     }
     Ok(())
+}
+
+/// What [`internal_contacts::keep`] needs to know of `p` (made from `found`, the point as the
+/// routine found it) beyond the point itself.
+fn note(
+    p: &ContactPoint,
+    found: &ContactPoint,
+    part: &Part<'_>,
+    tri: &Corners,
+    face: &Vector3<f32>,
+    prediction: f32,
+) -> Note {
+    match p.correction {
+        // Pushed out through the front: from beside the triangle (not from over it, the lowest
+        // point of the shape on a normal line through it), and what stands in for it should the
+        // shape prove to be in the open with nothing else holding it: the point as found, turned
+        // to the front normal, its distance kept.
+        Correction::Sunk => Note::Sunk {
+            beside: !deepest_under(part, tri, face, &p.on_shape).2,
+            fallback: ContactPoint {
+                on_shape: found.on_triangle + p.normal.into_inner() * found.dist,
+                on_triangle: found.on_triangle,
+                normal: p.normal,
+                dist: found.dist,
+                id: found.id,
+                correction: Correction::FaceNormal,
+            },
+        },
+        // A penetrating edge or vertex contact whose normal is not the face's may leave its
+        // feature's normal cone (EPA's shortest way out of one triangle, sideways past its edge):
+        // what it becomes along the face's normal, should no neighbor hold the shape.
+        Correction::None
+            if p.id.feature != TriangleFeature::Face
+                && p.dist < 0.0
+                && p.normal.dot(face).abs() < internal_contacts::FACE_COS =>
+        {
+            along_face(*p, part, tri, face, prediction).map_or(Note::None, Note::Sideways)
+        }
+        _ => Note::None,
+    }
 }
 
 /// A triangle's unit normal when it can touch anything: finite and not degenerate.
@@ -477,6 +573,25 @@ impl Part<'_> {
     pub(crate) fn support(&self, dir: &Vector3<f32>) -> Option<Point3<f32>> {
         self.shape.as_support_map().map(|s| support_point(s, &self.pose, dir))
     }
+
+    /// Its center: that of its bounding sphere (a ball's, a box's or a capsule's own center).
+    pub(crate) fn center(&self) -> Point3<f32> {
+        Point3::from_parry(self.shape.compute_bounding_sphere(&self.pose).center)
+    }
+
+    /// What decides whether it is inside the solid.
+    pub(crate) fn core(&self) -> Core {
+        let iso = &self.iso;
+        match self.shape.as_typed_shape() {
+            TypedShape::Ball(_) => {
+                Core::Segment(Point3::from(iso.translation.vector), Point3::from(iso.translation.vector))
+            }
+            TypedShape::Capsule(c) => {
+                Core::Segment(iso * Point3::from_parry(c.segment.a), iso * Point3::from_parry(c.segment.b))
+            }
+            _ => Core::Point(self.center()),
+        }
+    }
 }
 
 /// `support`'s farthest point along `dir` at `pose`.
@@ -537,7 +652,8 @@ fn shape_name(shape: &dyn Shape) -> &'static str {
     }
 }
 
-/// Contacts of one convex shape with one triangle, appended to `out`.
+/// Contacts of one convex shape with one triangle, appended to `out`; for a box whose points were
+/// already pushed out through a one-sided triangle's front, the two-sided distance it had.
 pub(crate) fn shape_triangle(
     part: &Part<'_>,
     tri: &[Point3<f32>; 3],
@@ -545,13 +661,13 @@ pub(crate) fn shape_triangle(
     id: FeatureId,
     surface: Surface,
     out: &mut Vec<ContactPoint>,
-) -> Result<(), NarrowphaseError> {
+) -> Result<Option<f32>, NarrowphaseError> {
     let iso = &part.iso;
     match part.shape.as_typed_shape() {
         TypedShape::Ball(b) => {
             let c = Point3::from(iso.translation.vector);
             out.extend(sphere_triangle(&c, b.radius, tri, prediction, id));
-            Ok(())
+            Ok(None)
         }
         TypedShape::Capsule(c) => {
             let (a, b) = (iso * Point3::from_parry(c.segment.a), iso * Point3::from_parry(c.segment.b));
@@ -560,22 +676,21 @@ pub(crate) fn shape_triangle(
                 let (da, db) = ((a - tri[0]).dot(&n), (b - tri[0]).dot(&n));
                 let reach = c.radius + prediction;
                 if da.min(db) > reach || da.max(db) < -reach {
-                    return Ok(());
+                    return Ok(None);
                 }
             }
             let (on_seg, on_tri, feature) = segment_triangle(&a, &b, tri);
             if (on_seg - on_tri).norm() > SEGMENT_TOUCH {
                 out.extend(sphere_triangle(&on_seg, c.radius, tri, prediction, FeatureId { feature, ..id }));
-                Ok(())
+                Ok(None)
             } else {
-                generic(part, tri, prediction, id, out)
+                generic(part, tri, prediction, id, out).map(|()| None)
             }
         }
         TypedShape::Cuboid(c) => {
-            cuboid_triangle(&Vector3::from_parry(c.half_extents), iso, tri, prediction, id, surface, out);
-            Ok(())
+            Ok(cuboid_triangle(&Vector3::from_parry(c.half_extents), iso, tri, prediction, id, surface, out))
         }
-        _ => generic(part, tri, prediction, id, out),
+        _ => generic(part, tri, prediction, id, out).map(|()| None),
     }
 }
 
@@ -689,12 +804,32 @@ fn hull_triangle(
     }
 }
 
+/// The part's deepest point toward the back of a triangle (`front` its unit normal), its distance
+/// from the triangle's plane along `front`, and whether it lies over the triangle (its foot inside,
+/// within rounding). Without a support map, `fallback` (a point of the shape) stands for it.
+fn deepest_under(
+    part: &Part<'_>,
+    tri: &[Point3<f32>; 3],
+    front: &Vector3<f32>,
+    fallback: &Point3<f32>,
+) -> (Point3<f32>, f32, bool) {
+    let deepest = part.support(&-front).unwrap_or(*fallback);
+    let rel = deepest - tri[0];
+    let dist = rel.dot(front);
+    // Relative to a corner: far from the origin, absolute coordinates round by more than the
+    // tolerance.
+    let foot = Point3::from(rel - front * dist);
+    let local = [Point3::origin(), Point3::from(tri[1] - tri[0]), Point3::from(tri[2] - tri[0])];
+    let scale = local[1].coords.norm().max(local[2].coords.norm());
+    (deepest, dist, (point_triangle(&foot, &local).0 - foot).norm() <= 1e-4 * scale.max(1.0))
+}
+
 /// For one-sided triangles: a contact pushing the shape out through the triangle's back is redone
 /// along the front normal, from the shape's deepest point over the triangle: its support point
 /// along the normal when that lies over the triangle, else the shape's lowest point on the normal
-/// line through the triangle point nearest that support point's foot (a shape over only part of a
-/// small triangle: a hill raised through a body). `None` when the shape is not over the triangle
-/// or lies beyond the prediction distance.
+/// line through the triangle point nearest the shape's center (a shape over only part of a small
+/// triangle: a hill raised through a body). `None` when the shape is not over the triangle or lies
+/// beyond the prediction distance.
 fn front_side(
     p: ContactPoint,
     part: &Part<'_>,
@@ -705,23 +840,30 @@ fn front_side(
     if p.normal.dot(front) >= 0.0 {
         return Some(p);
     }
-    let (deepest, dist) = match part.support(&-front) {
-        Some(d) => (d, (d - tri[0]).dot(front)),
-        // Without a support map: the contact's own point on the shape.
-        None => (p.on_shape, (p.on_shape - tri[0]).dot(front)),
-    };
-    let foot = deepest - front * dist;
-    let (on_triangle, feature) = point_triangle(&foot, tri);
-    let scale = (tri[1] - tri[0]).norm().max((tri[2] - tri[0]).norm());
-    let (on_shape, dist) = if (on_triangle - foot).norm() <= 1e-4 * scale.max(1.0) {
-        (deepest, dist)
+    let (deepest, dist, over) = deepest_under(part, tri, front, &p.on_shape);
+    // Over the triangle: the deepest point's foot. Beside it: the triangle point nearest the
+    // shape's center, so the depth is at most the center's distance to the triangle plus the
+    // shape's reach (where the chord through the support point's nearest point could be far more).
+    let (on_triangle, feature) = if over {
+        point_triangle(&(deepest - front * dist), tri)
     } else {
-        // Up the normal line through the nearest triangle point, from below the whole shape.
+        point_triangle(&part.center(), tri)
+    };
+    let (on_triangle, feature, on_shape, dist) = if over {
+        (on_triangle, feature, deepest, dist)
+    } else {
+        // Up the normal line through that triangle point, from below the whole shape; where the
+        // shape is shallower there (or the line misses it) than the contact found, the
+        // contact's own distance along the front normal.
         let start = on_triangle + front * ((deepest - on_triangle).dot(front) - 1.0);
         let ray = parry3d::query::Ray::new(start.to_parry(), front.to_parry());
-        let toi = part.shape.cast_ray(&part.pose, &ray, f32::MAX, true)?;
-        let lowest = start + front * toi;
-        (lowest, (lowest - on_triangle).dot(front))
+        let lowest = part.shape.cast_ray(&part.pose, &ray, f32::MAX, true).map(|toi| start + front * toi);
+        match lowest {
+            Some(l) if (l - on_triangle).dot(front) < p.dist => {
+                (on_triangle, feature, l, (l - on_triangle).dot(front))
+            }
+            _ => (p.on_triangle, p.id.feature, p.on_triangle + front * p.dist, p.dist),
+        }
     };
     if dist > prediction {
         return None;
@@ -732,6 +874,6 @@ fn front_side(
         normal: Unit::new_unchecked(*front),
         dist,
         id: FeatureId { feature, ..p.id },
-        correction: Correction::FaceNormal,
+        correction: Correction::Sunk,
     })
 }

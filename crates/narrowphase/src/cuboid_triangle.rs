@@ -14,7 +14,8 @@ use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
 pub(crate) const EDGE_BIAS: f32 = 1e-3;
 
 /// The contacts of a box of half extents `half` at `pose` with triangle `tri` within `prediction`,
-/// appended to `out`.
+/// appended to `out`; when they were pushed out through a one-sided triangle's front, the
+/// two-sided distance the separating axes gave.
 pub(crate) fn cuboid_triangle(
     half: &Vector3<f32>,
     pose: &Isometry3<f32>,
@@ -23,8 +24,8 @@ pub(crate) fn cuboid_triangle(
     id: FeatureId,
     surface: Surface,
     out: &mut Vec<ContactPoint>,
-) {
-    let Some(n) = triangle_normal(tri) else { return };
+) -> Option<f32> {
+    let n = triangle_normal(tri)?;
     let flags = surface.flags;
     let c = Point3::from(pose.translation.vector);
     let u = [0, 1, 2].map(|i| pose.rotation * Vector3::ith(i, 1.0));
@@ -73,15 +74,18 @@ pub(crate) fn cuboid_triangle(
     let (mut best_dist, mut best_normal) = test(n);
     let mut best = Axis::Triangle;
     let mut refused = false;
+    // The largest separation along a refused axis: a lower bound on the distance all the same.
+    let mut separated = f32::NEG_INFINITY;
     for (i, ui) in u.iter().enumerate() {
         let (d, nn) = test(*ui);
         if d > prediction {
-            return;
+            return None;
         }
         // Prefer the triangle's face when the two are within the bias (terrain normals).
         if d > best_dist + EDGE_BIAS * scale {
             if ghost(&nn) {
                 refused = true;
+                separated = separated.max(d);
             } else {
                 (best_dist, best_normal, best) = (d, nn, Axis::Box(i));
             }
@@ -89,7 +93,7 @@ pub(crate) fn cuboid_triangle(
     }
     let mut best_face = best_dist;
     if best_face > prediction {
-        return;
+        return None;
     }
     let edges = [tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]];
     for (i, ui) in u.iter().enumerate() {
@@ -101,11 +105,12 @@ pub(crate) fn cuboid_triangle(
             }
             let (d, nn) = test(l / len);
             if d > prediction {
-                return;
+                return None;
             }
             if d > best_face + EDGE_BIAS * scale {
                 if flags & (1 << j) == 0 || ghost(&nn) {
                     refused = true;
+                    separated = separated.max(d);
                 } else {
                     (best_dist, best_normal, best) = (d, nn, Axis::Edge(i, j));
                     best_face = d;
@@ -117,14 +122,22 @@ pub(crate) fn cuboid_triangle(
     // box sank past the surface, or the surface rose through it) gives way to the face itself: the
     // box's face is clipped to the triangle and pushed back up along its normal, however deep.
     let mut correction = Correction::None;
+    let mut two_sided = None;
     if surface.one_sided && best_normal.dot(&n) < 0.0 {
-        correction = Correction::FaceNormal;
+        correction = Correction::Sunk;
+        two_sided = Some(best_dist.max(floor_of(separated, best_dist)));
         let rb: f32 = (0..3).map(|i| h[i] * u[i].dot(&n).abs()).sum();
         (best, best_normal) = (Axis::Triangle, n);
         best_dist = (c.coords.dot(&n) - rb) - tri[0].coords.dot(&n);
         if best_dist > prediction {
-            return;
+            return None;
         }
+    }
+    // A refused axis that separates the shapes more than the kept one bounds the distance from
+    // below: the points keep the kept axis's normal but come no nearer than that.
+    let floor = floor_of(separated, best_dist);
+    if floor > prediction {
+        return None;
     }
     let normal = Unit::new_normalize(best_normal);
     let nv = normal.into_inner();
@@ -244,6 +257,19 @@ pub(crate) fn cuboid_triangle(
             correction,
         });
     }
+    for p in &mut out[before..] {
+        if p.dist < floor {
+            p.dist = floor;
+            p.on_shape = p.on_triangle + nv * floor;
+        }
+    }
+    two_sided
+}
+
+/// The lower bound a refused axis separating by `separated` puts on the distance, over the kept
+/// axis's `best`.
+fn floor_of(separated: f32, best: f32) -> f32 {
+    if separated > 0.0 && separated > best { separated } else { f32::NEG_INFINITY }
 }
 
 /// A convex polygon of at most 8 tagged corners, on the stack: a quad clipped by a triangle's 3

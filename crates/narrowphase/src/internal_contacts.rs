@@ -4,31 +4,134 @@
 //! millimetres deep) and a solver reads them as steps: a rolling ball bounces. The rule is Jolt's
 //! `InternalEdgeRemovingCollector`: face contacts first, then the rest deepest first; a face
 //! contact claims its triangle's corners, and an edge or vertex contact whose corners are all
-//! claimed already is internal and dropped; one that is kept claims its own. Corners are matched
+//! claimed already, by contacts at least as deep, is internal and dropped; one that is kept
+//! claims its own. (A deeper one is where the shape presses hardest, on triangles much smaller
+//! than the shape: dropping it would lose the depth.) Corners are matched
 //! by position (chunks decode shared vertices bit for bit), so the rule works across chunks. Edge
 //! witnesses (a shape over no part of a triangle, near an inactive edge of it) count only where
 //! they are the part's deepest points: the shape straddles that crease.
+//!
+//! Two rules look at the whole query rather than one triangle. A contact pushed out through a
+//! one-sided triangle's front ([`Correction::Sunk`]) stands only while the shape is in the solid
+//! there, as the nearest candidate triangles say: a ball's center or a capsule's segment (the
+//! point of it nearest the triangle); for other shapes their center, or their deepest point under
+//! the triangle lying right behind it (nothing between them). A shape beside a thin wall or a
+//! sharp crest, behind one face's plane but in the open, is held by the faces it is in front of.
+//! And an
+//! edge or vertex contact whose normal leaves the feature's normal cone is dropped only when
+//! another contact holds the shape; else it is redone along its own face's normal, so the rules
+//! turn a normal toward a face but never take away the only contact of a penetrating shape.
 
-use crate::closest::triangle_normal;
+use crate::closest::{point_triangle, segment_triangle, triangle_normal};
 use crate::contact::{ContactPoint, Correction, TriangleFeature};
 use crate::manifold::key;
 use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::{Culling, Ray, ray_triangle};
 
 /// A contact point whose normal is its triangle's face normal (within this cosine) counts as a
 /// face contact: a box clipped against the face has points on the face's edges and corners.
-const FACE_COS: f32 = 0.9999;
+pub(crate) const FACE_COS: f32 = 0.9999;
 
 /// How much shallower than its part's deepest point an edge witness may be and still hold the
 /// part (voxel units): rounding between the two triangles of the crease it straddles.
 const WITNESS_SLACK: f32 = 1e-3;
 
+/// What the rules need to know of a point beyond the point itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) enum Note {
+    #[default]
+    None,
+    /// A [`Correction::Sunk`] point: whether made from beside its triangle (no point of the
+    /// shape over it is deepest), and the point that stands in for it when the shape proves to be
+    /// in the open yet nothing else holds it that deep.
+    Sunk { beside: bool, fallback: ContactPoint },
+    /// A penetrating edge or vertex contact, and what it becomes along its own face's normal.
+    Sideways(ContactPoint),
+}
+
+/// Which rule dropped a point (one that may restore it when nothing else holds its shape).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Dropped {
+    #[default]
+    No,
+    Cone,
+    Sunk,
+}
+
+/// Where a compound part is inside or outside the solid.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Core {
+    /// A ball's center or a capsule's segment: the shape is inside where the core is, the radius
+    /// around it in the open otherwise.
+    Segment(Point3<f32>, Point3<f32>),
+    /// Any other shape's center.
+    Point(Point3<f32>),
+}
+
 /// Scratch for [`keep`].
 #[derive(Debug, Default, Clone)]
 pub(crate) struct InternalScratch {
     order: Vec<u32>,
-    claimed: Vec<[u32; 3]>,
+    /// Corners claimed so far, each with the deepest distance of the contacts that claimed it.
+    claimed: Vec<([u32; 3], f32)>,
     keep: Vec<bool>,
     face: Vec<bool>,
+    /// Per point, which rule dropped it before the corners were claimed.
+    dropped: Vec<Dropped>,
+    /// Per part, whether its center is inside the solid (decided when first asked).
+    inside: Vec<Option<bool>>,
+}
+
+/// Whether `deepest` lies in the solid right behind triangle `tri`, at `foot` on it: the segment
+/// between them crosses no other triangle of `nearby` (a shape poking through a thin wall from its
+/// far side, or reaching past a sharp crest, crosses the surface it is in front of on the way).
+fn behind(
+    deepest: &Point3<f32>,
+    foot: &Point3<f32>,
+    tri: &[Point3<f32>; 3],
+    nearby: &[[Point3<f32>; 3]],
+) -> bool {
+    let ray = Ray::new(*deepest, foot - deepest);
+    // Short of the foot: the triangles around it share its edges and corners.
+    let end = 1.0 - 1e-3;
+    !nearby.iter().any(|t| {
+        !t.iter().zip(tri).all(|(a, b)| bits(a) == bits(b))
+            && ray_triangle(&ray, t, end, Culling::None).is_some()
+    })
+}
+
+/// Whether `core` lies inside the solid behind the one-sided triangles `nearby`: behind the
+/// nearest; where several are nearest (an edge, a corner), behind the one whose plane it is
+/// farthest from (the side an angle-weighted pseudo-normal gives, without adjacency). A core on
+/// the surface, or with no triangle near, counts as inside (its contacts stand).
+fn inside(core: &Point3<f32>, nearby: &[[Point3<f32>; 3]]) -> bool {
+    let mut best = f32::INFINITY;
+    for t in nearby {
+        if triangle_normal(t).is_some() {
+            best = best.min((core - point_triangle(core, t).0).norm());
+        }
+    }
+    if !best.is_finite() || best == 0.0 {
+        return true;
+    }
+    // Distances to one edge or corner from its triangles differ by rounding only.
+    let tie = best * (1.0 + 1e-4) + 1e-6;
+    let (mut lean, mut side) = (-1.0f32, -1.0f32);
+    for t in nearby {
+        let Some(n) = triangle_normal(t) else { continue };
+        let q = point_triangle(core, t).0;
+        let d = (core - q).norm();
+        if d > tie {
+            continue;
+        }
+        let h = (core - q).dot(&n);
+        let l = h.abs() / d.max(f32::MIN_POSITIVE);
+        // Ties between equal leans go to the side that keeps the contacts.
+        if l > lean || (l == lean && h < side) {
+            (lean, side) = (l, h);
+        }
+    }
+    side <= 0.0
 }
 
 /// How far outside its feature's cone a contact normal may lean (sine of the angle): rounding.
@@ -95,12 +198,17 @@ fn bits(p: &Point3<f32>) -> [u32; 3] {
     [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()]
 }
 
-/// Whether each point stays: `false` for internal contacts. `corners[i]` is point `i`'s triangle.
-/// Compound parts are decided apart. Deterministic: depends on the points only, not their order.
+/// Whether each point stays: `false` for internal contacts. `corners[i]` is point `i`'s triangle,
+/// `notes[i]` what else is known of it, `cores[part]` each compound part's center; `nearby` every
+/// candidate triangle. A point turned toward its face is written over in `points`. Compound parts
+/// are decided apart.
+/// Deterministic: depends on the points only, not their order.
 pub(crate) fn keep<'s>(
-    points: &[ContactPoint],
+    points: &mut [ContactPoint],
     corners: &[[Point3<f32>; 3]],
     nearby: &[[Point3<f32>; 3]],
+    notes: &[Note],
+    cores: &[Core],
     s: &'s mut InternalScratch,
 ) -> &'s [bool] {
     // An edge witness takes its face's normal but is not over the face: an edge contact.
@@ -109,7 +217,7 @@ pub(crate) fn keep<'s>(
     s.face.extend(points.iter().zip(corners).map(|(p, tri)| {
         p.correction != Correction::EdgeWitness
             && (p.id.feature == TriangleFeature::Face
-                || p.correction == Correction::FaceNormal
+                || matches!(p.correction, Correction::FaceNormal | Correction::Sunk)
                 || triangle_normal(tri).is_some_and(|n| p.normal.dot(&n) > FACE_COS))
     }));
     let face = &s.face;
@@ -126,14 +234,65 @@ pub(crate) fn keep<'s>(
     });
     s.keep.clear();
     s.keep.resize(points.len(), true);
+    s.dropped.clear();
+    s.dropped.resize(points.len(), Dropped::No);
+    s.inside.clear();
+    // Pushed out through a triangle's front: only a shape in the solid there is, by its center or
+    // by its deepest point over the triangle (a capsule lying along the ground with one end dipped
+    // in it). One pushed out from beside the triangle measures a chord of the shape, not its
+    // depth: it stands only for a shape whose center is in the solid and that nothing pushes out
+    // from over a face.
+    let mut over_face = false;
     for (i, p) in points.iter().enumerate() {
-        // An edge witness holds the shape only where it is the deepest point of its part (the
-        // shape straddles a slight crease); beside a deeper contact it is a phantom step.
+        if p.correction != Correction::Sunk {
+            continue;
+        }
+        let part = p.id.part as usize;
+        if s.inside.len() <= part {
+            s.inside.resize(part + 1, None);
+        }
+        let beside = matches!(notes[i], Note::Sunk { beside: true, .. });
+        s.keep[i] = match cores.get(part) {
+            // A ball or capsule is in the solid exactly where its core is: its core's point nearest
+            // the triangle decides (a ball beside a crest or a thin wall, its center in the open,
+            // is held by the faces it is in front of).
+            Some(Core::Segment(a, b)) => inside(&segment_triangle(a, b, &corners[i]).0, nearby),
+            Some(Core::Point(c)) => {
+                let c = *c;
+                *s.inside[part].get_or_insert_with(|| inside(&c, nearby))
+                    || (!beside && behind(&p.on_shape, &p.on_triangle, &corners[i], nearby))
+            }
+            None => true,
+        };
+        over_face |= s.keep[i] && !beside;
+    }
+    if over_face {
+        for (i, p) in points.iter().enumerate() {
+            if s.keep[i]
+                && matches!(notes[i], Note::Sunk { beside: true, .. })
+                && points.iter().zip(notes).zip(&s.keep).any(|((q, n), &k)| {
+                    k && q.id.part == p.id.part && matches!(n, Note::Sunk { beside: false, .. })
+                })
+            {
+                s.keep[i] = false;
+            }
+        }
+    }
+    for (i, p) in points.iter().enumerate() {
+        if p.correction == Correction::Sunk && !s.keep[i] {
+            s.dropped[i] = Dropped::Sunk;
+        }
+    }
+    for (i, p) in points.iter().enumerate() {
+        // An edge witness holds the shape only where it is the deepest point of its part still
+        // standing (the shape straddles a slight crease); beside a deeper contact it is a phantom
+        // step.
         if p.correction == Correction::EdgeWitness {
             let deepest = points
                 .iter()
-                .filter(|q| q.id.part == p.id.part)
-                .map(|q| q.dist)
+                .zip(&s.keep)
+                .filter(|(q, k)| **k && q.id.part == p.id.part)
+                .map(|(q, _)| q.dist)
                 .fold(f32::INFINITY, f32::min);
             s.keep[i] = p.dist <= deepest + WITNESS_SLACK;
         }
@@ -141,6 +300,7 @@ pub(crate) fn keep<'s>(
         // shape beside the feature, over a neighbor's face: that face holds it.
         if p.correction == Correction::None && !is_face(i) && !in_cone(p, &corners[i], nearby) {
             s.keep[i] = false;
+            s.dropped[i] = Dropped::Cone;
         }
     }
     s.claimed.clear();
@@ -162,15 +322,62 @@ pub(crate) fn keep<'s>(
             TriangleFeature::Vertex(v) => std::slice::from_ref(&tri[v as usize]),
             TriangleFeature::Face => tri,
         };
-        if !is_face(i) && feature.iter().all(|c| s.claimed.contains(&bits(c))) {
+        // Internal: every corner claimed by a contact at least as deep. A deeper edge or vertex
+        // contact is where the shape truly presses (a crease between triangles whose faces it
+        // touches only farther out), and stays.
+        let held =
+            |c: &Point3<f32>| s.claimed.iter().any(|&(b, d)| b == bits(c) && d <= p.dist + WITNESS_SLACK);
+        if !is_face(i) && feature.iter().all(held) {
             s.keep[i] = false;
             continue;
         }
         for c in feature {
-            if !s.claimed.contains(&bits(c)) {
-                s.claimed.push(bits(c));
+            match s.claimed.iter_mut().find(|(b, _)| *b == bits(c)) {
+                Some((_, d)) => *d = d.min(p.dist),
+                None => s.claimed.push((bits(c), p.dist)),
             }
         }
+    }
+    // Per part: the deepest contact the cone rule dropped, when no kept contact of the part is as
+    // deep (nothing holds the shape there: EPA's way out of one triangle past its edge, where the
+    // neighbor is not touched), turned toward its own face instead; and likewise the deepest one
+    // the one-sided rule dropped, as found but with its face's normal (a shape in the open that
+    // still penetrates a triangle from behind its plane).
+    let mut i = 0;
+    while i < s.order.len() {
+        let part = points[s.order[i] as usize].id.part;
+        let end = i + s.order[i..].iter().take_while(|&&j| points[j as usize].id.part == part).count();
+        let run = &s.order[i..end];
+        let deepest = run
+            .iter()
+            .map(|&j| j as usize)
+            .filter(|&j| s.dropped[j] == Dropped::Cone)
+            .min_by(|&a, &b| points[a].dist.total_cmp(&points[b].dist).then(a.cmp(&b)));
+        if let Some(j) = deepest
+            && let Note::Sideways(r) = notes[j]
+            && !run
+                .iter()
+                .any(|&k| s.keep[k as usize] && points[k as usize].dist <= points[j].dist + WITNESS_SLACK)
+        {
+            points[j] = r;
+            s.keep[j] = true;
+        }
+        let fallback = |j: usize| match notes[j] {
+            Note::Sunk { fallback, .. } if s.dropped[j] == Dropped::Sunk => Some(fallback),
+            _ => None,
+        };
+        let deepest = run
+            .iter()
+            .map(|&j| j as usize)
+            .filter_map(|j| fallback(j).map(|f| (j, f)))
+            .min_by(|a, b| a.1.dist.total_cmp(&b.1.dist).then(a.0.cmp(&b.0)));
+        if let Some((j, f)) = deepest
+            && !run.iter().any(|&k| s.keep[k as usize] && points[k as usize].dist <= f.dist + WITNESS_SLACK)
+        {
+            points[j] = f;
+            s.keep[j] = true;
+        }
+        i = end;
     }
     &s.keep
 }

@@ -2,7 +2,7 @@
 //! convex crease (flat or concave, *inactive* in the mesh's edge flags), or from a vertex whose
 //! two edges on this triangle are inactive, is redone along the face's normal: from the shape's
 //! deepest point along it when that lies over the face, else (a shape over a slight convex crease)
-//! from the contact's own witness points. This is what keeps bodies from bumping on seams,
+//! keeping the contact's distance and turning only its normal. This is what keeps bodies from bumping on seams,
 //! including seams between separately built chunk meshes, since the flags see across chunk
 //! borders.
 
@@ -51,6 +51,19 @@ pub(crate) fn correct(
     if !is_inactive(p.id.feature, flags) {
         return Some(p);
     }
+    along_face(p, part, tri, face, prediction)
+}
+
+/// `p` redone along the face's normal (on the side of `p`'s): from the shape's deepest point
+/// along it when that lies over the face, else `p` with the face's normal (its distance kept).
+/// `None`: beyond the prediction distance along the face normal.
+pub(crate) fn along_face(
+    p: ContactPoint,
+    part: &Part<'_>,
+    tri: &[Point3<f32>; 3],
+    face: &Vector3<f32>,
+    prediction: f32,
+) -> Option<ContactPoint> {
     let normal = face_side(face, &p.normal);
     if (normal.dot(&p.normal) - 1.0).abs() < 1e-6 && !matches!(p.id.feature, TriangleFeature::Vertex(_)) {
         return Some(p); // already the face's normal
@@ -76,7 +89,13 @@ pub(crate) fn correct(
         }
     }
     // Over the edge (a slight convex crease, both faces' feet beyond it, or a shape without a
-    // support map): the same witness points, measured along the face normal.
-    let dist = (p.on_shape - p.on_triangle).dot(&n);
-    (dist <= prediction).then_some(ContactPoint { normal, dist, correction: Correction::EdgeWitness, ..p })
+    // support map): the same distance from the same triangle point, along the face normal. Only
+    // the normal turns: measuring the witness points along it would bring a shape beside a
+    // concave crease nearer than it is.
+    Some(ContactPoint {
+        on_shape: p.on_triangle + n * p.dist,
+        normal,
+        correction: Correction::EdgeWitness,
+        ..p
+    })
 }

@@ -15,6 +15,9 @@
 
 #![forbid(unsafe_code)]
 
+pub mod ground;
+pub mod reference;
+
 use std::path::Path;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Material, Region, TriangleMesh, Voxel, VoxelPos};

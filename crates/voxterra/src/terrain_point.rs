@@ -8,9 +8,9 @@ use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
 use voxterra_narrowphase::convert::{FromParry, ToParry};
 use voxterra_narrowphase::parry3d::math::Pose;
-use voxterra_narrowphase::parry3d::query::PointQueryWithLocation;
+use voxterra_narrowphase::parry3d::query::PointQuery;
 use voxterra_narrowphase::parry3d::shape::Shape;
-use voxterra_narrowphase::parry3d::shape::{Triangle, TrianglePointLocation};
+use voxterra_narrowphase::parry3d::shape::Triangle;
 use voxterra_narrowphase::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
 
 /// The terrain point nearest to a query point (world units).
@@ -33,9 +33,9 @@ pub struct TerrainProjection {
 impl Terrain {
     /// The terrain point nearest to `p` within `max_dist` (world units), or `None` when the
     /// surface is farther. Reads the cache and builds what it lacks for this call only (see
-    /// [`Terrain::prepare`]). `inside` is decided by the nearest triangle's face: exact on faces,
-    /// and where the nearest point is on an edge or corner, by the solid occupancy field (trilinear
-    /// between voxel centers, the surface at one half).
+    /// [`Terrain::prepare`]). `inside` is decided by rays from the point (see
+    /// [`Terrain::cast_ray`]): the side of the first triangle each of three meets, the majority
+    /// deciding, so the slivers and folds of sharp corners cannot sway it.
     pub fn project_point(
         &self,
         p: &Point3<f32>,
@@ -75,8 +75,10 @@ impl Terrain {
                 reader.with(key, &mut ws, |c| {
                     c.tree.with(&c.mesh).triangles_in_aabb(&b, &mut |t| {
                         let [a, bb, cc] = c.mesh.triangle(t as usize);
+                        let face = (bb - a).cross(&(cc - a));
+                        let normal = Unit::try_new(face, 0.0).unwrap_or(Vector3::y_axis());
                         let tri = Triangle::new(a.to_parry(), bb.to_parry(), cc.to_parry());
-                        let (proj, at) = tri.project_local_point_and_get_location(local.to_parry(), false);
+                        let proj = tri.project_local_point(local.to_parry(), false);
                         let q = Point3::from_parry(proj.point);
                         let d = (q - local).norm();
                         if best.as_ref().is_none_or(|(bd, bp)| {
@@ -85,20 +87,13 @@ impl Terrain {
                                     && (key.y, key.z, key.x, t)
                                         < (bp.chunk.y, bp.chunk.z, bp.chunk.x, bp.triangle))
                         }) {
-                            let face = (bb - a).cross(&(cc - a));
-                            let normal = Unit::try_new(face, 0.0).unwrap_or(Vector3::y_axis());
                             best = Some((
                                 d,
                                 TerrainProjection {
                                     point: Point3::from(q.coords * vs),
                                     distance: d * vs,
                                     normal,
-                                    inside: if matches!(at, TrianglePointLocation::OnFace(..)) {
-                                        (local - q).dot(&normal) < 0.0
-                                    } else {
-                                        // On an edge or corner the face's side says little.
-                                        self.occupancy_at(&local) > 0.5
-                                    },
+                                    inside: false,
                                     chunk: key,
                                     triangle: t,
                                 },
@@ -107,8 +102,13 @@ impl Terrain {
                     })
                 });
             }
+            // The rays below read the cache too.
+            drop(reader);
             match best {
-                Some((d, proj)) if d <= r_now => return Ok((d <= limit).then_some(proj)),
+                Some((d, mut proj)) if d <= r_now => {
+                    proj.inside = if d > 0.0 { self.encloses(p) } else { true };
+                    return Ok((d <= limit).then_some(proj));
+                }
                 _ if r_now >= limit || r_now >= reach => return Ok(None),
                 _ => r *= 2.0,
             }
@@ -126,11 +126,12 @@ impl Terrain {
         pose: &Pose,
     ) -> Result<Option<TerrainManifold>, TerrainError> {
         let center = Point3::from_parry(pose.translation);
-        if self.occupancy_at(&(center / self.voxel_size())) <= 0.5 {
+        // No solid voxel center around it: in the open (a cheap first test for the shapes in the
+        // air that touch nothing). The mesh decides the rest: its surface and the occupancy
+        // field's differ by up to a fraction of a voxel around creases and sharp corners.
+        if self.occupancy_at(&(center / self.voxel_size())) <= 0.0 {
             return Ok(None);
         }
-        // The occupancy field is a cheap first test; the mesh decides (their surfaces differ by up
-        // to a fraction of a voxel around creases).
         let Some(surface) = self.project_point(&center, f32::INFINITY)? else { return Ok(None) };
         if !surface.inside {
             return Ok(None);
@@ -153,6 +154,47 @@ impl Terrain {
             correction: Correction::Interior,
         };
         Ok(Some(TerrainManifold { chunk: surface.chunk, manifold: Manifold::single(point) }))
+    }
+}
+
+impl Terrain {
+    /// Whether `p` (world units) lies inside the solid: by three rays from it in fixed directions,
+    /// each voting inside when the first triangle it meets faces away from it (it leaves the solid
+    /// there), the majority deciding. Unlike the nearest triangle's side, it does not depend on
+    /// the normals of the slivers and folded triangles around sharp corners.
+    fn encloses(&self, p: &Point3<f32>) -> bool {
+        const DIRS: [[f32; 3]; 3] = [[0.267, 0.802, 0.535], [-0.577, 0.412, -0.706], [0.651, -0.361, -0.668]];
+        let far = self.extent().map_or(0.0, |e| {
+            let size = e.size().map(|v| v as f32);
+            (size[0] + size[1] + size[2] + 4.0) * self.voxel_size()
+        });
+        let far = far + p.coords.amax().abs() * 2.0;
+        let votes = DIRS
+            .iter()
+            .filter(|d| {
+                let dir = Vector3::from(**d);
+                let Ok(Some(hit)) = self.cast_ray(&voxterra_core::Ray::new(*p, dir), far) else {
+                    return false;
+                };
+                self.front_normal(hit.chunk, hit.triangle).is_some_and(|n| n.dot(&dir) > 0.0)
+            })
+            .count();
+        votes >= 2
+    }
+
+    /// Triangle `triangle` of `chunk`'s physics mesh's front normal (unnormalized), when the chunk
+    /// holds it.
+    fn front_normal(&self, chunk: voxterra_core::PhysicsChunkKey, triangle: u32) -> Option<Vector3<f32>> {
+        crate::terrain_query::with_workspace(|ws| {
+            self.reader()
+                .with(chunk, &mut ws.mesh, |c| {
+                    (triangle < c.mesh.triangle_count() as u32).then(|| {
+                        let t = c.mesh.triangle(triangle as usize);
+                        (t[1] - t[0]).cross(&(t[2] - t[0]))
+                    })
+                })
+                .flatten()
+        })
     }
 
     /// The solid occupancy field at `p` (voxel units; liquids count as empty, as in the physics
