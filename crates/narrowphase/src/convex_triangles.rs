@@ -6,7 +6,7 @@ use crate::closest::{feature_of, point_triangle, segment_triangle, triangle_norm
 use crate::contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
 use crate::contact_cache::{ContactCache, Motion, query_boxes};
 use crate::convert::{FromParry, ToParry};
-use crate::cuboid_triangle::cuboid_triangle;
+use crate::cuboid_triangle::{Routine, cuboid_triangle};
 use crate::error::NarrowphaseError;
 use crate::internal_contacts::{self, Core, InternalScratch, Note};
 use crate::internal_edges::{ALL_ACTIVE, along_face, correct};
@@ -405,7 +405,7 @@ fn triangle_points(
     let id = FeatureId { triangle: t, feature: TriangleFeature::Face, part: part.index, sub: 0 };
     let flags = surface.flags;
     let first = out.len();
-    let two_sided = shape_triangle(part, tri, prediction, id, surface, out)?;
+    let routine = shape_triangle(part, tri, prediction, id, surface, out)?;
     // One pass over this triangle's points, order kept: one-sided sets redo a point pushing
     // through the back along the front normal; points on inactive edges are redone along the face
     // normal; either drops the points the neighbors' faces cover.
@@ -431,16 +431,20 @@ fn triangle_points(
             keep += 1;
             if let Some(t) = trace.as_mut() {
                 // A box's routine pushes its points out itself: as found, at its two-sided distance.
-                let found = match two_sided {
+                let found = match routine.two_sided {
                     Some(d) if found.correction == Correction::Sunk => ContactPoint { dist: d, ..found },
                     _ => found,
                 };
-                t.notes.push(note(&p, &found, part, tri, &face, prediction));
+                t.notes.push(note(&p, &found, part, tri, &face, surface.one_sided, prediction));
             }
         }
     }
     out.truncate(keep);
     if let Some(t) = trace {
+        if let Some(h) = routine.hidden {
+            out.push(h);
+            t.notes.push(Note::Hidden);
+        }
         t.corners.resize(out.len(), *tri);
     }
     Ok(())
@@ -454,6 +458,7 @@ fn note(
     part: &Part<'_>,
     tri: &Corners,
     face: &Vector3<f32>,
+    one_sided: bool,
     prediction: f32,
 ) -> Note {
     match p.correction {
@@ -480,7 +485,9 @@ fn note(
                 && p.dist < 0.0
                 && p.normal.dot(face).abs() < internal_contacts::FACE_COS =>
         {
-            along_face(*p, part, tri, face, prediction).map_or(Note::None, Note::Sideways)
+            // Toward the face on the side the shape is on (its front, on a one-sided surface).
+            let toward = if one_sided || (part.center() - tri[0]).dot(face) >= 0.0 { *face } else { -*face };
+            along_face(*p, part, tri, face, &toward, prediction).map_or(Note::None, Note::Sideways)
         }
         _ => Note::None,
     }
@@ -652,8 +659,9 @@ fn shape_name(shape: &dyn Shape) -> &'static str {
     }
 }
 
-/// Contacts of one convex shape with one triangle, appended to `out`; for a box whose points were
-/// already pushed out through a one-sided triangle's front, the two-sided distance it had.
+/// Contacts of one convex shape with one triangle, appended to `out`, and what stands beside them
+/// (a box's routine pushes its points out through a one-sided front itself, and may hand back a
+/// point that stands in only if nothing else holds the box).
 pub(crate) fn shape_triangle(
     part: &Part<'_>,
     tri: &[Point3<f32>; 3],
@@ -661,13 +669,13 @@ pub(crate) fn shape_triangle(
     id: FeatureId,
     surface: Surface,
     out: &mut Vec<ContactPoint>,
-) -> Result<Option<f32>, NarrowphaseError> {
+) -> Result<Routine, NarrowphaseError> {
     let iso = &part.iso;
     match part.shape.as_typed_shape() {
         TypedShape::Ball(b) => {
             let c = Point3::from(iso.translation.vector);
             out.extend(sphere_triangle(&c, b.radius, tri, prediction, id));
-            Ok(None)
+            Ok(Routine::default())
         }
         TypedShape::Capsule(c) => {
             let (a, b) = (iso * Point3::from_parry(c.segment.a), iso * Point3::from_parry(c.segment.b));
@@ -676,21 +684,21 @@ pub(crate) fn shape_triangle(
                 let (da, db) = ((a - tri[0]).dot(&n), (b - tri[0]).dot(&n));
                 let reach = c.radius + prediction;
                 if da.min(db) > reach || da.max(db) < -reach {
-                    return Ok(None);
+                    return Ok(Routine::default());
                 }
             }
             let (on_seg, on_tri, feature) = segment_triangle(&a, &b, tri);
             if (on_seg - on_tri).norm() > SEGMENT_TOUCH {
                 out.extend(sphere_triangle(&on_seg, c.radius, tri, prediction, FeatureId { feature, ..id }));
-                Ok(None)
+                Ok(Routine::default())
             } else {
-                generic(part, tri, prediction, id, out).map(|()| None)
+                generic(part, tri, prediction, id, out).map(|()| Routine::default())
             }
         }
         TypedShape::Cuboid(c) => {
             Ok(cuboid_triangle(&Vector3::from_parry(c.half_extents), iso, tri, prediction, id, surface, out))
         }
-        _ => generic(part, tri, prediction, id, out).map(|()| None),
+        _ => generic(part, tri, prediction, id, out).map(|()| Routine::default()),
     }
 }
 

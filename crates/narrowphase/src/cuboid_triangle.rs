@@ -14,8 +14,7 @@ use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
 pub(crate) const EDGE_BIAS: f32 = 1e-3;
 
 /// The contacts of a box of half extents `half` at `pose` with triangle `tri` within `prediction`,
-/// appended to `out`; when they were pushed out through a one-sided triangle's front, the
-/// two-sided distance the separating axes gave.
+/// appended to `out`, and what stands beside them (see [`Routine`]).
 pub(crate) fn cuboid_triangle(
     half: &Vector3<f32>,
     pose: &Isometry3<f32>,
@@ -24,8 +23,8 @@ pub(crate) fn cuboid_triangle(
     id: FeatureId,
     surface: Surface,
     out: &mut Vec<ContactPoint>,
-) -> Option<f32> {
-    let n = triangle_normal(tri)?;
+) -> Routine {
+    let Some(n) = triangle_normal(tri) else { return Routine::default() };
     let flags = surface.flags;
     let c = Point3::from(pose.translation.vector);
     let u = [0, 1, 2].map(|i| pose.rotation * Vector3::ith(i, 1.0));
@@ -74,18 +73,22 @@ pub(crate) fn cuboid_triangle(
     let (mut best_dist, mut best_normal) = test(n);
     let mut best = Axis::Triangle;
     let mut refused = false;
-    // The largest separation along a refused axis: a lower bound on the distance all the same.
+    // The largest separation along a refused axis (a lower bound on the distance all the same),
+    // and that axis.
     let mut separated = f32::NEG_INFINITY;
+    let mut refused_normal = n;
     for (i, ui) in u.iter().enumerate() {
         let (d, nn) = test(*ui);
         if d > prediction {
-            return None;
+            return Routine::default();
         }
         // Prefer the triangle's face when the two are within the bias (terrain normals).
         if d > best_dist + EDGE_BIAS * scale {
             if ghost(&nn) {
                 refused = true;
-                separated = separated.max(d);
+                if d > separated {
+                    (separated, refused_normal) = (d, nn);
+                }
             } else {
                 (best_dist, best_normal, best) = (d, nn, Axis::Box(i));
             }
@@ -93,7 +96,7 @@ pub(crate) fn cuboid_triangle(
     }
     let mut best_face = best_dist;
     if best_face > prediction {
-        return None;
+        return Routine::default();
     }
     let edges = [tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]];
     for (i, ui) in u.iter().enumerate() {
@@ -105,12 +108,14 @@ pub(crate) fn cuboid_triangle(
             }
             let (d, nn) = test(l / len);
             if d > prediction {
-                return None;
+                return Routine::default();
             }
             if d > best_face + EDGE_BIAS * scale {
                 if flags & (1 << j) == 0 || ghost(&nn) {
                     refused = true;
-                    separated = separated.max(d);
+                    if d > separated {
+                        (separated, refused_normal) = (d, nn);
+                    }
                 } else {
                     (best_dist, best_normal, best) = (d, nn, Axis::Edge(i, j));
                     best_face = d;
@@ -130,14 +135,14 @@ pub(crate) fn cuboid_triangle(
         (best, best_normal) = (Axis::Triangle, n);
         best_dist = (c.coords.dot(&n) - rb) - tri[0].coords.dot(&n);
         if best_dist > prediction {
-            return None;
+            return Routine::default();
         }
     }
     // A refused axis that separates the shapes more than the kept one bounds the distance from
     // below: the points keep the kept axis's normal but come no nearer than that.
     let floor = floor_of(separated, best_dist);
     if floor > prediction {
-        return None;
+        return Routine::default();
     }
     let normal = Unit::new_normalize(best_normal);
     let nv = normal.into_inner();
@@ -238,9 +243,31 @@ pub(crate) fn cuboid_triangle(
         }
     }
     // Nothing over the triangle along the kept axis, after a shallower axis was refused as a
-    // ghost: the box touches this triangle only across an inactive edge, where the neighbor's
-    // face carries the contact.
-    if out.len() == before && best_dist <= prediction && !refused {
+    // ghost: the box touches this triangle only across an inactive edge, where the neighbor's face
+    // usually carries the contact. Whether one does is decided across the query: the box's
+    // deepest corner along the refused axis, at that axis's distance but with the face's normal
+    // (on the box's side), is handed back to stand in should nothing else hold the box.
+    if out.len() == before && refused && separated <= prediction && correction == Correction::None {
+        let mut p = c;
+        for k in 0..3 {
+            let s = if u[k].dot(&refused_normal) > 0.0 { -1.0 } else { 1.0 };
+            p += u[k] * (s * h[k]);
+        }
+        let (on_tri, feature) = point_triangle(&p, tri);
+        let face = if (c - tri[0]).dot(&n) >= 0.0 || surface.one_sided { n } else { -n };
+        return Routine {
+            two_sided,
+            hidden: Some(ContactPoint {
+                on_shape: on_tri + face * separated,
+                on_triangle: on_tri,
+                normal: Unit::new_unchecked(face),
+                dist: separated,
+                id: FeatureId { feature, sub: 49 << 8, ..id },
+                correction: Correction::FaceNormal,
+            }),
+        };
+    }
+    if out.len() == before && best_dist <= prediction && (!refused || correction == Correction::Sunk) {
         // Clipping rounded everything away: the box's support corner alone.
         let mut p = c;
         for k in 0..3 {
@@ -263,7 +290,18 @@ pub(crate) fn cuboid_triangle(
             p.on_shape = p.on_triangle + nv * floor;
         }
     }
-    two_sided
+    Routine { two_sided, hidden: None }
+}
+
+/// What a routine hands back beside its points.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Routine {
+    /// For points it pushed out through a one-sided triangle's front itself: the two-sided
+    /// distance it found first.
+    pub(crate) two_sided: Option<f32>,
+    /// A point that stands in only if nothing else holds the shape (see
+    /// [`internal_contacts`](crate::internal_contacts)).
+    pub(crate) hidden: Option<ContactPoint>,
 }
 
 /// The lower bound a refused axis separating by `separated` puts on the distance, over the kept

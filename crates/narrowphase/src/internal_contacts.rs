@@ -47,6 +47,9 @@ pub(crate) enum Note {
     Sunk { beside: bool, fallback: ContactPoint },
     /// A penetrating edge or vertex contact, and what it becomes along its own face's normal.
     Sideways(ContactPoint),
+    /// A point that stands in only if nothing else holds its shape as deep (a box touching a
+    /// triangle only across an inactive edge, whose neighbor usually holds it).
+    Hidden,
 }
 
 /// Which rule dropped a point (one that may restore it when nothing else holds its shape).
@@ -56,6 +59,7 @@ enum Dropped {
     No,
     Cone,
     Sunk,
+    Hidden,
 }
 
 /// Where a compound part is inside or outside the solid.
@@ -100,38 +104,69 @@ fn behind(
     })
 }
 
-/// Whether `core` lies inside the solid behind the one-sided triangles `nearby`: behind the
-/// nearest; where several are nearest (an edge, a corner), behind the one whose plane it is
-/// farthest from (the side an angle-weighted pseudo-normal gives, without adjacency). A core on
-/// the surface, or with no triangle near, counts as inside (its contacts stand).
+/// Whether `core` lies inside the solid behind the one-sided triangles `nearby`: by the
+/// angle-weighted pseudo-normal at its nearest surface point (Bærentzen and Aanæs): the face's
+/// normal on a face, the sum of the two faces' normals on an edge, the normals weighted by their
+/// corner angles at a corner, found among `nearby` by shared corners (chunks decode shared
+/// vertices bit for bit). A core on the surface, or with no triangle near, counts as inside (its
+/// contacts stand).
 fn inside(core: &Point3<f32>, nearby: &[[Point3<f32>; 3]]) -> bool {
-    let mut best = f32::INFINITY;
-    for t in nearby {
-        if triangle_normal(t).is_some() {
-            best = best.min((core - point_triangle(core, t).0).norm());
-        }
-    }
-    if !best.is_finite() || best == 0.0 {
-        return true;
-    }
-    // Distances to one edge or corner from its triangles differ by rounding only.
-    let tie = best * (1.0 + 1e-4) + 1e-6;
-    let (mut lean, mut side) = (-1.0f32, -1.0f32);
-    for t in nearby {
-        let Some(n) = triangle_normal(t) else { continue };
-        let q = point_triangle(core, t).0;
-        let d = (core - q).norm();
-        if d > tie {
+    // The nearest triangle, ties to the lowest corners (any order of `nearby` decides alike).
+    let key = |t: &[Point3<f32>; 3]| t.map(|c| bits(&c));
+    let mut best: Option<(f32, usize)> = None;
+    for (i, t) in nearby.iter().enumerate() {
+        if triangle_normal(t).is_none() {
             continue;
         }
-        let h = (core - q).dot(&n);
-        let l = h.abs() / d.max(f32::MIN_POSITIVE);
-        // Ties between equal leans go to the side that keeps the contacts.
-        if l > lean || (l == lean && h < side) {
-            (lean, side) = (l, h);
+        let d = (core - point_triangle(core, t).0).norm();
+        if best.is_none_or(|(bd, bi)| d < bd || (d == bd && key(t) < key(&nearby[bi]))) {
+            best = Some((d, i));
         }
     }
-    side <= 0.0
+    let Some((d, i)) = best else { return true };
+    let tri = &nearby[i];
+    let (q, feature) = point_triangle(core, tri);
+    if d == 0.0 {
+        return true;
+    }
+    let has = |t: &[Point3<f32>; 3], c: &Point3<f32>| t.iter().any(|p| bits(p) == bits(c));
+    let pseudo = match feature {
+        TriangleFeature::Face => triangle_normal(tri).unwrap_or_else(Vector3::zeros),
+        TriangleFeature::Edge(e) => {
+            let (a, b) = (tri[e as usize], tri[(e as usize + 1) % 3]);
+            let mut sum = Vector3::zeros();
+            let mut seen: Vec<[[u32; 3]; 3]> = Vec::new();
+            for t in nearby.iter().filter(|t| has(t, &a) && has(t, &b)) {
+                if let Some(n) = triangle_normal(t)
+                    && !seen.contains(&t.map(|c| bits(&c)))
+                {
+                    seen.push(t.map(|c| bits(&c)));
+                    sum += n;
+                }
+            }
+            sum
+        }
+        TriangleFeature::Vertex(v) => {
+            let c = tri[v as usize];
+            let mut sum = Vector3::zeros();
+            let mut seen: Vec<[[u32; 3]; 3]> = Vec::new();
+            for t in nearby.iter().filter(|t| has(t, &c)) {
+                let Some(n) = triangle_normal(t) else { continue };
+                if seen.contains(&t.map(|c| bits(&c))) {
+                    continue;
+                }
+                seen.push(t.map(|c| bits(&c)));
+                let i = (0..3).find(|&i| bits(&t[i]) == bits(&c)).unwrap_or(0);
+                let (u, w) = (t[(i + 1) % 3] - c, t[(i + 2) % 3] - c);
+                let angle = u.angle(&w);
+                if angle.is_finite() {
+                    sum += n * angle;
+                }
+            }
+            sum
+        }
+    };
+    (core - q).dot(&pseudo) <= 0.0
 }
 
 /// How far outside its feature's cone a contact normal may lean (sine of the angle): rounding.
@@ -282,6 +317,9 @@ pub(crate) fn keep<'s>(
         if p.correction == Correction::Sunk && !s.keep[i] {
             s.dropped[i] = Dropped::Sunk;
         }
+        if matches!(notes[i], Note::Hidden) {
+            (s.keep[i], s.dropped[i]) = (false, Dropped::Hidden);
+        }
     }
     for (i, p) in points.iter().enumerate() {
         // An edge witness holds the shape only where it is the deepest point of its part still
@@ -348,13 +386,17 @@ pub(crate) fn keep<'s>(
         let part = points[s.order[i] as usize].id.part;
         let end = i + s.order[i..].iter().take_while(|&&j| points[j as usize].id.part == part).count();
         let run = &s.order[i..end];
+        let stand_in = |j: usize| match (s.dropped[j], notes[j]) {
+            (Dropped::Cone, Note::Sideways(r)) => Some(r),
+            (Dropped::Hidden, _) => Some(points[j]),
+            _ => None,
+        };
         let deepest = run
             .iter()
             .map(|&j| j as usize)
-            .filter(|&j| s.dropped[j] == Dropped::Cone)
-            .min_by(|&a, &b| points[a].dist.total_cmp(&points[b].dist).then(a.cmp(&b)));
-        if let Some(j) = deepest
-            && let Note::Sideways(r) = notes[j]
+            .filter_map(|j| stand_in(j).map(|r| (j, r)))
+            .min_by(|a, b| points[a.0].dist.total_cmp(&points[b.0].dist).then(a.0.cmp(&b.0)));
+        if let Some((j, r)) = deepest
             && !run
                 .iter()
                 .any(|&k| s.keep[k as usize] && points[k as usize].dist <= points[j].dist + WITNESS_SLACK)

@@ -11,7 +11,9 @@ use crate::convert::{FromParry, ToParry};
 use crate::convex_triangles::{TriangleSet, check_shape};
 use crate::error::NarrowphaseError;
 use parry3d::math::{Pose, Vector};
-use parry3d::query::sweep_toi::{Sweep, ToiProxy, sweep_time_of_impact};
+use parry3d::query::sweep_toi::{
+    SimplexCache, Sweep, SweepToiOutput, SweepToiStatus, ToiProxy, proxy_distance, sweep_time_of_impact,
+};
 use parry3d::shape::Shape;
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
@@ -112,14 +114,31 @@ pub fn sweep_shape<S: TriangleSource, I: TriangleIndex>(
         let before = best;
         for (piece, kept) in pieces.iter().zip(&candidates) {
             let core = piece.core.max(linear_slop);
+            let turns = piece.sweep.q1 != piece.sweep.q2;
             for &(t, tri) in kept {
                 let limit = best.map_or(max_fraction, |b| b.fraction);
                 let element = ToiProxy::from_array(tri.map(|p| p.coords.to_parry()), 0.0);
-                let mut out =
-                    sweep_time_of_impact(&element, &fixed, &piece.proxy, &piece.sweep, limit, linear_slop);
+                // The root finder may give up (a fast turn takes more than its iterations):
+                // then advance on from where it stopped rather than stop the body there, short of
+                // the surface.
+                let toi = |proxy: &ToiProxy<'_>| {
+                    // With a turn, the root finder's separating axes can step past a brief first
+                    // touch, or call the pair separated: conservative advancement cannot.
+                    if turns {
+                        return advance(&element, proxy, &piece.sweep, 0.0, limit, linear_slop);
+                    }
+                    let out = sweep_time_of_impact(&element, &fixed, proxy, &piece.sweep, limit, linear_slop);
+                    if out.status == SweepToiStatus::Failed {
+                        advance(&element, proxy, &piece.sweep, out.fraction, limit, linear_slop)
+                    } else {
+                        Some(out)
+                    }
+                };
+                let Some(mut out) = toi(&piece.proxy) else { continue };
                 if out.fraction == 0.0 {
                     let ball = ToiProxy::point(piece.centroid, core + linear_slop);
-                    out = sweep_time_of_impact(&element, &fixed, &ball, &piece.sweep, limit, linear_slop);
+                    let Some(o) = toi(&ball) else { continue };
+                    out = o;
                 }
                 if !(0.0 < out.fraction && out.fraction < limit) {
                     continue;
@@ -138,6 +157,66 @@ pub fn sweep_shape<S: TriangleSource, I: TriangleIndex>(
         }
     }
     Ok(best)
+}
+
+/// Conservative advancement on the core distance between the fixed `element` and `proxy` moving
+/// along `s`, from fraction `from` to `limit`, to parry's target (the linear slop apart, or a rounded
+/// shape overlapping by it) and tolerance (a quarter of the slop): where the time of impact's
+/// root finder gave up. Each step advances by the gap over a bound on how fast any of the piece's
+/// points moves, so it never passes the first touch. `None`: no touch before `limit`.
+fn advance(
+    element: &ToiProxy<'_>,
+    proxy: &ToiProxy<'_>,
+    s: &Sweep,
+    from: f32,
+    limit: f32,
+    slop: f32,
+) -> Option<SweepToiOutput> {
+    let reach = proxy.points().iter().map(|p| (*p - s.local_center).length()).fold(0.0, f32::max);
+    let q1 = if s.q1.dot(s.q2) < 0.0 { -s.q1 } else { s.q1 };
+    // A normalized blend of quaternions turns at most twice as fast as their chord grows, and a
+    // rotation by angle a moves a point at distance r by at most r·a: twice the chord again.
+    let speed = (s.c2 - s.c1).length() + 4.0 * reach * (q1 - s.q2).length() + f32::MIN_POSITIVE;
+    let target = slop.max(proxy.radius + element.radius - slop);
+    let tolerance = 0.25 * slop;
+    let mut cache = SimplexCache::default();
+    let mut t = from;
+    for _ in 0..512 {
+        let pose = s.transform_at(t);
+        let d = proxy_distance(&pose, element, proxy, false, &mut cache);
+        if d.distance <= 0.0 && t == 0.0 {
+            // Overlapping from the start: parry's answer.
+            return Some(SweepToiOutput {
+                status: SweepToiStatus::Overlapped,
+                fraction: 0.0,
+                point: Vector::ZERO,
+                normal: Vector::ZERO,
+            });
+        }
+        if d.distance <= target + tolerance {
+            let normal = d.normal;
+            let pa = d.point_a + element.radius * normal;
+            let pb = d.point_b - proxy.radius * normal;
+            return Some(SweepToiOutput {
+                status: SweepToiStatus::Hit,
+                fraction: t,
+                point: 0.5 * (pa + pb),
+                normal,
+            });
+        }
+        t += (d.distance - target) / speed;
+        if t >= limit {
+            return None;
+        }
+    }
+    // Still short after as many steps (a long graze): stopping here is safe, passing is not.
+    let d = proxy_distance(&s.transform_at(t), element, proxy, false, &mut cache);
+    Some(SweepToiOutput {
+        status: SweepToiStatus::Hit,
+        fraction: t,
+        point: 0.5 * (d.point_a + element.radius * d.normal + d.point_b - proxy.radius * d.normal),
+        normal: d.normal,
+    })
 }
 
 /// How far a point of the piece can stray from the segment between its endpoint positions as it

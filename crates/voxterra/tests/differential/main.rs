@@ -12,6 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, unreachable_pub)]
 
 mod contacts;
+mod motion;
 mod rays;
 mod scene;
 
@@ -122,6 +123,21 @@ proptest! {
     fn rays_agree_with_the_exact_answer(seed in any::<u64>()) {
         brief("rays", seed, 60, rays::run)?;
     }
+
+    #[test]
+    fn intersection_tests_agree_with_the_exact_answer(seed in any::<u64>()) {
+        brief("intersects", seed, 10, motion::run_intersects)?;
+    }
+
+    #[test]
+    fn casts_agree_with_the_exact_answer(seed in any::<u64>()) {
+        brief("casts", seed, 4, motion::run_casts)?;
+    }
+
+    #[test]
+    fn sweeps_agree_with_the_exact_answer(seed in any::<u64>()) {
+        brief("sweeps", seed, 4, motion::run_sweeps)?;
+    }
 }
 
 #[test]
@@ -134,4 +150,22 @@ fn soak_contacts() {
 #[ignore = "long: `cargo xtask soak`"]
 fn soak_rays() {
     soak("rays", 200, rays::run);
+}
+
+#[test]
+#[ignore = "long: `cargo xtask soak`"]
+fn soak_intersects() {
+    soak("intersects", 40, motion::run_intersects);
+}
+
+#[test]
+#[ignore = "long: `cargo xtask soak`"]
+fn soak_casts() {
+    soak("casts", 15, motion::run_casts);
+}
+
+#[test]
+#[ignore = "long: `cargo xtask soak`"]
+fn soak_sweeps() {
+    soak("sweeps", 15, motion::run_sweeps);
 }
