@@ -5,6 +5,9 @@
 //! - `bench [SUITE…] [--quick]`: the side-by-side `compare` suites (all by default), release build.
 //! - `fuzz [SECONDS]`: every cargo-fuzz target for SECONDS each (default 60); installs cargo-fuzz if
 //!   missing; uses the nightly toolchain if installed, else `RUSTC_BOOTSTRAP=1` on the pinned one.
+//! - `soak [SECONDS]`: the differential harness (every collision capability against its exact f64
+//!   reference on random ground) for SECONDS per capability (default 600), two at a time; prints
+//!   each capability's cases and disagreements, and fails on any disagreement.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -132,13 +135,44 @@ fn fuzz(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The differential harness's capabilities, each an ignored `soak_*` test.
+const SOAKS: &[&str] = &["contacts", "rays", "intersects", "casts", "sweeps"];
+
+fn soak(args: &[String]) -> Result<(), String> {
+    let seconds: u64 = match args.first() {
+        Some(s) => s.parse().map_err(|_| format!("SECONDS must be a whole number, got {s:?}"))?,
+        None => 600,
+    };
+    eprintln!("soak: {} capabilities, {seconds} s each, two at a time", SOAKS.len());
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let filters: Vec<String> = SOAKS.iter().map(|c| format!("soak_{c}")).collect();
+    let mut a: Vec<&str> = vec!["test", "--release", "-p", "voxterra", "--test", "differential", "--"];
+    a.extend(["--ignored", "--nocapture", "--exact", "--test-threads", "2"]);
+    a.extend(filters.iter().map(String::as_str));
+    eprintln!("\n==> VOXTERRA_SOAK_SECONDS={seconds} cargo {}", a.join(" "));
+    let status = Command::new(cargo)
+        .args(&a)
+        .env("VOXTERRA_SOAK_SECONDS", seconds.to_string())
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err("a capability disagreed with its reference: each report above names the seed that rebuilds its \
+             scene (VOXTERRA_SOAK_SEED=<seed> reruns from it)"
+            .into())
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
-        _ => Err("usage: cargo xtask ci | bench [SUITE…] [--quick] | fuzz [SECONDS]".into()),
+        Some("soak") => soak(&args[1..]),
+        _ => Err("usage: cargo xtask ci | bench [SUITE…] [--quick] | fuzz [SECONDS] | soak [SECONDS]".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

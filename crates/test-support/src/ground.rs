@@ -235,6 +235,14 @@ pub fn random_ground(seed: u64, options: GroundOptions) -> Ground {
         features.push(f);
     }
     let material = [m::ROCK, m::GRASS, m::BASALT, m::BRICK][rng.below(4) as usize];
+    ground_from(region, features, material)
+}
+
+/// The ground `features` make in `region` (the first a base, the rest added or cut, as
+/// [`Ground::distance`] says), of `material`: each voxel covered by `clamp(0.5 − d, 0, 1)` of its
+/// center's signed distance `d`, so the surface lies where the distance is zero.
+pub fn ground_from(region: Region, features: Vec<Feature>, material: Material) -> Ground {
+    let min = region.min();
     let mut ground = Ground { region, voxels: Vec::new(), features, material };
     ground.voxels = region
         .iter()

@@ -100,8 +100,6 @@ pub fn probe(scene: &Scene, rng: &mut Rng, kind: Kind, cold: &Terrain, tally: &m
 /// Checks one query against the exact answer and against the cold terrain and a kept cache.
 pub fn check(scene: &Scene, probe: &Probe, prediction: f32, cold: &Terrain, tally: &mut Tally) {
     let exact = probe.exact();
-    let pred = f64::from(prediction);
-    let tol = tolerance(probe.reach, probe.magnitude());
     let warm = answer(&scene.terrain, probe, prediction);
     let mut fails: Vec<(&'static str, String)> = Vec::new();
     // The same answer from a cold cache and from a kept contact cache, bit for bit.
@@ -121,13 +119,47 @@ pub fn check(scene: &Scene, probe: &Probe, prediction: f32, cold: &Terrain, tall
     if kept != warm.manifolds {
         fails.push(("kept cache", format!("kept contacts differ: {kept:?} against {:?}", warm.manifolds)));
     }
+    match judge(scene, probe, prediction, warm.min_dist) {
+        Some(more) => fails.extend(more),
+        None => {
+            tally.skip();
+            return;
+        }
+    }
+    tally.record(
+        probe.kind.name(),
+        fails.iter().map(|(rule, f)| {
+            (
+                *rule,
+                format!(
+                    "{} | {:?} at {:?} rot {:?} prediction {prediction} | {f} | {} | points {}",
+                    scene.describe(),
+                    probe.kind,
+                    probe.pose.translation,
+                    probe.pose.rotation,
+                    exact.describe(),
+                    compact(&warm.manifolds)
+                ),
+            )
+        }),
+    );
+}
+
+/// The disagreements of a contact query's answer (`rep`: its deepest point's signed distance,
+/// `None` without contacts) with the exact one; `None` when no triangle is near enough to say.
+pub fn judge(
+    scene: &Scene,
+    probe: &Probe,
+    prediction: f32,
+    rep: Option<f64>,
+) -> Option<Vec<(&'static str, String)>> {
+    let exact = probe.exact();
+    let pred = f64::from(prediction);
+    let tol = tolerance(probe.reach, probe.magnitude());
+    let mut fails: Vec<(&'static str, String)> = Vec::new();
     let core = exact.core();
     let near = scene.near(&core, probe.reach + pred + 3.0 * f64::from(scene.voxel_size));
-    let Some(sd) = scene.signed_distance(&core, &near) else {
-        tally.skip();
-        return;
-    };
-    let rep = warm.min_dist;
+    let sd = scene.signed_distance(&core, &near)?;
     let dist = near.iter().map(|t| exact.distance(t)).fold(f64::INFINITY, f64::min);
     let touching = dist <= 0.0;
     match &exact {
@@ -255,23 +287,7 @@ pub fn check(scene: &Scene, probe: &Probe, prediction: f32, cold: &Terrain, tall
             }
         }
     }
-    tally.record(
-        probe.kind.name(),
-        fails.iter().map(|(rule, f)| {
-            (
-                *rule,
-                format!(
-                    "{} | {:?} at {:?} rot {:?} prediction {prediction} | {f} | {} | points {}",
-                    scene.describe(),
-                    probe.kind,
-                    probe.pose.translation,
-                    probe.pose.rotation,
-                    exact.describe(),
-                    compact(&warm.manifolds)
-                ),
-            )
-        }),
-    );
+    Some(fails)
 }
 
 /// The contacts capability over one scene: `probes` probes of each kind.

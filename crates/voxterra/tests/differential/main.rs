@@ -14,6 +14,7 @@
 mod contacts;
 mod motion;
 mod rays;
+mod regressions;
 mod scene;
 
 use proptest::prelude::*;
@@ -67,7 +68,7 @@ impl Tally {
         )
     }
 
-    fn assert_clean(&self, capability: &str) {
+    pub(crate) fn assert_clean(&self, capability: &str) {
         assert!(self.disagreements() == 0, "{}\n{}", self.summary(capability), self.reports.join("\n"));
     }
 }

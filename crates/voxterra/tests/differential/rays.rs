@@ -5,9 +5,9 @@
 
 use crate::Tally;
 use crate::scene::{Scene, cold_terrain, spacing, tolerance};
-use voxterra::Terrain;
 use voxterra::core::Ray;
 use voxterra::core::nalgebra::Vector3;
+use voxterra::{Terrain, TerrainRayHit};
 use voxterra_test_support::Rng;
 use voxterra_test_support::reference::{P, V, ray_triangle};
 
@@ -49,6 +49,33 @@ pub fn check(scene: &Scene, ray: &Ray, max_t: f32, cold: &Terrain, tally: &mut T
     if warm != cold_hit {
         fails.push(("cache", format!("warm {warm:?}, cold {cold_hit:?}")));
     }
+    fails.extend(judge(scene, ray, max_t, warm));
+    if let Some(h) = warm {
+        // A closed interval: `max_t` at the hit's own `t` finds it again.
+        let again = scene.terrain.cast_ray(ray, h.t).expect("a valid ray");
+        if again != Some(h) {
+            fails.push(("max_t at the hit", format!("max_t {} gives {again:?}, not {h:?}", h.t)));
+        }
+    }
+    tally.record(
+        "ray",
+        fails.into_iter().map(|(rule, f)| {
+            (
+                rule,
+                format!("{} | ray {:?} dir {:?} max_t {max_t} | {f}", scene.describe(), ray.origin, ray.dir),
+            )
+        }),
+    );
+}
+
+/// The disagreements of a ray's answer `hit` with the exact first crossing.
+pub fn judge(
+    scene: &Scene,
+    ray: &Ray,
+    max_t: f32,
+    hit: Option<TerrainRayHit>,
+) -> Vec<(&'static str, String)> {
+    let mut fails: Vec<(&'static str, String)> = Vec::new();
     let origin = P::new(f64::from(ray.origin.x), f64::from(ray.origin.y), f64::from(ray.origin.z));
     let dir = V::new(f64::from(ray.dir.x), f64::from(ray.dir.y), f64::from(ray.dir.z));
     let len = dir.norm();
@@ -66,7 +93,7 @@ pub fn check(scene: &Scene, ray: &Ray, max_t: f32, cold: &Terrain, tally: &mut T
             certain = certain.min(s);
         }
     }
-    match warm {
+    match hit {
         Some(h) => {
             let t = f64::from(h.t);
             if t > certain + tol_t {
@@ -92,11 +119,6 @@ pub fn check(scene: &Scene, ray: &Ray, max_t: f32, cold: &Terrain, tally: &mut T
                 }
                 None => fails.push(("phantom hit", format!("{h:?}: no such triangle"))),
             }
-            // A closed interval: `max_t` at the hit's own `t` finds it again.
-            let again = scene.terrain.cast_ray(ray, h.t).expect("a valid ray");
-            if again != Some(h) {
-                fails.push(("max_t at the hit", format!("max_t {} gives {again:?}, not {h:?}", h.t)));
-            }
         }
         None => {
             if certain.is_finite() {
@@ -104,15 +126,7 @@ pub fn check(scene: &Scene, ray: &Ray, max_t: f32, cold: &Terrain, tally: &mut T
             }
         }
     }
-    tally.record(
-        "ray",
-        fails.into_iter().map(|(rule, f)| {
-            (
-                rule,
-                format!("{} | ray {:?} dir {:?} max_t {max_t} | {f}", scene.describe(), ray.origin, ray.dir),
-            )
-        }),
-    );
+    fails
 }
 
 /// The rays capability over one scene: `probes` rays, each with a long `max_t`, one just past the

@@ -94,6 +94,11 @@ impl Scene {
                 edits.push(Brush { shape: BrushShape::Sphere { center, radius }, op });
             }
         }
+        Scene::from_ground(seed, ground, voxel_size, edits)
+    }
+
+    /// The case of `ground` at `voxel_size` with `edits` made after it (`seed` names it).
+    pub fn from_ground(seed: u64, ground: Ground, voxel_size: f32, edits: Vec<Brush>) -> Scene {
         let terrain = build_terrain(&ground, voxel_size, &edits, 256 << 20);
         let extent = terrain.extent().expect("the window holds voxels");
         let world = Aabb::new(
