@@ -9,7 +9,7 @@ use crate::convert::{FromParry, ToParry};
 use crate::cuboid_triangle::{Routine, cuboid_triangle};
 use crate::error::NarrowphaseError;
 use crate::internal_contacts::{self, Core, InternalScratch, Note};
-use crate::internal_edges::{ALL_ACTIVE, along_face, correct};
+use crate::internal_edges::{ALL_ACTIVE, correct};
 use crate::manifold::{ReduceScratch, reduce};
 use parry3d::math::Pose;
 use parry3d::shape::{ConvexPolyhedron, Shape, SupportMap, TypedShape};
@@ -124,17 +124,6 @@ impl ContactWorkspace {
         self.cores.clear();
     }
 
-    /// Records the parts' centers (the same for every set of one query).
-    fn set_cores(&mut self, parts: &[Part<'_>]) {
-        for part in parts {
-            let i = part.index as usize;
-            if self.cores.len() <= i {
-                self.cores.resize(i + 1, Core::Point(Point3::origin()));
-            }
-            self.cores[i] = part.core();
-        }
-    }
-
     /// Collects the contact points of `shape` at `pose` with `set` under `group` (the caller's name
     /// for the set, a chunk's index say), as [`contact_points`] finds them.
     pub fn collect<S: TriangleSource, I: TriangleIndex>(
@@ -146,7 +135,12 @@ impl ContactWorkspace {
         group: u32,
     ) -> Result<(), NarrowphaseError> {
         let before = self.collected.len();
-        let trace = Trace { corners: &mut self.corners, nearby: &mut self.nearby, notes: &mut self.notes };
+        let trace = Trace {
+            corners: &mut self.corners,
+            nearby: &mut self.nearby,
+            notes: &mut self.notes,
+            cores: &mut self.cores,
+        };
         let r = collect_points(
             shape,
             pose,
@@ -162,11 +156,6 @@ impl ContactWorkspace {
             self.notes.truncate(before);
         }
         self.groups.resize(self.collected.len(), group);
-        if r.is_ok() {
-            let mut parts = Vec::new();
-            flatten(shape, pose, 0, &mut parts)?;
-            self.set_cores(&parts);
-        }
         r
     }
 
@@ -256,13 +245,24 @@ impl ContactWorkspace {
         first: usize,
     ) -> Result<(), NarrowphaseError> {
         let before = self.collected.len();
-        self.set_cores(parts);
-        let (collected, corners, nearby, notes, groups) =
-            (&mut self.collected, &mut self.corners, &mut self.nearby, &mut self.notes, &mut self.groups);
+        record_cores(&mut self.cores, parts);
+        let (collected, corners, nearby, notes, cores, groups) = (
+            &mut self.collected,
+            &mut self.corners,
+            &mut self.nearby,
+            &mut self.notes,
+            &mut self.cores,
+            &mut self.groups,
+        );
         let r = cache.replay(first, parts, &self.boxes, prediction, motion, |part, e, near| {
             let Some(face) = e.face else { return Ok(()) };
             if near {
-                let mut trace = Trace { corners: &mut *corners, nearby: &mut *nearby, notes: &mut *notes };
+                let mut trace = Trace {
+                    corners: &mut *corners,
+                    nearby: &mut *nearby,
+                    notes: &mut *notes,
+                    cores: &mut *cores,
+                };
                 let trace = Some(&mut trace);
                 triangle_points(part, e.triangle, &e.corners, face, e.surface, prediction, collected, trace)?;
             } else {
@@ -281,8 +281,8 @@ impl ContactWorkspace {
         r
     }
 
-    /// Ends the query: drops the internal contacts among everything collected, across sets (see
-    /// [`remove_internal`](crate::internal_contacts)), then reduces each group's points to
+    /// Ends the query: drops the internal contacts among everything collected, across sets (the
+    /// crate page says what the rules promise), then reduces each group's points to
     /// manifolds of at most four points per normal, handed to `emit` group by group in the order
     /// collected.
     pub fn finish(&mut self, mut emit: impl FnMut(u32, &Manifold)) {
@@ -329,11 +329,23 @@ impl ContactWorkspace {
 pub(crate) type Corners = [Point3<f32>; 3];
 
 /// What a query records beside its points for [`internal_contacts::keep`]: per point its
-/// triangle's corners and a [`Note`], and every candidate triangle.
+/// triangle's corners and a [`Note`], every candidate triangle, and per compound part its core.
 pub(crate) struct Trace<'a> {
     corners: &'a mut Vec<Corners>,
     nearby: &'a mut Vec<Corners>,
     notes: &'a mut Vec<Note>,
+    cores: &'a mut Vec<Core>,
+}
+
+/// Records the parts' cores (the same for every set of one query).
+fn record_cores(cores: &mut Vec<Core>, parts: &[Part<'_>]) {
+    for part in parts {
+        let i = part.index as usize;
+        if cores.len() <= i {
+            cores.resize(i + 1, Core::Point(Point3::origin()));
+        }
+        cores[i] = part.core();
+    }
 }
 
 /// Below this distance between a capsule's segment and a triangle the closest-point routine has
@@ -368,6 +380,9 @@ fn collect_points<S: TriangleSource, I: TriangleIndex>(
     check_query(pose, prediction)?;
     let mut parts = Vec::new();
     flatten(shape, pose, 0, &mut parts)?;
+    if let Some(t) = trace.as_mut() {
+        record_cores(t.cores, &parts);
+    }
     for part in parts {
         check_shape(part.shape)?;
         let query = Aabb::from_parry(&part.shape.compute_aabb(&part.pose)).loosened(prediction);
@@ -435,7 +450,7 @@ fn triangle_points(
                     Some(d) if found.correction == Correction::Sunk => ContactPoint { dist: d, ..found },
                     _ => found,
                 };
-                t.notes.push(note(&p, &found, part, tri, &face, surface.one_sided, prediction));
+                t.notes.push(note(&p, &found, part, tri, &face, surface.one_sided));
             }
         }
     }
@@ -459,7 +474,6 @@ fn note(
     tri: &Corners,
     face: &Vector3<f32>,
     one_sided: bool,
-    prediction: f32,
 ) -> Note {
     match p.correction {
         // Pushed out through the front: from beside the triangle (not from over it, the lowest
@@ -485,9 +499,15 @@ fn note(
                 && p.dist < 0.0
                 && p.normal.dot(face).abs() < internal_contacts::FACE_COS =>
         {
-            // Toward the face on the side the shape is on (its front, on a one-sided surface).
+            // The face's normal on the side the shape is on (its front, on a one-sided surface),
+            // the distance kept. PERF: no support query for a point that rarely stands in.
             let toward = if one_sided || (part.center() - tri[0]).dot(face) >= 0.0 { *face } else { -*face };
-            along_face(*p, part, tri, face, &toward, prediction).map_or(Note::None, Note::Sideways)
+            Note::Sideways(ContactPoint {
+                on_shape: p.on_triangle + toward * p.dist,
+                normal: Unit::new_unchecked(toward),
+                correction: Correction::FaceNormal,
+                ..*p
+            })
         }
         _ => Note::None,
     }

@@ -299,8 +299,8 @@ pub(crate) struct Routine {
     /// For points it pushed out through a one-sided triangle's front itself: the two-sided
     /// distance it found first.
     pub(crate) two_sided: Option<f32>,
-    /// A point that stands in only if nothing else holds the shape (see
-    /// [`internal_contacts`](crate::internal_contacts)).
+    /// A point that stands in only if nothing else holds the shape (the internal-contact rules
+    /// decide across the query).
     pub(crate) hidden: Option<ContactPoint>,
 }
 

@@ -17,10 +17,11 @@
 //! point of it nearest the triangle); for other shapes their center, or their deepest point under
 //! the triangle lying right behind it (nothing between them). A shape beside a thin wall or a
 //! sharp crest, behind one face's plane but in the open, is held by the faces it is in front of.
-//! And an
-//! edge or vertex contact whose normal leaves the feature's normal cone is dropped only when
-//! another contact holds the shape; else it is redone along its own face's normal, so the rules
-//! turn a normal toward a face but never take away the only contact of a penetrating shape.
+//!
+//! A contact dropped by these rules (or an edge or vertex contact whose normal leaves the
+//! feature's normal cone) still stands in, turned toward its own face, when no kept contact of
+//! its shape is as deep: the rules turn a normal toward a face but never take away the only
+//! contact of a penetrating shape.
 
 use crate::closest::{point_triangle, segment_triangle, triangle_normal};
 use crate::contact::{ContactPoint, Correction, TriangleFeature};
@@ -376,11 +377,10 @@ pub(crate) fn keep<'s>(
             }
         }
     }
-    // Per part: the deepest contact the cone rule dropped, when no kept contact of the part is as
-    // deep (nothing holds the shape there: EPA's way out of one triangle past its edge, where the
-    // neighbor is not touched), turned toward its own face instead; and likewise the deepest one
-    // the one-sided rule dropped, as found but with its face's normal (a shape in the open that
-    // still penetrates a triangle from behind its plane).
+    // Per part, the deepest stand-in of a dropped contact, when no kept contact of the part is as
+    // deep: nothing else holds the shape there (EPA's way out of one triangle past its edge where
+    // the neighbor is not touched; a shape in the open still pressing into a triangle from behind
+    // its plane; a box across an inactive edge whose neighbor misses it).
     let mut i = 0;
     while i < s.order.len() {
         let part = points[s.order[i] as usize].id.part;
@@ -388,6 +388,7 @@ pub(crate) fn keep<'s>(
         let run = &s.order[i..end];
         let stand_in = |j: usize| match (s.dropped[j], notes[j]) {
             (Dropped::Cone, Note::Sideways(r)) => Some(r),
+            (Dropped::Sunk, Note::Sunk { fallback, .. }) => Some(fallback),
             (Dropped::Hidden, _) => Some(points[j]),
             _ => None,
         };
@@ -395,28 +396,11 @@ pub(crate) fn keep<'s>(
             .iter()
             .map(|&j| j as usize)
             .filter_map(|j| stand_in(j).map(|r| (j, r)))
-            .min_by(|a, b| points[a.0].dist.total_cmp(&points[b.0].dist).then(a.0.cmp(&b.0)));
+            .min_by(|a, b| a.1.dist.total_cmp(&b.1.dist).then(a.0.cmp(&b.0)));
         if let Some((j, r)) = deepest
-            && !run
-                .iter()
-                .any(|&k| s.keep[k as usize] && points[k as usize].dist <= points[j].dist + WITNESS_SLACK)
+            && !run.iter().any(|&k| s.keep[k as usize] && points[k as usize].dist <= r.dist + WITNESS_SLACK)
         {
             points[j] = r;
-            s.keep[j] = true;
-        }
-        let fallback = |j: usize| match notes[j] {
-            Note::Sunk { fallback, .. } if s.dropped[j] == Dropped::Sunk => Some(fallback),
-            _ => None,
-        };
-        let deepest = run
-            .iter()
-            .map(|&j| j as usize)
-            .filter_map(|j| fallback(j).map(|f| (j, f)))
-            .min_by(|a, b| a.1.dist.total_cmp(&b.1.dist).then(a.0.cmp(&b.0)));
-        if let Some((j, f)) = deepest
-            && !run.iter().any(|&k| s.keep[k as usize] && points[k as usize].dist <= f.dist + WITNESS_SLACK)
-        {
-            points[j] = f;
             s.keep[j] = true;
         }
         i = end;

@@ -51,21 +51,20 @@ pub(crate) fn correct(
     if !is_inactive(p.id.feature, flags) {
         return Some(p);
     }
-    along_face(p, part, tri, face, &p.normal.into_inner(), prediction)
+    along_face(p, part, tri, face, prediction)
 }
 
-/// `p` redone along the face's normal (on the side of `toward`): from the shape's deepest point
+/// `p` redone along the face's normal (on the side of `p`'s): from the shape's deepest point
 /// along it when that lies over the face, else `p` with the face's normal (its distance kept).
 /// `None`: beyond the prediction distance along the face normal.
-pub(crate) fn along_face(
+fn along_face(
     p: ContactPoint,
     part: &Part<'_>,
     tri: &[Point3<f32>; 3],
     face: &Vector3<f32>,
-    toward: &Vector3<f32>,
     prediction: f32,
 ) -> Option<ContactPoint> {
-    let normal = face_side(face, toward);
+    let normal = face_side(face, &p.normal);
     if (normal.dot(&p.normal) - 1.0).abs() < 1e-6 && !matches!(p.id.feature, TriangleFeature::Vertex(_)) {
         return Some(p); // already the face's normal
     }

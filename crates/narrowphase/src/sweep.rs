@@ -21,7 +21,9 @@ use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
 /// Where a sweep stops.
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub struct SweepHit {
-    /// The fraction of the sweep at which the shape comes within the linear slop of a triangle.
+    /// The fraction of the sweep at which the shape arrives: a polytope the linear slop from a
+    /// triangle, a ball or capsule (a core with a radius) overlapping it by the slop, as rapier's
+    /// time of impact places them, so their contacts exist on arrival.
     pub fraction: f32,
     /// The hit point, midway between the shape and the triangle.
     pub point: Point3<f32>,
@@ -43,10 +45,13 @@ struct Piece<'s> {
 }
 
 /// The earliest fraction in `(0, max_fraction)` of `sweep` (the shape's motion over a step:
-/// its center of mass on a line, its rotation interpolated) at which `shape` comes within
-/// `linear_slop` of a triangle of `set`. A shape already within the slop of a triangle at the
+/// its center of mass on a line, its rotation interpolated) at which `shape` arrives at a triangle
+/// of `set` as rapier's time of impact places it: a polytope `linear_slop` from it, a ball or
+/// capsule overlapping it by `linear_slop`. A shape already within the slop of a triangle at the
 /// start is stopped by that triangle only if a ball of half its thickness (plus the slop) around
 /// its centroid would reach it: resting and sliding bodies move on, bodies about to tunnel stop.
+/// Each triangle's time of impact is parry's (Box2D's root finder) for a motion without a turn;
+/// with one, conservative advancement on the distance, which cannot step past a first touch.
 /// For a one-sided set, a triangle is skipped when the shape's centroid starts behind it, or ends
 /// in front of it by more than the core having moved less than that toward it (parry's rule for
 /// oriented meshes).

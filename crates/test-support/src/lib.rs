@@ -2,7 +2,10 @@
 //!
 //! What voxterra's tests and benches share, so each suite builds its scenes the same way: a
 //! seeded generator ([`Rng`]), grid meshes ([`grid_mesh`]), height-field voxels
-//! ([`height_field`]) and the fuzz corpus replay ([`replay_corpus`]). It depends on
+//! ([`height_field`]), random ground for differential tests ([`ground`]: ridges, creases, bowls,
+//! overhangs, thin walls and necks by signed distance, far from the origin too), exact f64
+//! references for the collision queries ([`reference`]: closest points, separating axes, polytope
+//! distances, ray crossings) and the fuzz corpus replay ([`replay_corpus`]). It depends on
 //! `voxterra-core` only, so every crate can take it as a dev-dependency. Not published.
 //!
 //! ```

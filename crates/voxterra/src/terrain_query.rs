@@ -600,7 +600,8 @@ impl Terrain {
     /// Continuous collision over a step, rotation included, as rapier sweeps a body against a
     /// triangle mesh ([`voxterra_narrowphase::sweep_shape`]): the earliest fraction in
     /// `(0, max_fraction)` of `sweep` (world units, the shape's frame moving from its start to its
-    /// end pose) at which `shape` comes within `linear_slop` of the surface. A shape already
+    /// end pose) at which `shape` arrives at the surface (a polytope `linear_slop` from it, a ball
+    /// or capsule overlapping it by `linear_slop`, as rapier's time of impact). A shape already
     /// resting on the surface is stopped only where its core would pass through it. Returns the
     /// hit (world units) and its chunk.
     pub fn sweep_shape(
