@@ -122,7 +122,9 @@ struct RunReport {
     bodies_at_rest: usize,
     /// Pieces of terrain edits cut loose, spawned as bodies (the overhang's among them).
     detached_pieces: usize,
-    /// Of those, at rest at the end.
+    /// Of those, settled at the end: asleep, or their centre kept within one voxel over the
+    /// last second (a piece rocking on a rounded underside counts; one still sliding or falling
+    /// does not).
     pieces_at_rest: usize,
     /// Of those, under the surface at any time (their centre deeper in the solid than their
     /// bounding radius) or under the world: 0 expected.
@@ -366,6 +368,9 @@ fn simulate(
     let mut fallen = vec![false; handles.len()];
     let mut pieces: Vec<RigidBodyHandle> = Vec::new();
     let mut piece_fallen: Vec<bool> = Vec::new();
+    // Each piece's box of centres over the last second.
+    let mut piece_span: Vec<Option<(Vector, Vector)>> = Vec::new();
+    let last_second = n.saturating_sub((1.0 / params.dt).round() as usize);
     let mut ground = ground;
     let flat = (5.0f32).to_radians().cos();
     for frame in 0..n {
@@ -484,6 +489,13 @@ fn simulate(
                 }
             }
             piece_fallen.resize(pieces.len(), false);
+            piece_span.resize(pieces.len(), None);
+            if frame >= last_second {
+                for (span, &h) in piece_span.iter_mut().zip(&pieces) {
+                    let p = bodies[h].translation();
+                    *span = Some(span.map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))));
+                }
+            }
             for (fell, &h) in piece_fallen.iter_mut().zip(&pieces) {
                 let p = bodies[h].translation();
                 let radius =
@@ -497,8 +509,13 @@ fn simulate(
     let at_rest =
         handles.iter().filter(|&&h| bodies[h].is_sleeping() || bodies[h].linvel().length() < 0.1).count();
     let mut hash = Fnv::new();
-    let pieces_at_rest =
-        pieces.iter().filter(|&&h| bodies[h].is_sleeping() || bodies[h].linvel().length() < 0.1).count();
+    let pieces_at_rest = pieces
+        .iter()
+        .zip(&piece_span)
+        .filter(|&(&h, span)| {
+            bodies[h].is_sleeping() || span.is_some_and(|(lo, hi)| (hi - lo).max_element() < 1.0)
+        })
+        .count();
     for &h in handles.iter().chain([&walker.body]).chain(&pieces) {
         let b = &bodies[h];
         let (p, r) = (b.translation(), b.rotation());
