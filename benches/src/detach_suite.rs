@@ -21,7 +21,7 @@ const PEER: &str = "flood fill of the grown box";
 /// The detached pieces' voxel counts by brute force over `dirty` grown by `reach`.
 fn flood_box(t: &Terrain, dirty: &Region, reach: u32) -> Vec<usize> {
     let b = dirty.expanded(reach);
-    let floor = t.extent().map_or(i32::MIN, |e| e.min().y);
+    let floor = t.anchor_layer(voxterra::detach::Anchor::LowestSolid).unwrap_or(i32::MIN);
     let size = b.size().map(|s| s as usize);
     let at = |p: VoxelPos| {
         let d = p - b.min();
@@ -57,7 +57,7 @@ fn flood_box(t: &Terrain, dirty: &Region, reach: u32) -> Vec<usize> {
 }
 
 fn ours(t: &Terrain, dirty: &Region) -> Vec<usize> {
-    t.find_detached(dirty, DEFAULT_DETACH_BUDGET).iter().map(|r| r.voxels.len()).collect()
+    t.find_detached(dirty, &voxterra::DetachConfig::default()).iter().map(|r| r.voxels.len()).collect()
 }
 
 /// A radius-4 sphere carved where a ray down at a random column meets the ground.
@@ -235,7 +235,9 @@ fn piece_case(shape: &str, voxels: usize, reps: usize) -> (DetachedPiece, f64, f
         let report = off.fill(&cut, Voxel::AIR).expect("cut");
         let off_ms = start.elapsed().as_secs_f64() * 1e3;
         let start = Instant::now();
-        std::hint::black_box(off.find_detached(&report.dirty.expect("cut"), DEFAULT_DETACH_BUDGET));
+        std::hint::black_box(
+            off.find_detached(&report.dirty.expect("cut"), &voxterra::DetachConfig::default()),
+        );
         let search_ms = start.elapsed().as_secs_f64() * 1e3;
         let start = Instant::now();
         let r = on.fill(&cut, Voxel::AIR).expect("cut");

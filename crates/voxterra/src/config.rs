@@ -40,11 +40,13 @@ pub struct TerrainConfig {
 }
 
 /// How edits detach terrain ([`TerrainConfig::detach`]): after an edit that removed solid
-/// voxels, the pieces around it that reach neither the floor nor `budget` voxels are taken out of
-/// the terrain in the same edit and handed out by
+/// voxels, the pieces around it that reach neither an [`Anchor`] nor `budget` voxels are taken
+/// out of the terrain in the same edit and handed out by
 /// [`Terrain::take_detached`](crate::Terrain::take_detached).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct DetachConfig {
+    /// What holds terrain up.
+    pub anchor: Anchor,
     /// Voxels one piece's search may visit before the piece counts as attached (too big to
     /// decide).
     pub budget: usize,
@@ -53,10 +55,31 @@ pub struct DetachConfig {
 }
 
 impl Default for DetachConfig {
-    /// [`crate::detach::DEFAULT_DETACH_BUDGET`] and pieces of at least 8 voxels.
+    /// Anchored at the lowest solid layer, [`crate::detach::DEFAULT_DETACH_BUDGET`] and pieces
+    /// of at least 8 voxels.
     fn default() -> Self {
-        DetachConfig { budget: crate::detach::DEFAULT_DETACH_BUDGET, min_piece_voxels: 8 }
+        DetachConfig {
+            anchor: Anchor::LowestSolid,
+            budget: crate::detach::DEFAULT_DETACH_BUDGET,
+            min_piece_voxels: 8,
+        }
     }
+}
+
+/// What holds terrain up ([`DetachConfig::anchor`]): a solid piece with a voxel on an anchor layer
+/// stays; one reaching none falls. Both rules read only the voxels (and the rule itself), so every
+/// copy of a world decides alike however it was made: by edits, generated, loaded from a file or
+/// received by a replica.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Anchor {
+    /// Solid voxels in the lowest layer (voxel Y) that has any solid voxel hold: a generated or
+    /// loaded world's ground holds wherever its origin and its chunks lie. Carving that layer
+    /// away entirely raises the anchor to the next solid layer.
+    #[default]
+    LowestSolid,
+    /// Solid voxels in layer `y` (voxel Y) or below hold: a fixed bedrock. `Floor(i32::MIN)`
+    /// anchors nothing, so every piece within the budget falls.
+    Floor(i32),
 }
 
 impl Default for TerrainConfig {

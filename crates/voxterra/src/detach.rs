@@ -1,14 +1,16 @@
 //! Detached regions: after an edit removes terrain, which solid pieces near it no longer reach the
 //! ground.
 //!
-//! A voxel holds terrain up when it is *solid*: a solid material at occupancy one half or more (the
-//! mesher's inside, so a piece is what the player sees as one). Pieces are face-connected: voxels
-//! touching only along an edge or at a corner share no area, and a piece hanging by one would fall.
-//! Liquids hold nothing up. A piece is anchored when it reaches the floor (the lowest stored
-//! layer) or when its search passes the budget (too big to decide: treated as attached, as
-//! godot_voxel and Voxel Play bound theirs). The search starts from the solid voxels in and around
-//! the edited box, lowest voxel first (solid ground reaches the floor straight down), so its cost
-//! follows the budget, not the world.
+//! A voxel holds terrain up when it is *solid*: a solid material at an occupancy byte of 128 or
+//! more, over one half (the mesher's inside, so a piece is what the player sees as one; a voxel at
+//! 127 does not hold). Pieces are face-connected: voxels touching only along an edge or at a corner
+//! share no area, and a piece hanging by one would fall. Liquids hold nothing up. A piece is
+//! anchored when it reaches an anchor layer ([`Anchor`]: by default the world's lowest solid layer,
+//! so the answer depends on the voxels alone, not on how the terrain was made) or when its search
+//! passes the budget (too big to decide: treated as attached, as godot_voxel and Voxel Play bound
+//! theirs). The search starts from the solid voxels in and around the edited box, lowest voxel
+//! first (solid ground reaches the anchor straight down), so its cost follows the budget, not the
+//! world.
 //!
 //! With [`TerrainConfig::detach`](crate::TerrainConfig::detach) set, edits act on it: an edit that
 //! empties solid voxels searches from their solid neighbours and takes every loose piece out in
@@ -37,14 +39,18 @@
 //! # Ok::<(), voxterra::TerrainError>(())
 //! ```
 
+pub use crate::config::Anchor;
+use crate::config::DetachConfig;
 pub use crate::piece::{
     DetachedPiece, MAX_SPLIT_DEPTH, MIN_SPLIT_VOXELS, POOR_HULL_RATIO, PieceMass, piece_mass,
 };
 use crate::terrain::Terrain;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use voxterra_core::nalgebra::Vector3;
 use voxterra_core::{Region, VoxelPos};
+use voxterra_voxel_store::CHUNK_SIZE;
 
 type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
@@ -77,11 +83,20 @@ impl Terrain {
         self.materials().is_solid(v) && v.occupancy_byte() >= 128
     }
 
-    /// The solid pieces around `dirty` (an edit's dirty box) that reach neither the floor nor the
-    /// budget (`budget` voxels visited per piece), in the order of their first voxel (y, z, x).
+    /// The solid pieces around `dirty` (an edit's dirty box) that reach neither `config`'s anchor
+    /// nor its budget (voxels visited per piece), in the order of their first voxel (y, z, x).
     /// Every solid voxel in `dirty` grown by one starts a search unless an earlier one reached it.
-    pub fn find_detached(&self, dirty: &Region, budget: usize) -> Vec<DetachedRegion> {
-        self.search_detached(dirty.expanded(1).iter(), budget)
+    pub fn find_detached(&self, dirty: &Region, config: &DetachConfig) -> Vec<DetachedRegion> {
+        self.search_detached(dirty.expanded(1).iter(), config)
+    }
+
+    /// The layer (voxel Y) at or below which solid voxels hold under `anchor`; `None` when
+    /// nothing holds (no solid voxel at all under [`Anchor::LowestSolid`]).
+    pub fn anchor_layer(&self, anchor: Anchor) -> Option<i32> {
+        match anchor {
+            Anchor::Floor(y) => Some(y),
+            Anchor::LowestSolid => self.lowest_solid.get(self),
+        }
     }
 
     /// The pieces of the solid voxels among `seeds` that reach no anchor, in the order of the
@@ -89,10 +104,10 @@ impl Terrain {
     pub(crate) fn search_detached(
         &self,
         seeds: impl IntoIterator<Item = VoxelPos>,
-        budget: usize,
+        config: &DetachConfig,
     ) -> Vec<DetachedRegion> {
-        let Some(extent) = self.extent() else { return Vec::new() };
-        let floor = extent.min().y;
+        let budget = config.budget;
+        let floor = self.anchor_layer(config.anchor).unwrap_or(i32::MIN);
         let mut fate: Map<VoxelPos, Fate> = Map::default();
         let mut pieces: Vec<Vec<VoxelPos>> = Vec::new();
         let mut queue = BinaryHeap::new();
@@ -166,4 +181,65 @@ impl Terrain {
             })
             .collect()
     }
+}
+
+/// The lowest layer holding a solid voxel, found by a scan of the lowest chunks and kept until an
+/// edit reaches down to it. Atomic so that `&Terrain` queries may fill it from any thread.
+#[derive(Debug)]
+pub(crate) struct LowestSolid(AtomicI64);
+
+impl LowestSolid {
+    const UNKNOWN: i64 = i64::MAX;
+    const NONE: i64 = i64::MIN;
+
+    pub(crate) fn unknown() -> Self {
+        LowestSolid(AtomicI64::new(Self::UNKNOWN))
+    }
+
+    /// After a write to `dirty`: solid added below the layer lowers it, solid removed from it may
+    /// raise it; writes wholly above it change nothing.
+    pub(crate) fn written(&self, dirty: &Region) {
+        let known = self.0.load(Ordering::Relaxed);
+        if known == Self::NONE || known == Self::UNKNOWN || i64::from(dirty.min().y) <= known {
+            self.0.store(Self::UNKNOWN, Ordering::Relaxed);
+        }
+    }
+
+    fn get(&self, terrain: &Terrain) -> Option<i32> {
+        let known = self.0.load(Ordering::Relaxed);
+        if known != Self::UNKNOWN {
+            return (known != Self::NONE).then_some(known as i32);
+        }
+        let found = scan_lowest_solid(terrain);
+        self.0.store(found.map_or(Self::NONE, i64::from), Ordering::Relaxed);
+        found
+    }
+}
+
+/// Chunks in key order (lowest layer first), each read only below the best layer found so far;
+/// packed rows answer without reading their voxels.
+fn scan_lowest_solid(terrain: &Terrain) -> Option<i32> {
+    let table = terrain.materials();
+    let mut best: Option<i64> = None;
+    for key in terrain.store().chunk_keys() {
+        let base = i64::from(key.y) * CHUNK_SIZE as i64;
+        let rows = best.map_or(CHUNK_SIZE as i64, |b| b - base).clamp(0, CHUNK_SIZE as i64) as usize;
+        if rows == 0 {
+            break;
+        }
+        let Some(chunk) = terrain.store().chunk(key) else { continue };
+        'rows: for y in 0..rows {
+            for z in 0..CHUNK_SIZE {
+                let holds = match chunk.packed_row(y, z) {
+                    Some(m) => crate::piece::holds(table, voxterra_core::Voxel::full(m)),
+                    None => chunk.row(y, z).iter().any(|&v| crate::piece::holds(table, v)),
+                };
+                if holds {
+                    best = Some(base + y as i64);
+                    break 'rows;
+                }
+            }
+        }
+    }
+    best.map(|b| b as i32)
 }

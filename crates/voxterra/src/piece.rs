@@ -110,7 +110,7 @@ impl VoxelRead for BeforeEdit<'_> {
     }
 }
 
-fn holds(table: &MaterialTable, v: Voxel) -> bool {
+pub(crate) fn holds(table: &MaterialTable, v: Voxel) -> bool {
     table.is_solid(v) && v.occupancy_byte() >= 128
 }
 
@@ -150,8 +150,7 @@ impl Terrain {
         if seeds.is_empty() {
             return Ok(None);
         }
-        let found =
-            self.search_detached(seeds.into_iter().map(|(y, z, x)| VoxelPos::new(x, y, z)), cfg.budget);
+        let found = self.search_detached(seeds.into_iter().map(|(y, z, x)| VoxelPos::new(x, y, z)), &cfg);
         let limit = self.max_edit_voxels() as u128;
         let mut union = region;
         let mut taken = Vec::new();

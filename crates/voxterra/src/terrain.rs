@@ -165,6 +165,8 @@ pub struct Terrain {
     revision: u64,
     /// Pieces edits cut loose, until [`Terrain::take_detached`].
     detached: Vec<crate::detach::DetachedPiece>,
+    /// The anchor layer of [`crate::detach::Anchor::LowestSolid`].
+    pub(crate) lowest_solid: crate::detach::LowestSolid,
 }
 
 /// Revisions are unique across every terrain of the process: a terrain swapped for another behind
@@ -210,6 +212,7 @@ impl Terrain {
             log: DeltaLog::new(config.delta_log_bytes),
             revision: next_revision(),
             detached: Vec::new(),
+            lowest_solid: crate::detach::LowestSolid::unknown(),
         })
     }
 
@@ -350,6 +353,7 @@ impl Terrain {
         let dirty = write(&mut self.store)?;
         let mut report = EditReport { dirty, ..Default::default() };
         if let Some(mut d) = dirty {
+            self.lowest_solid.written(&d);
             if detect
                 && let Some(cfg) = self.config.detach
                 && let Some(cut) = self.cut_loose(&before, d, cfg)?
@@ -470,6 +474,7 @@ impl Terrain {
     /// Records a write to `dirty`: grows the extent, moves the revision on and marks the storage chunks whose render
     /// mesh reads its voxels (their padded read reaches it).
     fn mark_changed(&mut self, dirty: &Region) {
+        self.lowest_solid.written(dirty);
         self.extent = Some(self.extent.map_or(*dirty, |e| e.union(dirty)));
         self.render.mark(dirty);
         self.revision = next_revision();

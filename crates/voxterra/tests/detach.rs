@@ -11,9 +11,11 @@ use voxterra::{Brush, BrushOp, BrushShape, Terrain};
 use voxterra::{DetachConfig, TerrainConfig};
 
 /// Every face-connected piece of holding voxels in the terrain's stored box, by brute force: its
-/// voxels (sorted by y, z, x) and whether it reaches the floor.
+/// voxels (sorted by y, z, x) and whether it reaches the lowest layer any of them is in (the
+/// default anchor).
 fn pieces(t: &Terrain) -> Vec<(Vec<VoxelPos>, bool)> {
     let e = t.extent().unwrap();
+    let lowest = e.iter().filter(|p| t.is_holding(*p)).map(|p| p.y).min().unwrap_or(i32::MAX);
     let size = e.size().map(|s| s as usize);
     let at = |p: VoxelPos| -> usize {
         let d = p - e.min();
@@ -41,7 +43,7 @@ fn pieces(t: &Terrain) -> Vec<(Vec<VoxelPos>, bool)> {
             }
         }
         voxels.sort_unstable_by_key(|p| (p.y, p.z, p.x));
-        let floor = voxels.iter().any(|p| p.y <= e.min().y);
+        let floor = voxels.iter().any(|p| p.y <= lowest);
         out.push((voxels, floor));
     }
     out
@@ -65,8 +67,12 @@ fn expected(t: &Terrain, dirty: &Region, budget: usize) -> Vec<Vec<VoxelPos>> {
     order.into_iter().map(|(_, v)| v).collect()
 }
 
+fn budgeted(budget: usize) -> DetachConfig {
+    DetachConfig { budget, ..DetachConfig::default() }
+}
+
 fn found(t: &Terrain, dirty: &Region, budget: usize) -> Vec<Vec<VoxelPos>> {
-    t.find_detached(dirty, budget).into_iter().map(|r: DetachedRegion| r.voxels).collect()
+    t.find_detached(dirty, &budgeted(budget)).into_iter().map(|r: DetachedRegion| r.voxels).collect()
 }
 
 proptest! {
@@ -109,7 +115,7 @@ fn an_arch_cut_through_falls_and_its_piers_stay() {
     t.apply_brush(&rock([4.0, 4.0, 4.0], [10.0, 20.0, 12.0])).unwrap();
     t.apply_brush(&rock([30.0, 4.0, 4.0], [36.0, 20.0, 12.0])).unwrap();
     t.apply_brush(&rock([4.0, 20.0, 4.0], [36.0, 26.0, 12.0])).unwrap();
-    assert!(t.find_detached(&t.extent().unwrap(), 1 << 20).is_empty(), "the arch stands");
+    assert!(t.find_detached(&t.extent().unwrap(), &budgeted(1 << 20)).is_empty(), "the arch stands");
     // Cut the lintel beside each pier: the middle falls, the piers stand.
     let mut dirty = None::<Region>;
     for x in [12.0, 26.0] {
@@ -120,17 +126,17 @@ fn an_arch_cut_through_falls_and_its_piers_stay() {
         let d = t.apply_brush(&cut).unwrap().dirty.unwrap();
         dirty = Some(dirty.map_or(d, |r| r.union(&d)));
     }
-    let pieces = t.find_detached(&dirty.unwrap(), 1 << 20);
+    let pieces = t.find_detached(&dirty.unwrap(), &budgeted(1 << 20));
     assert_eq!(pieces.len(), 1, "{pieces:?}");
     let p = &pieces[0];
     assert!(p.bounds.min().x >= 13 && p.bounds.max().x <= 27, "{:?}", p.bounds);
     assert!(p.voxels.iter().all(|v| v.y >= 20));
     // With a budget under the piece's size it counts as attached.
-    assert!(t.find_detached(&dirty.unwrap(), p.voxels.len() - 1).is_empty());
+    assert!(t.find_detached(&dirty.unwrap(), &budgeted(p.voxels.len() - 1)).is_empty());
 }
 
 fn detaching(budget: usize) -> TerrainConfig {
-    TerrainConfig { detach: Some(DetachConfig { budget, min_piece_voxels: 8 }), ..TerrainConfig::default() }
+    TerrainConfig { detach: Some(budgeted(budget)), ..TerrainConfig::default() }
 }
 
 fn dense(t: &Terrain, r: &Region) -> Vec<Voxel> {
@@ -372,4 +378,183 @@ fn pieces_are_the_same_on_one_and_two_threads() {
         assert_eq!(a.mass.mass.to_bits(), b.mass.mass.to_bits());
         assert_eq!(a.mass.center.map(f32::to_bits), b.mass.center.map(f32::to_bits));
     }
+}
+
+/// A ground, a post and a table top on it, in voxels (min, size), away from y 0 and from chunk
+/// borders, as a user builds a scene by hand.
+fn table_scene(t: &mut Terrain) {
+    let rock = Voxel::full(materials::ROCK);
+    for (min, size) in [([0, 5, 0], [16, 4, 16]), ([7, 9, 7], [2, 6, 2]), ([4, 15, 4], [8, 2, 8])] {
+        t.fill(&Region::from_min_size(VoxelPos::from(min), size).unwrap(), rock).unwrap();
+    }
+}
+
+/// Cuts the post; the pieces taken out (bounds and solid voxels) and the voxels left.
+fn cut_post(t: &mut Terrain) -> (Vec<(Region, usize)>, Vec<Voxel>) {
+    let cut = Region::from_min_size(VoxelPos::new(7, 11, 7), [2, 1, 2]).unwrap();
+    t.fill(&cut, Voxel::AIR).unwrap();
+    let pieces = t.take_detached().iter().map(|p| (p.bounds, p.solid_voxels)).collect();
+    let all = Region::from_min_size(VoxelPos::new(-2, -2, -2), [20, 24, 20]).unwrap();
+    (pieces, dense(t, &all))
+}
+
+/// A replica's terrain: a client that received everything a server over `t` sends.
+fn replica_of(t: &Terrain) -> Terrain {
+    use voxterra::replication::{ReplicaClient, ReplicationConfig, ReplicationServer, client_terrain};
+    let config = ReplicationConfig { full_radius: 1e4, ..ReplicationConfig::default() };
+    let mut server = ReplicationServer::new(config);
+    let id = server.add_client(t);
+    let e = t.extent().unwrap();
+    let centre = Point3::from((e.min().coords + e.max().coords).cast::<f32>() * 0.5 * t.voxel_size());
+    server.set_viewers(id, &[centre]).unwrap();
+    let mut client = ReplicaClient::new(client_terrain(t.materials().clone(), t.voxel_size()).unwrap());
+    loop {
+        let msgs = server.tick(t, id, usize::MAX).unwrap();
+        if msgs.is_empty() {
+            break;
+        }
+        for m in &msgs {
+            client.apply(m).unwrap();
+        }
+    }
+    Terrain::from_store(client.terrain().store().clone(), MaterialTable::default(), detaching(1 << 20))
+        .unwrap()
+}
+
+/// The same voxels give the same pieces whichever way the terrain was made: by edits, loaded from
+/// a file (whose chunks start at y 0, below the ground), or received by a replica.
+#[test]
+fn the_anchor_depends_on_the_voxels_not_on_how_the_terrain_was_made() {
+    let mut made = Terrain::new(MaterialTable::default(), detaching(1 << 20)).unwrap();
+    table_scene(&mut made);
+    let mut plain = Terrain::new(MaterialTable::default(), TerrainConfig::default()).unwrap();
+    table_scene(&mut plain);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("table.vxt");
+    plain.save(&path).unwrap();
+    let mut loaded = Terrain::load(&path, detaching(1 << 20)).unwrap();
+    assert_eq!(loaded.extent().unwrap().min().y, 0, "the loaded extent starts at the chunk's bottom");
+    let mut replica = replica_of(&plain);
+
+    let want = cut_post(&mut made);
+    // The top and the post above the cut fall (8 x 8 x 2 + 2 x 2 x 3); the ground holds.
+    assert_eq!(want.0.iter().map(|p| p.1).collect::<Vec<_>>(), vec![140]);
+    assert_eq!(cut_post(&mut loaded), want, "loaded");
+    assert_eq!(cut_post(&mut replica), want, "replica");
+}
+
+/// A generated world away from the origin: a crater near its top takes out what a flood fill with
+/// the anchor rule says (here nothing: the world's ground holds), the same when generated, loaded
+/// or rebuilt voxel by voxel through edits.
+#[test]
+fn a_generated_world_away_from_the_origin_keeps_its_ground() {
+    let mut params = WorldParams::new(7, [48, 40, 48]);
+    params.origin = VoxelPos::new(3, 5, -7);
+    let mut generated = Terrain::generate(&params, detaching(1 << 20)).unwrap();
+    let box_ = Region::from_min_size(params.origin, params.size).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gen.vxt");
+    generated.save(&path).unwrap();
+    let mut loaded = Terrain::load(&path, detaching(1 << 20)).unwrap();
+    // By edits: one fill per run of equal voxels along X.
+    let mut made = Terrain::new(MaterialTable::default(), TerrainConfig::default()).unwrap();
+    let voxels = dense(&generated, &box_);
+    let s = box_.size();
+    for y in 0..s[1] as i32 {
+        for z in 0..s[2] as i32 {
+            let mut x = 0;
+            while x < s[0] as i32 {
+                let at = |x: i32| voxels[box_.index_of(box_.min() + Vector3::new(x, y, z))];
+                let (v, start) = (at(x), x);
+                while x < s[0] as i32 && at(x) == v {
+                    x += 1;
+                }
+                if !v.is_air() {
+                    let run = Region::from_min_size(
+                        box_.min() + Vector3::new(start, y, z),
+                        [(x - start) as u32, 1, 1],
+                    );
+                    made.fill(&run.unwrap(), v).unwrap();
+                }
+            }
+        }
+    }
+    made.reconfigure(detaching(1 << 20)).unwrap();
+    // The crater: where a ray down the middle meets the ground.
+    let top = voxterra::core::Ray::new(Point3::new(27.0, 60.0, 17.0), -Vector3::y());
+    let hit = generated.cast_ray(&top, 100.0).unwrap().unwrap();
+    let crater =
+        Brush { shape: BrushShape::Sphere { center: hit.point, radius: 3.0 }, op: BrushOp::Subtract };
+    let mut results = Vec::new();
+    for t in [&mut generated, &mut loaded, &mut made] {
+        let report = t.apply_brush(&crater).unwrap();
+        let pieces: Vec<(Region, usize)> =
+            t.take_detached().iter().map(|p| (p.bounds, p.solid_voxels)).collect();
+        let removed: usize = pieces.iter().map(|p| p.1).sum();
+        assert!(removed < 200, "a crater near the top cut {removed} voxels loose");
+        // The brute force agrees on what is left floating near the crater: nothing beyond debris.
+        let dirty = report.dirty.unwrap();
+        assert_eq!(found(t, &dirty, 1 << 20), expected(t, &dirty, 1 << 20));
+        results.push((report.detached, report.debris, pieces, dense(t, &box_.expanded(2))));
+    }
+    assert_eq!(results[0], results[1], "loaded");
+    assert_eq!(results[0], results[2], "made by edits");
+}
+
+/// A voxel holds at an occupancy byte of 128 and up, as the mesher's inside: a post of one layer at
+/// 127 holds nothing up, at 128 it does.
+#[test]
+fn half_occupancy_does_not_hold() {
+    for (occupancy, falls) in [(127u8, true), (128, false)] {
+        let mut t = Terrain::new(MaterialTable::default(), detaching(1 << 20)).unwrap();
+        table_scene(&mut t);
+        let layer = Region::from_min_size(VoxelPos::new(7, 11, 7), [2, 1, 2]).unwrap();
+        let report = t.fill(&layer, Voxel::new(materials::ROCK, occupancy)).unwrap();
+        assert_eq!(report.detached == 1, falls, "occupancy {occupancy}");
+        assert_eq!(t.is_holding(VoxelPos::new(7, 11, 7)), !falls);
+    }
+}
+
+/// An explicit floor: with `Anchor::Floor` under the ground, the ground itself would fall if cut
+/// free; with it at the ground's bottom, the ground holds and the cut top falls.
+#[test]
+fn an_explicit_floor_anchors_only_at_or_below_it() {
+    use voxterra::detach::Anchor;
+    let config = |anchor| TerrainConfig {
+        detach: Some(DetachConfig { anchor, ..budgeted(1 << 20) }),
+        ..TerrainConfig::default()
+    };
+    let mut held = Terrain::new(MaterialTable::default(), config(Anchor::Floor(5))).unwrap();
+    table_scene(&mut held);
+    assert_eq!(cut_post(&mut held).0.iter().map(|p| p.1).collect::<Vec<_>>(), vec![140]);
+    let mut sky = Terrain::new(MaterialTable::default(), config(Anchor::Floor(-100))).unwrap();
+    table_scene(&mut sky);
+    let (pieces, _) = cut_post(&mut sky);
+    let mut sizes: Vec<usize> = pieces.iter().map(|p| p.1).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, vec![140, 16 * 4 * 16 + 2 * 2 * 2], "both halves fall in the sky");
+    assert_eq!(held.anchor_layer(Anchor::LowestSolid), Some(5));
+}
+
+/// The lowest solid layer follows edits: solid added below lowers it, the layer carved away
+/// raises it, an edit above leaves it.
+#[test]
+fn the_lowest_solid_layer_follows_edits() {
+    use voxterra::detach::Anchor;
+    let mut t = Terrain::new(MaterialTable::default(), TerrainConfig::default()).unwrap();
+    assert_eq!(t.anchor_layer(Anchor::LowestSolid), None);
+    table_scene(&mut t);
+    assert_eq!(t.anchor_layer(Anchor::LowestSolid), Some(5));
+    t.set_voxel(VoxelPos::new(40, -37, 3), Voxel::full(materials::DIRT)).unwrap();
+    assert_eq!(t.anchor_layer(Anchor::LowestSolid), Some(-37));
+    t.set_voxel(VoxelPos::new(40, -37, 3), Voxel::new(materials::DIRT, 127)).unwrap();
+    assert_eq!(t.anchor_layer(Anchor::LowestSolid), Some(5), "under half full holds nothing");
+    t.fill(&Region::from_min_size(VoxelPos::new(0, 5, 0), [16, 1, 16]).unwrap(), Voxel::AIR).unwrap();
+    assert_eq!(t.anchor_layer(Anchor::LowestSolid), Some(6));
+    t.fill(&Region::from_min_size(VoxelPos::new(4, 16, 4), [2, 1, 2]).unwrap(), Voxel::AIR).unwrap();
+    assert_eq!(t.anchor_layer(Anchor::LowestSolid), Some(6));
+    t.undo().unwrap();
+    t.undo().unwrap();
+    assert_eq!(t.anchor_layer(Anchor::LowestSolid), Some(5));
+    assert_eq!(t.anchor_layer(Anchor::Floor(-3)), Some(-3));
 }
