@@ -25,10 +25,12 @@ pub(crate) struct ServeSimArgs {
     /// Server ticks at 20 Hz.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     ticks: u32,
-    /// Bytes the server may send each client per tick.
-    #[arg(long, default_value_t = 32 * 1024, value_parser = clap::value_parser!(u64).range(64..=1 << 30))]
+    /// Bytes the server may send each client per tick: at least 16384, so the largest message (a
+    /// 16³ region of all-different voxels) fits.
+    #[arg(long, default_value_t = 32 * 1024, value_parser = clap::value_parser!(u64).range(16384..=1 << 30))]
     budget: u64,
-    /// Full resolution within this distance of a client (world units); mips beyond, to 8×.
+    /// Full resolution within this distance of a client (world units, up to 1e6); mips beyond, to
+    /// 8×.
     #[arg(long, default_value_t = 48.0)]
     full_radius: f32,
     /// Print the report as one JSON object (no progress bar).
@@ -52,6 +54,8 @@ struct ClientReport {
     ticks_not_ready: u64,
     regions_full: usize,
     hash: String,
+    /// Every region of the world within the full radius of its last viewer is ready.
+    holds_what_it_should: bool,
     matches_server: bool,
 }
 
@@ -82,6 +86,23 @@ fn hash(t: &Terrain, regions: &[Region]) -> u64 {
     h.finish()
 }
 
+/// The world's voxels within `radius` world units of `v` (a box), if any.
+fn near(t: &Terrain, v: Point3<f32>, radius: f32) -> Option<Region> {
+    let extent = t.extent()?;
+    let vs = t.voxel_size();
+    let clamp =
+        |c: f32, a: usize| (c / vs).floor().clamp(extent.min()[a] as f32, extent.max()[a] as f32) as i32;
+    let lo = Point3::new(clamp(v.x - radius, 0), clamp(v.y - radius, 1), clamp(v.z - radius, 2));
+    let hi = Point3::new(clamp(v.x + radius, 0) + 1, clamp(v.y + radius, 1) + 1, clamp(v.z + radius, 2) + 1);
+    Region::new(lo, hi).ok()?.intersection(&extent)
+}
+
+/// The distance from `v` to a voxel box (world units).
+fn distance(v: Point3<f32>, r: &Region, vs: f32) -> f32 {
+    let (lo, hi) = (r.min().cast::<f32>() * vs, r.max().cast::<f32>() * vs);
+    v.coords.zip_zip_map(&lo.coords, &hi.coords, |p, l, h| (l - p).max(p - h).max(0.0)).norm()
+}
+
 /// Client `i`'s viewer at tick `k`: a circle around the world's middle, each client at its own
 /// radius and speed (4 to 12 m/s), above the ground.
 fn viewer(t: &Terrain, size: [u32; 3], i: usize, k: u32) -> Point3<f32> {
@@ -96,7 +117,10 @@ fn viewer(t: &Terrain, size: [u32; 3], i: usize, k: u32) -> Point3<f32> {
 }
 
 pub(crate) fn run(args: &ServeSimArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.full_radius.is_finite() && args.full_radius > 0.0, "--full-radius must be positive");
+    anyhow::ensure!(
+        args.full_radius.is_finite() && args.full_radius > 0.0 && args.full_radius <= 1e6,
+        "--full-radius must be positive and at most 1e6"
+    );
     let params = WorldParams::new(args.seed, args.size);
     let mut server = Terrain::generate(&params, TerrainConfig::default()).context("generating the world")?;
     let r = args.full_radius;
@@ -146,11 +170,7 @@ pub(crate) fn run(args: &ServeSimArgs) -> anyhow::Result<()> {
                 c.apply(m).context("a client refused a server message")?;
             }
             // Full detail: every region within half the full radius, inside the world.
-            let half = (0.5 * r / server.voxel_size()) as i32;
-            let p = v.coords.map(|x| x.floor() as i32);
-            let extent = server.extent().context("the world has voxels")?;
-            let near = Region::new(Point3::from(p.add_scalar(-half)), Point3::from(p.add_scalar(half)));
-            let ready = near.ok().and_then(|b| b.intersection(&extent)).is_some_and(|b| c.is_ready(&b));
+            let ready = near(&server, v, 0.5 * r).is_some_and(|b| c.is_ready(&b));
             match (ready, ready_at[i]) {
                 (true, None) => ready_at[i] = Some(k),
                 (false, Some(_)) => not_ready[i] += 1,
@@ -174,6 +194,16 @@ pub(crate) fn run(args: &ServeSimArgs) -> anyhow::Result<()> {
         }
         let regions: Vec<Region> =
             srv.full_regions(*id)?.iter().map(|k| k.region()).collect::<Result<_, _>>()?;
+        // What it must hold: every region of the world within the full radius of its viewer.
+        let v = viewer(&server, args.size, i, args.ticks - 1);
+        let complete = near(&server, v, r).is_some_and(|b| {
+            voxterra::replication::RegionKey::range(&b).is_some_and(|keys| {
+                keys.iter().all(|k| {
+                    let kr = k.region().expect("a key of the world");
+                    distance(v, &kr, server.voxel_size()) > r || c.is_ready(&kr)
+                })
+            })
+        });
         let (ours, theirs) = (hash(c.terrain(), &regions), hash(&server, &regions));
         reports.push(ClientReport {
             bytes: bytes[i],
@@ -184,6 +214,7 @@ pub(crate) fn run(args: &ServeSimArgs) -> anyhow::Result<()> {
             ticks_not_ready: not_ready[i],
             regions_full: regions.len(),
             hash: format!("{ours:016x}"),
+            holds_what_it_should: complete,
             matches_server: ours == theirs,
         });
     }
@@ -202,6 +233,10 @@ pub(crate) fn run(args: &ServeSimArgs) -> anyhow::Result<()> {
         print_table(&report);
     }
     anyhow::ensure!(report.clients.iter().all(|c| c.matches_server), "a client differs from the server");
+    anyhow::ensure!(
+        report.clients.iter().all(|c| c.holds_what_it_should && c.regions_full > 0),
+        "a client holds less than the full radius around it"
+    );
     Ok(())
 }
 
@@ -211,7 +246,7 @@ fn print_table(r: &Report) {
         r.size[0], r.size[1], r.size[2], r.seed, r.ticks, r.budget, r.edits, r.server_ms_per_tick
     );
     println!(
-        "{:<8}{:>14}{:>14}{:>14}{:>12}{:>18}{:>12}{:>10}  {:<18}= server",
+        "{:<8}{:>14}{:>14}{:>14}{:>12}{:>18}{:>12}{:>10}  {:<18}= server, all near",
         "client",
         "bytes",
         "bytes/tick",
@@ -235,7 +270,10 @@ fn print_table(r: &Report) {
             c.ticks_not_ready,
             c.regions_full,
             c.hash,
-            if c.matches_server { "yes" } else { "NO" }
+            if c.matches_server { "yes" } else { "NO" },
         );
+        if !c.holds_what_it_should {
+            println!("        client {i} lacks regions within the full radius");
+        }
     }
 }

@@ -70,7 +70,7 @@ pub fn apply_message(data: &[u8]) {
     let check = |c: &mut ReplicaClient, msg: &[u8]| {
         let (next, revision) = (c.expected(), c.terrain().revision());
         match c.apply(msg) {
-            Ok(Applied::Ignored(_)) | Err(_) => {
+            Ok(Applied::Ignored(_) | Applied::Held(_)) | Err(_) => {
                 assert!(
                     c.expected() == next && c.terrain().revision() == revision,
                     "a refused message changed the client"
@@ -80,9 +80,9 @@ pub fn apply_message(data: &[u8]) {
         }
     };
     check(&mut c, data);
-    if data.len() >= 26 {
+    if data.len() >= 34 {
         let mut framed = data.to_vec();
-        framed[..4].copy_from_slice(b"VXR1");
+        framed[..4].copy_from_slice(b"VXR2");
         framed[4..12].copy_from_slice(&c.expected().to_le_bytes());
         let crc = crc32fast::hash(&framed);
         framed.extend_from_slice(&crc.to_le_bytes());

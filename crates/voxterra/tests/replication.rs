@@ -11,7 +11,8 @@ use voxterra::core::{Region, Voxel, VoxelRead, materials};
 use voxterra::parry3d::math::Pose;
 use voxterra::parry3d::shape::SharedShape;
 use voxterra::replication::{
-    Applied, ReplicaClient, ReplicationConfig, ReplicationError, ReplicationServer, client_terrain,
+    Applied, MIN_TICK_BUDGET, ReplicaClient, ReplicationConfig, ReplicationError, ReplicationServer,
+    client_terrain,
 };
 use voxterra::worldgen::WorldParams;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainConfig};
@@ -83,7 +84,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (proptest::array::uniform3(0.0f32..96.0), 2.0f32..6.0, any::<bool>()).prop_map(|(c, r, add)| Op::Brush(c, r, add)),
         1 => Just(Op::Undo),
         1 => proptest::array::uniform2(0.0f32..96.0).prop_map(Op::Move),
-        3 => (200usize..20_000).prop_map(Op::Tick),
+        3 => (MIN_TICK_BUDGET..40_000).prop_map(Op::Tick),
     ]
 }
 
@@ -143,7 +144,7 @@ fn duplicated_reordered_and_dropped_messages_never_corrupt_a_client() {
     srv.set_viewers(id, &[Point3::new(40.0, 30.0, 40.0)]).unwrap();
     let mut c = client(&t);
     let mut rng = voxterra_test_support::Rng::new(3);
-    let mut gaps = 0;
+    let mut held = 0;
     for round in 0..12 {
         let carve = Brush {
             shape: BrushShape::Sphere {
@@ -153,7 +154,7 @@ fn duplicated_reordered_and_dropped_messages_never_corrupt_a_client() {
             op: BrushOp::Subtract,
         };
         t.apply_brush(&carve).unwrap();
-        let msgs = srv.tick(&t, id, 6000).unwrap();
+        let msgs = srv.tick(&t, id, 3 * MIN_TICK_BUDGET).unwrap();
         // A hostile network: each message dropped, duplicated or delivered, in a shuffled order.
         let mut wire: Vec<&Vec<u8>> = Vec::new();
         for m in &msgs {
@@ -168,26 +169,155 @@ fn duplicated_reordered_and_dropped_messages_never_corrupt_a_client() {
         }
         for m in wire {
             let (before, revision) = (c.expected(), c.terrain().revision());
-            match c.apply(m) {
-                Ok(Applied::Ignored(_)) => {
-                    assert_eq!((c.expected(), c.terrain().revision()), (before, revision))
+            match c.apply(m).unwrap() {
+                Applied::Ignored(_) => assert_eq!((c.expected(), c.terrain().revision()), (before, revision)),
+                Applied::Held(n) => {
+                    held += 1;
+                    assert!(n > before);
+                    assert_eq!((c.expected(), c.terrain().revision()), (before, revision));
                 }
-                Ok(_) => assert_eq!(c.expected(), before + 1),
-                Err(ReplicationError::Gap { expected, .. }) => {
-                    gaps += 1;
-                    assert_eq!((expected, c.expected(), c.terrain().revision()), (before, before, revision));
-                }
-                Err(e) => panic!("{e}"),
+                _ => assert!(c.expected() > before),
             }
         }
-        // The game asks for what it missed.
-        for m in srv.resend(id, c.expected()).unwrap() {
+        // The game asks for exactly what it missed.
+        let request = c.resend_request();
+        let again = srv.resend(id, &request).unwrap();
+        assert!(again.len() <= request.missing.len() + msgs.len());
+        for m in again {
             c.apply(&m).unwrap();
         }
+        assert!(c.resend_request().missing.is_empty());
     }
-    assert!(gaps > 0, "the shuffles left gaps");
+    assert!(held > 0, "the shuffles left gaps");
     drain(&t, &mut srv, id, &mut c);
     assert_mirrors(&t, &srv, id, &c);
+}
+
+/// A client that lagged while its viewer was elsewhere and the server's delta log overflowed:
+/// every region it calls ready equals the server's, and every ray it accepts answers as the
+/// server's does.
+#[test]
+fn a_lagging_client_never_calls_stale_regions_ready() {
+    let size = [224, 48, 64];
+    let config_t = TerrainConfig { delta_log_bytes: 16 << 10, ..TerrainConfig::default() };
+    let mut t = Terrain::generate(&WorldParams::new(4, size), config_t).unwrap();
+    let mut srv = ReplicationServer::new(config());
+    let id = srv.add_client(&t);
+    let mut c = client(&t);
+    let (a, b) = (Point3::new(40.0, 30.0, 32.0), Point3::new(166.0, 30.0, 32.0));
+    srv.set_viewers(id, &[a]).unwrap();
+    drain(&t, &mut srv, id, &mut c);
+    let near_a = c.ready_regions().count();
+    assert!(near_a > 0);
+    srv.set_viewers(id, &[b]).unwrap();
+    drain(&t, &mut srv, id, &mut c);
+    // Forty craters at A without ticking this client: more than the 16 KiB log holds.
+    let mut rng = voxterra_test_support::Rng::new(40);
+    let seq0 = t.sequence();
+    for _ in 0..40 {
+        let (x, z) = (a.x + rng.range(-16.0, 16.0), a.z + rng.range(-16.0, 16.0));
+        let down = voxterra::core::Ray::new(Point3::new(x, 60.0, z), -voxterra::core::nalgebra::Vector3::y());
+        let center = t.cast_ray(&down, 100.0).unwrap().unwrap().point;
+        t.apply_brush(&Brush { shape: BrushShape::Sphere { center, radius: 5.0 }, op: BrushOp::Subtract })
+            .unwrap();
+    }
+    assert_eq!(t.sequence(), seq0 + 40);
+    assert!(
+        t.edits_since(seq0).len() < 40,
+        "the log overflowed: the client is further behind than it reaches"
+    );
+    let stale_before = c.ready_regions().filter(|k| {
+        let r = k.region().unwrap();
+        dense(&t, &r) != dense(c.terrain(), &r)
+    });
+    assert!(stale_before.count() > 0, "the craters changed regions the client holds");
+    drain(&t, &mut srv, id, &mut c);
+    let ready: Vec<_> = c.ready_regions().collect();
+    assert!(!ready.is_empty());
+    for k in &ready {
+        let r = k.region().unwrap();
+        assert!(dense(&t, &r) == dense(c.terrain(), &r), "ready region {k:?} differs from the server's");
+    }
+    let (mut accepted, mut refused) = (0, 0);
+    for i in 0..180 {
+        let (x, z) = (a.x - 20.0 + (i % 15) as f32 * 3.0, a.z - 18.0 + (i / 15) as f32 * 3.0);
+        let ray = voxterra::core::Ray::new(Point3::new(x, 44.0, z), -voxterra::core::nalgebra::Vector3::y());
+        match c.cast_ray(&ray, 40.0) {
+            Ok(hit) => {
+                accepted += 1;
+                // The triangle's index is a chunk-mesh id, not part of the answer.
+                let answer =
+                    |h: Option<voxterra::TerrainRayHit>| h.map(|h| (h.t, h.point, h.normal, h.material));
+                assert_eq!(answer(hit), answer(t.cast_ray(&ray, 40.0).unwrap()), "ray {i}");
+            }
+            Err(ReplicationError::NotReady(_)) => refused += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(accepted + refused, 180);
+}
+
+/// Frames whose key puts the box outside the i32 voxel space are refused before anything is
+/// stored, a mip's chunk included (its coarse box alone would fit).
+#[test]
+fn keys_outside_the_voxel_space_are_refused() {
+    let t = server(3);
+    let mut c = client(&t);
+    let chunk_keys = [[1 << 26, 0, 0], [0, -(1 << 26) - 1, 0], [0, 0, i32::MAX]];
+    let region_keys = [[1 << 27, 0, 0], [0, -(1 << 27) - 1, 0], [0, 0, i32::MIN]];
+    for (kind, level) in [(1u8, 2u8), (1, 1), (1, 3), (0, 0), (2, 0)] {
+        for key in if kind == 1 { chunk_keys } else { region_keys } {
+            let mut frame = Vec::new();
+            frame.extend_from_slice(b"VXR2");
+            frame.extend_from_slice(&0u64.to_le_bytes());
+            frame.extend_from_slice(&0u64.to_le_bytes());
+            frame.push(kind);
+            for k in key {
+                frame.extend_from_slice(&k.to_le_bytes());
+            }
+            frame.push(level);
+            if kind == 2 {
+                frame.extend_from_slice(&[0, 0, 0, 4, 4, 4]);
+            }
+            // A valid packet: a box of air of the size the kind names.
+            let side = match (kind, level) {
+                (1, l) => 32usize >> l,
+                (2, _) => 4,
+                _ => 16,
+            };
+            voxterra::codec::encode_packet(&vec![Voxel::AIR; side * side * side], [side; 3], &mut frame);
+            let crc = crc32(&frame);
+            frame.extend_from_slice(&crc.to_le_bytes());
+            let got = c.apply(&frame);
+            assert!(matches!(got, Err(ReplicationError::Malformed(_))), "{key:?} kind {kind}: {got:?}");
+            assert_eq!(c.expected(), 0);
+        }
+    }
+    // The same frame with a key in range is applied.
+    let mut frame = Vec::new();
+    frame.extend_from_slice(b"VXR2");
+    frame.extend_from_slice(&[0; 16]);
+    frame.push(1);
+    frame.extend_from_slice(&[0; 12]);
+    frame.push(2);
+    voxterra::codec::encode_packet(&[Voxel::AIR; 512], [8; 3], &mut frame);
+    let crc = crc32(&frame);
+    frame.extend_from_slice(&crc.to_le_bytes());
+    assert!(matches!(c.apply(&frame), Ok(Applied::Mip(_, 2))));
+}
+
+/// A budget under the largest message is refused, not silently exceeded.
+#[test]
+fn a_budget_under_the_largest_message_is_refused() {
+    let t = server(3);
+    let mut srv = ReplicationServer::new(config());
+    let id = srv.add_client(&t);
+    srv.set_viewers(id, &[Point3::new(48.0, 30.0, 48.0)]).unwrap();
+    assert!(matches!(srv.tick(&t, id, 64), Err(ReplicationError::BudgetTooSmall { budget: 64, .. })));
+    for _ in 0..4 {
+        let msgs = srv.tick(&t, id, MIN_TICK_BUDGET).unwrap();
+        assert!(msgs.iter().map(Vec::len).sum::<usize>() <= MIN_TICK_BUDGET);
+    }
 }
 
 #[test]
@@ -209,7 +339,7 @@ fn malformed_messages_are_refused_and_change_nothing() {
         assert!(c.apply(&m[..cut]).is_err());
     }
     // A well-formed frame around voxels that do not decode: the packet is refused.
-    let mut frame = m[..26].to_vec();
+    let mut frame = m[..34].to_vec();
     frame.extend_from_slice(&[0xff; 9]);
     let crc = crc32(&frame);
     frame.extend_from_slice(&crc.to_le_bytes());
@@ -278,16 +408,27 @@ fn the_same_input_gives_the_same_bytes_on_one_and_two_threads() {
             let mut c = client(&t);
             let ops = [
                 Op::Move([20.0, 20.0]),
-                Op::Tick(4000),
+                Op::Tick(MIN_TICK_BUDGET),
                 Op::Brush([22.0, 40.0, 22.0], 5.0, false),
-                Op::Tick(4000),
+                Op::Tick(MIN_TICK_BUDGET),
                 Op::Move([60.0, 70.0]),
                 Op::Brush([60.0, 40.0, 70.0], 4.0, true),
                 Op::Undo,
-                Op::Tick(9000),
+                Op::Tick(2 * MIN_TICK_BUDGET),
             ];
-            run_ops(&mut t, &mut srv, id, &mut c, &ops);
             let mut all = Vec::new();
+            for o in &ops {
+                match o {
+                    Op::Tick(budget) => {
+                        let m = srv.tick(&t, id, *budget).unwrap();
+                        for x in &m {
+                            c.apply(x).unwrap();
+                        }
+                        all.extend(m);
+                    }
+                    _ => run_ops(&mut t, &mut srv, id, &mut c, std::slice::from_ref(o)),
+                }
+            }
             loop {
                 let m = srv.tick(&t, id, 1 << 16).unwrap();
                 if m.is_empty() {

@@ -15,6 +15,7 @@ mod contacts;
 mod motion;
 mod rays;
 mod regressions;
+mod replicas;
 mod scene;
 
 use proptest::prelude::*;
@@ -139,6 +140,47 @@ proptest! {
     fn sweeps_agree_with_the_exact_answer(seed in any::<u64>()) {
         brief("sweeps", seed, 4, motion::run_sweeps)?;
     }
+
+    #[test]
+    fn replicas_agree_with_the_server(seed in any::<u64>()) {
+        let mut tally = Tally::default();
+        replicas::run(seed, 60, &mut tally);
+        prop_assert!(tally.disagreements() == 0, "{}\n{}", tally.summary("replicas"), tally.reports.join("\n"));
+    }
+}
+
+/// Runs `run(seed, tally)` over fresh seeds until the soak's time is up.
+fn soak_seeds(capability: &str, run: impl Fn(u64, &mut Tally)) {
+    let seconds: u64 = std::env::var("VOXTERRA_SOAK_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+    let start = Instant::now();
+    let mut tally = Tally::default();
+    let mut seed =
+        std::env::var("VOXTERRA_SOAK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    let mut cases = 0;
+    while start.elapsed() < Duration::from_secs(seconds) {
+        let before = tally.disagreements();
+        run(seed, &mut tally);
+        if tally.disagreements() > before && tally.reports.len() < 40 {
+            tally.reports.push(format!("  seed {seed}"));
+        }
+        cases += 1;
+        seed = Rng::new(seed).next_u64();
+    }
+    println!("soak {} ({cases} cases, {:.0} s)", tally.summary(capability), start.elapsed().as_secs_f64());
+    for r in &tally.reports {
+        println!("  {r}");
+    }
+    tally.assert_clean(capability);
+}
+
+#[test]
+#[ignore = "long: `cargo xtask soak`"]
+fn soak_replicas() {
+    soak_seeds("replicas", |seed, tally| replicas::run(seed, 200, tally));
 }
 
 #[test]

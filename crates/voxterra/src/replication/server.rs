@@ -1,0 +1,283 @@
+//! [`ReplicationServer`]: per client, what it holds and what to send next.
+
+use super::message::{self, Kind};
+use super::{BlockBox, ClientId, RegionKey, ReplicationConfig, ReplicationError, ResendRequest};
+use crate::terrain::{Terrain, TerrainError};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::{Region, StoreChunkKey, Voxel, VoxelRead};
+
+/// The smallest tick budget: a message of a 16³ box of all-different runs is at most ~11.6 KB, and
+/// every message but a stale notice must fit a tick.
+pub const MIN_TICK_BUDGET: usize = 16 * 1024;
+
+#[derive(Debug, Default)]
+struct ClientState {
+    viewers: Vec<Point3<f32>>,
+    /// Regions the client holds and calls ready, as of what was sent.
+    full: BTreeSet<RegionKey>,
+    /// Regions it holds that edits changed since: the box to patch (in voxels).
+    stale: BTreeMap<RegionKey, Region>,
+    /// Of those, the ones it has not been told are stale.
+    notice: BTreeSet<RegionKey>,
+    /// It must forget everything before anything else (the log no longer reached its edits).
+    forget: bool,
+    /// Chunks it holds as mips, and at which level.
+    mips: BTreeMap<StoreChunkKey, u32>,
+    /// The server terrain's sequence it has been brought up to.
+    seen: u64,
+    next: u64,
+    sent: VecDeque<(u64, Vec<u8>)>,
+}
+
+impl ClientState {
+    /// Numbers, keeps for resends and hands out `msg`; its length.
+    fn send(&mut self, msg: Vec<u8>, out: &mut Vec<Vec<u8>>, keep: usize) -> usize {
+        let len = msg.len();
+        self.sent.push_back((self.next, msg.clone()));
+        while self.sent.len() > keep {
+            self.sent.pop_front();
+        }
+        self.next += 1;
+        out.push(msg);
+        len
+    }
+}
+
+/// The server side: per client, what it holds and what to send next.
+#[derive(Debug, Default)]
+pub struct ReplicationServer {
+    config: ReplicationConfig,
+    clients: Vec<ClientState>,
+}
+
+impl ReplicationServer {
+    /// A server with no clients.
+    pub fn new(config: ReplicationConfig) -> Self {
+        ReplicationServer { config, clients: Vec::new() }
+    }
+
+    /// Adds a client that holds nothing yet; it is brought up to `terrain`'s current sequence by
+    /// full sends, so edits before now never reach it as patches.
+    pub fn add_client(&mut self, terrain: &Terrain) -> ClientId {
+        self.clients.push(ClientState { seen: terrain.sequence(), ..Default::default() });
+        ClientId(self.clients.len() - 1)
+    }
+
+    fn client(&mut self, id: ClientId) -> Result<&mut ClientState, ReplicationError> {
+        self.clients.get_mut(id.0).ok_or(ReplicationError::UnknownClient(id.0))
+    }
+
+    /// Where the client's viewers are (world units, the terrain's frame); non-finite points are
+    /// refused.
+    pub fn set_viewers(&mut self, id: ClientId, viewers: &[Point3<f32>]) -> Result<(), ReplicationError> {
+        if let Some(bad) = viewers.iter().find(|v| !v.coords.iter().all(|c| c.is_finite())) {
+            let value = bad.coords.iter().copied().find(|c| !c.is_finite()).unwrap_or(f32::NAN);
+            return Err(TerrainError::InvalidParameter { what: "viewer", value }.into());
+        }
+        self.client(id)?.viewers = viewers.to_vec();
+        Ok(())
+    }
+
+    /// The regions the server believes the client holds and calls ready.
+    pub fn full_regions(&self, id: ClientId) -> Result<Vec<RegionKey>, ReplicationError> {
+        let c = self.clients.get(id.0).ok_or(ReplicationError::UnknownClient(id.0))?;
+        Ok(c.full.iter().copied().collect())
+    }
+
+    /// The messages for `id` this tick, at most `budget` bytes (at least [`MIN_TICK_BUDGET`]),
+    /// nearest its viewers first. A stale notice (which regions edits changed since the last
+    /// tick, 12 bytes a region) always goes first and whole, even past the budget: until the
+    /// client has it, it would call those regions ready.
+    pub fn tick(
+        &mut self,
+        terrain: &Terrain,
+        id: ClientId,
+        budget: usize,
+    ) -> Result<Vec<Vec<u8>>, ReplicationError> {
+        if budget < MIN_TICK_BUDGET {
+            return Err(ReplicationError::BudgetTooSmall { budget, min: MIN_TICK_BUDGET });
+        }
+        let config = self.config;
+        let c = self.client(id)?;
+        catch_up(c, terrain);
+        let as_of = terrain.sequence();
+        let mut out = Vec::new();
+        let mut bytes = 0usize;
+        if std::mem::take(&mut c.forget) {
+            let msg = message::encode(c.next, as_of, Kind::Forget, &[], &[]);
+            bytes += c.send(msg, &mut out, config.resend_messages);
+        }
+        if !c.notice.is_empty() {
+            let keys: Vec<RegionKey> = std::mem::take(&mut c.notice).into_iter().collect();
+            let msg = message::encode(c.next, as_of, Kind::Stale, &[], &keys);
+            bytes += c.send(msg, &mut out, config.resend_messages);
+        }
+        let due = due(c, terrain, &config);
+        for kind in due {
+            let voxels = read_kind(terrain, kind)?;
+            let msg = message::encode(c.next, as_of, kind, &voxels, &[]);
+            if bytes + msg.len() > budget {
+                break;
+            }
+            match kind {
+                Kind::Region(k) => {
+                    c.full.insert(k);
+                }
+                Kind::Patch(k, _) => {
+                    c.stale.remove(&k);
+                    c.full.insert(k);
+                }
+                Kind::Mip(k, l) => {
+                    c.mips.insert(k, l);
+                }
+                Kind::Stale | Kind::Forget => {}
+            }
+            bytes += c.send(msg, &mut out, config.resend_messages);
+        }
+        Ok(out)
+    }
+
+    /// The messages a client asks for again ([`ReplicaClient::resend_request`](super::ReplicaClient::resend_request)):
+    /// the numbers it lists and every one from `from` on. [`ReplicationError::Gone`] when one is
+    /// no longer kept ([`ReplicationConfig::resend_messages`]).
+    pub fn resend(&self, id: ClientId, request: &ResendRequest) -> Result<Vec<Vec<u8>>, ReplicationError> {
+        let c = self.clients.get(id.0).ok_or(ReplicationError::UnknownClient(id.0))?;
+        let first = c.sent.front().map_or(c.next, |(n, _)| *n);
+        let oldest = request.missing.iter().copied().chain([request.from]).min().unwrap_or(request.from);
+        if oldest < first && oldest < c.next {
+            return Err(ReplicationError::Gone(oldest));
+        }
+        let wanted: BTreeSet<u64> = request.missing.iter().copied().collect();
+        Ok(c.sent
+            .iter()
+            .filter(|(n, _)| *n >= request.from || wanted.contains(n))
+            .map(|(_, m)| m.clone())
+            .collect())
+    }
+}
+
+/// What is due for a client, nearest a viewer first: patches of stale regions, missing full
+/// regions, missing or coarser mips.
+fn due(c: &ClientState, terrain: &Terrain, config: &ReplicationConfig) -> Vec<Kind> {
+    let vs = terrain.voxel_size();
+    let distance = |r: &Region| {
+        let (lo, hi) = (r.min().cast::<f32>() * vs, r.max().cast::<f32>() * vs);
+        c.viewers
+            .iter()
+            .map(|v| {
+                v.coords.zip_zip_map(&lo.coords, &hi.coords, |p, l, h| (l - p).max(p - h).max(0.0)).norm()
+            })
+            .fold(f32::INFINITY, f32::min)
+    };
+    let region_of = |k: RegionKey| Kind::Region(k).region().expect("a region's box");
+    let mut due: Vec<(f32, u8, Kind)> = Vec::new();
+    for (&k, b) in &c.stale {
+        let o = Point3::new(k.x, k.y, k.z) * 16;
+        let min = (b.min() - o).map(|c| c as u8);
+        let size = b.size().map(|s| s as u8);
+        due.push((distance(&region_of(k)), 0, Kind::Patch(k, BlockBox { min: Point3::from(min), size })));
+    }
+    if let Some(extent) = terrain.extent() {
+        // Full regions: within the radius of a viewer, over the stored extent and one region of
+        // air above it. The reach is clamped to the extent so any radius stays in range.
+        let grown = Region::new(extent.min(), extent.max() + Vector3::new(0, 16, 0)).unwrap_or(extent);
+        let span = grown.size().iter().copied().max().unwrap_or(0) as f64;
+        let reach = (f64::from(config.full_radius) / f64::from(vs)).ceil().min(span + 16.0);
+        for v in &c.viewers {
+            let lo = (v.coords.cast::<f64>() / f64::from(vs)).map(|x| x.floor() - reach);
+            let hi = (v.coords.cast::<f64>() / f64::from(vs)).map(|x| x.floor() + reach + 1.0);
+            let clamp = |p: Vector3<f64>, a: usize| {
+                p[a].clamp(f64::from(grown.min()[a]), f64::from(grown.max()[a])) as i32
+            };
+            let lo = Point3::new(clamp(lo, 0), clamp(lo, 1), clamp(lo, 2));
+            let hi = Point3::new(clamp(hi, 0), clamp(hi, 1), clamp(hi, 2));
+            let Ok(near) = Region::new(lo, hi) else { continue };
+            let Some(range) = RegionKey::range(&near) else { continue };
+            for k in range.iter() {
+                let d = distance(&region_of(k));
+                if d <= config.full_radius && !c.full.contains(&k) && !c.stale.contains_key(&k) {
+                    due.push((d, 1, Kind::Region(k)));
+                }
+            }
+        }
+        for k in terrain.store().chunk_keys() {
+            let d = distance(&k.region().expect("stored chunk"));
+            let Some(level) = (1..=3u32).find(|&l| d <= config.mip_radii[l as usize - 1]) else {
+                continue;
+            };
+            if d <= config.full_radius || c.mips.get(&k).is_some_and(|&held| held <= level) {
+                continue;
+            }
+            due.push((d, 2, Kind::Mip(k, level)));
+        }
+    }
+    due.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(key_order(&a.2).cmp(&key_order(&b.2))));
+    due.dedup_by(|a, b| a.2 == b.2);
+    due.into_iter().map(|(_, _, k)| k).collect()
+}
+
+fn key_order(k: &Kind) -> (u8, i32, i32, i32, u32) {
+    match *k {
+        Kind::Patch(r, _) => (0, r.y, r.z, r.x, 0),
+        Kind::Region(r) => (1, r.y, r.z, r.x, 0),
+        Kind::Mip(m, l) => (2, m.y, m.z, m.x, l),
+        Kind::Stale | Kind::Forget => (3, 0, 0, 0, 0),
+    }
+}
+
+/// The box of a message from `terrain` (mips from the store's level views).
+fn read_kind(terrain: &Terrain, kind: Kind) -> Result<Vec<Voxel>, ReplicationError> {
+    let Some(r) = kind.region() else { return Ok(Vec::new()) };
+    let mut v = vec![Voxel::AIR; r.len().map_err(TerrainError::from)?];
+    match kind {
+        Kind::Mip(_, level) => {
+            let view = terrain.store().level(level).map_err(TerrainError::from)?;
+            view.read_box(&r, &mut v).map_err(TerrainError::from)?;
+        }
+        _ => terrain.store().read_box(&r, &mut v).map_err(TerrainError::from)?,
+    }
+    Ok(v)
+}
+
+/// Brings a client's state up to the terrain's sequence: regions it holds that edits changed
+/// become stale (told in the next stale notice, patched after), mips of changed chunks are due
+/// again; a client further behind than the delta log reaches forgets everything it holds.
+fn catch_up(c: &mut ClientState, terrain: &Terrain) {
+    let now = terrain.sequence();
+    if c.seen >= now {
+        return;
+    }
+    let complete = terrain.log.since(c.seen).next().is_some_and(|e| e.seq == c.seen);
+    if !complete {
+        c.full.clear();
+        c.stale.clear();
+        c.notice.clear();
+        c.mips.clear();
+        c.forget = true;
+        c.seen = now;
+        return;
+    }
+    for r in terrain.log.since(c.seen).map(|e| e.region) {
+        if let Some(range) = RegionKey::range(&r) {
+            for k in range.iter() {
+                let held = c.full.remove(&k);
+                if !held && !c.stale.contains_key(&k) {
+                    continue;
+                }
+                if held {
+                    c.notice.insert(k);
+                }
+                let box_ = Kind::Region(k).region().expect("a region's box");
+                let part = box_.intersection(&r).expect("the key overlaps the edit");
+                c.stale.entry(k).and_modify(|b| *b = b.union(&part)).or_insert(part);
+            }
+        }
+        if let Some(range) = StoreChunkKey::range(&r) {
+            for k in range.iter() {
+                c.mips.remove(&k);
+            }
+        }
+    }
+    c.seen = now;
+}
