@@ -131,8 +131,13 @@ fn inside(core: &Point3<f32>, nearby: &[[Point3<f32>; 3]]) -> bool {
         return true;
     }
     let has = |t: &[Point3<f32>; 3], c: &Point3<f32>| t.iter().any(|p| bits(p) == bits(c));
+    // The weights' total, to tell a pseudo-normal whose faces nearly cancel.
+    let mut total = 0.0f32;
     let pseudo = match feature {
-        TriangleFeature::Face => triangle_normal(tri).unwrap_or_else(Vector3::zeros),
+        TriangleFeature::Face => {
+            total = 1.0;
+            triangle_normal(tri).unwrap_or_else(Vector3::zeros)
+        }
         TriangleFeature::Edge(e) => {
             let (a, b) = (tri[e as usize], tri[(e as usize + 1) % 3]);
             let mut sum = Vector3::zeros();
@@ -143,6 +148,7 @@ fn inside(core: &Point3<f32>, nearby: &[[Point3<f32>; 3]]) -> bool {
                 {
                     seen.push(t.map(|c| bits(&c)));
                     sum += n;
+                    total += 1.0;
                 }
             }
             sum
@@ -162,13 +168,50 @@ fn inside(core: &Point3<f32>, nearby: &[[Point3<f32>; 3]]) -> bool {
                 let angle = u.angle(&w);
                 if angle.is_finite() {
                     sum += n * angle;
+                    total += angle;
                 }
             }
             sum
         }
     };
-    (core - q).dot(&pseudo) <= 0.0
+    let by_normal = (core - q).dot(&pseudo) <= 0.0;
+    if pseudo.norm() >= 0.5 * total {
+        return by_normal;
+    }
+    // The faces at the nearest feature nearly cancel: a sharp crest, or a fold where a sliver
+    // faces the other way, which sways the pseudo-normal. Rays decide instead, each by the facing
+    // of its first hit (the back of a triangle: inside); rays leaving `nearby` abstain, and the
+    // pseudo-normal breaks a tie.
+    let (mut yes, mut no) = (0u32, 0u32);
+    for d in VOTING_RAYS {
+        let dir = Vector3::from(d);
+        let ray = Ray::new(*core, dir);
+        let first = nearby
+            .iter()
+            .filter_map(|t| ray_triangle(&ray, t, f32::MAX, Culling::None).map(|(s, _, _)| (s, t)))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((_, t)) = first
+            && let Some(n) = triangle_normal(t)
+        {
+            if n.dot(&dir) > 0.0 { yes += 1 } else { no += 1 }
+        }
+    }
+    match yes.cmp(&no) {
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Equal => by_normal,
+    }
 }
+
+/// Directions of [`inside`]'s voting rays: spread over the sphere, none along an axis (the mesh's
+/// vertices sit on voxel-aligned edges).
+const VOTING_RAYS: [[f32; 3]; 5] = [
+    [0.1817, 0.9718, 0.1502],
+    [0.8412, -0.3164, 0.4386],
+    [-0.6270, -0.2318, 0.7437],
+    [-0.4583, 0.3961, -0.7957],
+    [0.3345, -0.6978, -0.6334],
+];
 
 /// How far outside its feature's cone a contact normal may lean (sine of the angle): rounding.
 const CONE_SLACK: f32 = 1e-3;

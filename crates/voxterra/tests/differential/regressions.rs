@@ -22,7 +22,7 @@ fn replay(capability: &str, seeds: &[u64], probes: usize, run: fn(&Scene, &mut R
 }
 
 /// Balls beside a crest, behind one flank's plane, got pushed through it (phantom deep
-/// contacts); a ball's deepest contact was dropped by the corner claims; a hull, box or capsule
+/// contacts; also beside a folded sliver, whose reversed normal swayed the inside test); a ball's deepest contact was dropped by the corner claims; a hull, box or capsule
 /// penetrating across an inactive edge got no contact; a box in the solid got none, one in the
 /// open a contact toward a surface it was not under.
 #[test]
@@ -41,8 +41,20 @@ fn contact_scenes_found_disagreeing() {
         3955666105430599384,
         6899961447582787502,
         17348618349737989652,
+        16197686469373037483,
+        10832536682648439419,
     ];
     replay("contacts", &seeds, 40, contacts::run);
+}
+
+/// What the soak still finds, kept to be fixed: a ball whose centre is in the solid reported
+/// 1.3% shallower than exact (its deepest contact pushed out along a face normal, not toward the
+/// nearest surface point), and a hull 0.157 from the ground with a prediction of 0.2 given no
+/// contact.
+#[test]
+#[ignore = "known disagreements: `cargo test -p voxterra --test differential known -- --ignored`"]
+fn known_contact_disagreements() {
+    replay("contacts", &[17404364497159269187, 10324910130913235475], 40, contacts::run);
 }
 
 /// A hit at exactly `max_t` far from the origin was missed (the kD tree's clip).
