@@ -15,8 +15,8 @@ pub(crate) struct GenArgs {
     /// Seed of every noise field.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Worker threads (default: all cores). The world is the same for any count.
-    #[arg(long)]
+    /// Worker threads (default: all cores; at most 256). The world is the same for any count.
+    #[arg(long, value_parser = crate::limits::parse_threads)]
     threads: Option<usize>,
     /// Print the summary as one JSON object on stdout (no progress bar).
     #[arg(long)]
@@ -77,6 +77,9 @@ pub(crate) fn progress_bar(len: u64, what: &str, unit: &str, hidden: bool) -> an
 }
 
 pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
+    if let Some(out) = &args.out {
+        crate::limits::check_out(out)?;
+    }
     let mut builder = rayon::ThreadPoolBuilder::new();
     if let Some(n) = args.threads {
         builder = builder.num_threads(n);

@@ -14,6 +14,7 @@ mod demo;
 mod export;
 mod gen_cmd;
 mod info_cmd;
+mod limits;
 mod lod_render;
 mod mesh_cmd;
 mod render;

@@ -50,8 +50,8 @@ pub(crate) struct MeshArgs {
     /// Mesh the water surface instead of the solid terrain.
     #[arg(long)]
     water: bool,
-    /// Worker threads (default: all cores). The mesh is the same for any count.
-    #[arg(long)]
+    /// Worker threads (default: all cores; at most 256). The mesh is the same for any count.
+    #[arg(long, value_parser = crate::limits::parse_threads)]
     threads: Option<usize>,
     /// Print the summary as one JSON object on stdout (no progress bar).
     #[arg(long)]
@@ -75,6 +75,7 @@ struct Summary {
 }
 
 pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
+    crate::limits::check_out(&args.out)?;
     let format = match args.format.or_else(|| Format::from_extension(&args.out)) {
         Some(f) => f,
         None => bail!("cannot tell the format from {:?}: give --format obj or --format ply", args.out),

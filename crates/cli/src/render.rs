@@ -35,6 +35,19 @@ pub(crate) struct Picture {
 }
 
 impl Picture {
+    /// Peak bytes a picture of `width` × `height` holds per pixel while it is made: the primary
+    /// and shadow rays, each pixel's hit, the lit list, the shadow flags and the colors.
+    pub(crate) fn bytes_per_pixel() -> u64 {
+        let hit = size_of::<Option<WorldRayHit>>().max(size_of::<Option<voxterra::core::RayHit>>());
+        (2 * size_of::<Ray>() + hit + size_of::<usize>() + 1 + 3) as u64
+    }
+
+    /// Refuses a picture whose estimated memory exceeds what is available.
+    pub(crate) fn ensure_fits(width: u32, height: u32) -> anyhow::Result<()> {
+        let bytes = u64::from(width) * u64::from(height) * Self::bytes_per_pixel();
+        crate::limits::ensure_memory(bytes, &format!("a {width}x{height} picture"))
+    }
+
     /// Primary rays per second.
     pub(crate) fn rays_per_second(&self) -> f64 {
         self.primary_rays as f64 / self.primary_seconds.max(1e-9)

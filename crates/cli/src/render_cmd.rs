@@ -3,7 +3,7 @@
 
 use crate::gen_cmd::{parse_size, progress_bar};
 use crate::lod_render::{lod_scene, render_lod};
-use crate::render::{Camera, render};
+use crate::render::{Camera, Picture, render};
 use anyhow::Context;
 use std::path::PathBuf;
 use voxterra::TerrainConfig;
@@ -39,8 +39,8 @@ pub(crate) struct RenderArgs {
     /// Picture size, W×H pixels.
     #[arg(long, default_value = "1280x720", value_parser = parse_resolution)]
     resolution: [u32; 2],
-    /// Worker threads (default: all cores). The picture is the same for any count.
-    #[arg(long)]
+    /// Worker threads (default: all cores; at most 256). The picture is the same for any count.
+    #[arg(long, value_parser = crate::limits::parse_threads)]
     threads: Option<usize>,
     /// Draw the terrain through levels of detail: the clipmap around the eye, cast through one
     /// kD tree over its meshes (default eye: over the world's center, looking at the horizon).
@@ -99,6 +99,8 @@ pub(crate) fn camera_for(
 }
 
 pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
+    crate::limits::check_png_out(&args.out)?;
+    Picture::ensure_fits(args.resolution[0], args.resolution[1])?;
     let mut builder = rayon::ThreadPoolBuilder::new();
     if let Some(n) = args.threads {
         builder = builder.num_threads(n);

@@ -63,7 +63,46 @@ fn hostile_values_do_not_panic() {
     check(&["demo", "--size", "1x1x1", "--no-picture"], false);
     check(&["demo", "--frames", "0", "--no-picture"], false);
     check(
-        &["demo", "--size", "128x32x128", "--bodies", "3", "--frames", "2", "--no-picture", "--json"],
+        &["demo", "--size", "128x64x128", "--bodies", "3", "--frames", "2", "--no-picture", "--json"],
         true,
     );
+}
+
+/// Commands refuse what the machine cannot do, and outputs harm nothing but their target: thread
+/// counts past the cap, devices and wrong picture formats as outputs, a missing directory named
+/// before the work.
+#[test]
+fn commands_are_bounded_and_outputs_checked_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("r.png").to_str().unwrap().to_string();
+    for cmd in [&["gen", "--size", "8x8x8"][..], &["render", "--size", "8x8x8", "--out", &png]] {
+        let mut args = cmd.to_vec();
+        args.extend(["--threads", "10000"]);
+        check(&args, false);
+    }
+    let jpg = dir.path().join("a.jpg").to_str().unwrap().to_string();
+    let out = voxterra(&["render", "--size", "8x8x8", "--out", &jpg]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("PNG"));
+    assert!(!std::path::Path::new(&jpg).exists());
+    // A missing directory is named at once, before the simulation, not after it.
+    let start = std::time::Instant::now();
+    let out = voxterra(&["demo", "--frames", "100000", "--out", "/nonexistent/dir/a.png"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("/nonexistent/dir") && !err.contains(".tmp"), "{err}");
+    assert!(start.elapsed().as_secs() < 20, "checked before the work");
+    // `info` says the world's box.
+    let vxt = dir.path().join("w.vxt").to_str().unwrap().to_string();
+    check(&["gen", "--size", "40x20x30", "--out", &vxt], true);
+    let out = voxterra(&["info", &vxt, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["bounds"]["min"][0].as_i64(), v["bounds"]["size"][0].as_u64()), (Some(0), Some(40)), "{v}");
+    assert_eq!(v["bounds"]["size"][2].as_u64(), Some(30));
+    // Devices are refused and stay devices.
+    #[cfg(target_os = "linux")]
+    for device in ["/dev/null", "/dev/full"] {
+        use std::os::unix::fs::FileTypeExt;
+        let out = voxterra(&["gen", "--size", "8x8x8", "--out", device]);
+        assert!(!out.status.success(), "{device}");
+        assert!(std::fs::metadata(device).unwrap().file_type().is_char_device());
+    }
 }

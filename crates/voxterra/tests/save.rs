@@ -76,15 +76,80 @@ fn a_failing_save_reports_and_keeps_the_previous_file() {
     assert!(matches!(got, Err(voxterra::codec::WorldFileError::Voxels(_))), "{:?}", got.err());
     assert_eq!(std::fs::read(&path).unwrap(), saved);
     assert_eq!(files_in(dir.path()), 1);
-    // A commit whose rename fails (the target is a directory): an error, and nothing is left.
+    // A target that is a directory is refused before anything is written.
     let blocked = dir.path().join("taken");
     std::fs::create_dir(&blocked).unwrap();
     std::fs::write(blocked.join("inside"), b"x").unwrap();
-    let mut file = AtomicFile::create(&blocked).unwrap();
-    file.write_all(b"data").unwrap();
-    assert_eq!(file.commit().map_err(|e| e.kind()), Err(std::io::ErrorKind::IsADirectory));
+    assert_eq!(
+        AtomicFile::create(&blocked).map(|_| ()).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::InvalidInput)
+    );
     assert!(blocked.is_dir(), "the target is untouched");
-    assert_eq!(files_in(dir.path()), 2, "the temporary file is gone");
+    assert_eq!(files_in(dir.path()), 2, "no temporary file");
+}
+
+/// The process's umask, from /proc (Linux).
+#[cfg(target_os = "linux")]
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
+    u32::from_str_radix(line.split_whitespace().nth(1).unwrap(), 8).unwrap()
+}
+
+/// Devices, FIFOs and directories are refused and left alone; a symlink is written through; a new
+/// file gets 0666 less the umask, a replaced one keeps its mode; a missing directory is named
+/// before anything is written.
+#[cfg(target_os = "linux")]
+#[test]
+fn outputs_harm_nothing_but_their_target() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    for device in ["/dev/null", "/dev/full"] {
+        let err = AtomicFile::create(device).err().expect("a device is refused");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains(device), "{err}");
+        assert!(std::fs::metadata(device).unwrap().file_type().is_char_device());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(AtomicFile::check(&fifo).is_err());
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    // A new file: the mode File::create gives.
+    let fresh = dir.path().join("fresh.bin");
+    let mut f = AtomicFile::create(&fresh).unwrap();
+    f.write_all(b"new").unwrap();
+    f.commit().unwrap();
+    assert_eq!(mode(&fresh), 0o666 & !umask());
+    // An existing file keeps its mode, 0644 or 0600 alike.
+    for keep in [0o644, 0o600, 0o640] {
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(keep)).unwrap();
+        let mut f = AtomicFile::create(&fresh).unwrap();
+        f.write_all(b"again").unwrap();
+        f.commit().unwrap();
+        assert_eq!(mode(&fresh), keep);
+    }
+    // A symlink: its target is replaced, the link stays.
+    let link = dir.path().join("link.bin");
+    std::os::unix::fs::symlink("fresh.bin", &link).unwrap();
+    let mut f = AtomicFile::create(&link).unwrap();
+    assert_eq!(f.target(), fresh.as_path());
+    f.write_all(b"through").unwrap();
+    f.commit().unwrap();
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read(&fresh).unwrap(), b"through");
+    // A symlink to a device is refused; one to nothing, or a loop, too.
+    let to_null = dir.path().join("null");
+    std::os::unix::fs::symlink("/dev/null", &to_null).unwrap();
+    assert!(AtomicFile::check(&to_null).is_err());
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    assert!(AtomicFile::check(&a).is_err());
+    // A missing directory is named.
+    let err = AtomicFile::check(dir.path().join("no/such/dir/a.png")).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    assert!(err.to_string().contains("no/such/dir"), "{err}");
 }
 
 #[test]

@@ -61,11 +61,12 @@ pub(crate) struct DemoArgs {
     /// Seed of the world and the scene.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// World size, X×Y×Z voxels (at least 128×32×128: the plaza, the course and the drop zones).
+    /// World size, X×Y×Z voxels (at least 128×64×128: the plaza, the course, the drop zones and
+    /// the craters dug under them).
     #[arg(long, default_value = "512x128x512", value_parser = parse_size)]
     size: [u32; 3],
-    /// Worker threads (default: all cores). The final state is the same for any count.
-    #[arg(long)]
+    /// Worker threads (default: all cores; at most 256). The final state is the same for any count.
+    #[arg(long, value_parser = crate::limits::parse_threads)]
     threads: Option<usize>,
     /// Also run the scene on this baseline and print both side by side.
     #[arg(long, value_enum)]
@@ -593,9 +594,13 @@ fn simulate(
 }
 
 /// The smallest world the demo's scene fits in.
-const MIN_SIZE: [u32; 3] = [128, 32, 128];
+const MIN_SIZE: [u32; 3] = [128, 64, 128];
 
 pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
+    if !args.no_picture {
+        crate::limits::check_png_out(&args.out)?;
+        crate::render::Picture::ensure_fits(args.resolution[0], args.resolution[1])?;
+    }
     anyhow::ensure!(
         args.size.iter().zip(MIN_SIZE).all(|(&s, m)| s >= m),
         "the demo needs a world of at least {}x{}x{} voxels (the plaza, the character's course and the \

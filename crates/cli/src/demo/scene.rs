@@ -303,7 +303,10 @@ pub(crate) fn edits(
     if groups >= 1 {
         let g = 1 + (frame / 30 - 1) % groups;
         if let Some(c) = centroid(g) {
-            let y = ground_at(t, c.x, c.z).unwrap_or(c.y);
+            // Craters dug again and again under a group sink; the world's bottom keeps a floor
+            // of 4 voxels under the deepest, so no size the demo accepts is dug through.
+            let bottom = t.extent().map_or(0.0, |e| e.min().y as f32 * t.voxel_size());
+            let y = ground_at(t, c.x, c.z).unwrap_or(c.y).max(bottom + CRATER_RADIUS + 4.0);
             out.push(Brush {
                 shape: BrushShape::Sphere { center: Point3::new(c.x, y, c.z), radius: CRATER_RADIUS },
                 op: BrushOp::Subtract,
