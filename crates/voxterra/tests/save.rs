@@ -105,7 +105,7 @@ fn outputs_harm_nothing_but_their_target() {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
     for device in ["/dev/null", "/dev/full"] {
-        let err = AtomicFile::create(device).err().expect("a device is refused");
+        let err = AtomicFile::create(device).expect_err("a device is refused");
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
         assert!(err.to_string().contains(device), "{err}");
         assert!(std::fs::metadata(device).unwrap().file_type().is_char_device());
