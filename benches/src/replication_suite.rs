@@ -483,5 +483,98 @@ pub fn run(quick: bool) -> Report {
             || checksum(*c, &encoded[i]),
         ));
     }
+    faulty_network(&w.store, quick, &mut report);
     report
+}
+
+/// A client streaming a live world over a network that loses `loss` of the messages (and
+/// duplicates 7%, damages 7%, reorders every tick's): the bytes sent again for what was lost, as a
+/// share of the bytes sent once. Ours asks for exactly the missing messages; the peer is go-back-N
+/// (a gap refuses everything after it until a resend from the gap), modelled on the same messages
+/// with the same losses.
+fn faulty_network(store: &voxterra_voxel_store::VoxelStore, quick: bool, report: &mut Report) {
+    use voxterra::replication::{ReplicaClient, ReplicationConfig, ReplicationServer, client_terrain};
+    let table = MaterialTable::default();
+    let ticks = if quick { 150 } else { 600 };
+    for loss in [0.01f32, 0.05, 0.12] {
+        let mut t =
+            Terrain::from_store(store.clone(), table.clone(), TerrainConfig::default()).expect("terrain");
+        let mut server = ReplicationServer::new(ReplicationConfig::default());
+        let id = server.add_client(&t);
+        let mut client = ReplicaClient::new(client_terrain(table.clone(), 1.0).expect("a client terrain"));
+        let mut rng = Rng::new(11);
+        let (mut first, mut ours_again) = (0u64, 0u64);
+        // Go-back-N: the next number it takes, and the sizes of everything sent so far.
+        let (mut gbn_next, mut gbn_again, mut sizes) = (0u64, 0u64, Vec::<u64>::new());
+        let deliver = |msgs: &[Vec<u8>], rng: &mut Rng, client: &mut ReplicaClient| -> Vec<u64> {
+            let mut wire = Vec::new();
+            for m in msgs {
+                let r = rng.range(0.0, 1.0);
+                let number = u64::from_le_bytes(m[4..12].try_into().expect("a header"));
+                if r < loss {
+                } else if r < loss + 0.07 {
+                    wire.extend([(m.clone(), number), (m.clone(), number)]);
+                } else if r < loss + 0.14 {
+                    let mut bad = m.clone();
+                    let at = rng.below(bad.len() as u64) as usize;
+                    bad[at] ^= 1;
+                    wire.push((bad, u64::MAX));
+                } else {
+                    wire.push((m.clone(), number));
+                }
+            }
+            for i in (1..wire.len()).rev() {
+                wire.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            let mut arrived = Vec::new();
+            for (m, number) in wire {
+                let _ = client.apply(&m);
+                arrived.push(number);
+            }
+            arrived
+        };
+        let (sx, sz) = (512.0f32, 512.0f32);
+        for k in 0..ticks {
+            let viewer = Point3::new(100.0 + k as f32 * 0.5, 70.0, 256.0);
+            server.set_viewers(id, &[viewer]).expect("a client");
+            if k % 5 == 4 {
+                let (x, z) = (viewer.x + rng.range(-20.0, 20.0), viewer.z + rng.range(-20.0, 20.0));
+                let down = Ray::new(Point3::new(x.min(sx - 1.0), 126.0, z.min(sz - 1.0)), -Vector3::y());
+                if let Some(hit) = t.cast_ray(&down, 1e3).ok().flatten() {
+                    let brush = Brush {
+                        shape: BrushShape::Sphere { center: hit.point, radius: 4.0 },
+                        op: BrushOp::Subtract,
+                    };
+                    let _ = t.apply_brush(&brush);
+                }
+            }
+            let msgs = server.tick(&t, id, 32 << 10).expect("a tick");
+            first += msgs.iter().map(|m| m.len() as u64).sum::<u64>();
+            sizes.extend(msgs.iter().map(|m| m.len() as u64));
+            let arrived = deliver(&msgs, &mut rng, &mut client);
+            // Go-back-N on the same arrivals: in order only; then everything from its gap again.
+            let mut got: Vec<u64> = arrived.into_iter().filter(|&n| n != u64::MAX).collect();
+            got.sort_unstable();
+            for n in got {
+                if n == gbn_next {
+                    gbn_next += 1;
+                }
+            }
+            gbn_again += sizes[gbn_next as usize..].iter().sum::<u64>();
+            gbn_next = sizes.len() as u64; // the resend is assumed delivered whole
+            let again = server.resend(id, &client.resend_request()).expect("kept for resends");
+            ours_again += again.iter().map(|m| m.len() as u64).sum::<u64>();
+            deliver(&again, &mut rng, &mut client);
+        }
+        report.metrics.push(Metric {
+            name: format!(
+                "bytes sent again at {:.0}% loss (7% duplicated, 7% damaged, reordered), % of first sends",
+                loss * 100.0
+            ),
+            voxterra: 100.0 * ours_again as f64 / first.max(1) as f64,
+            peer: 100.0 * gbn_again as f64 / first.max(1) as f64,
+            peer_name: "go-back-N (resend from the gap)".into(),
+            goal: "near the loss and damage rate; below go-back-N".into(),
+        });
+    }
 }
