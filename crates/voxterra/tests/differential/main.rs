@@ -13,6 +13,7 @@
 
 mod contacts;
 mod motion;
+mod pieces;
 mod rays;
 mod regressions;
 mod replicas;
@@ -142,6 +143,13 @@ proptest! {
     }
 
     #[test]
+    fn pieces_agree_with_a_flood_fill(seed in any::<u64>()) {
+        let mut tally = Tally::default();
+        pieces::run(seed, 6, &mut tally);
+        prop_assert!(tally.disagreements() == 0, "{}\n{}", tally.summary("pieces"), tally.reports.join("\n"));
+    }
+
+    #[test]
     fn replicas_agree_with_the_server(seed in any::<u64>()) {
         let mut tally = Tally::default();
         replicas::run(seed, 60, &mut tally);
@@ -175,6 +183,12 @@ fn soak_seeds(capability: &str, run: impl Fn(u64, &mut Tally)) {
         println!("  {r}");
     }
     tally.assert_clean(capability);
+}
+
+#[test]
+#[ignore = "long: `cargo xtask soak`"]
+fn soak_pieces() {
+    soak_seeds("pieces", |seed, tally| pieces::run(seed, 12, tally));
 }
 
 #[test]
