@@ -26,7 +26,7 @@
 use crate::closest::{point_triangle, segment_triangle, triangle_normal};
 use crate::contact::{ContactPoint, Correction, TriangleFeature};
 use crate::manifold::key;
-use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{Culling, Ray, ray_triangle};
 
 /// A contact point whose normal is its triangle's face normal (within this cosine) counts as a
@@ -446,7 +446,55 @@ pub(crate) fn keep<'s>(
             points[j] = r;
             s.keep[j] = true;
         }
+        // A part left with nothing, its edge and vertex contacts all judged beside their features
+        // (a neighbor face too thin to make its own, or rounding at the cone's rim): its deepest
+        // such contact stands, as near as the shape comes.
+        if !run.iter().any(|&k| s.keep[k as usize])
+            && let Some(j) = run
+                .iter()
+                .map(|&j| j as usize)
+                .filter(|&j| s.dropped[j] == Dropped::Cone)
+                .min_by(|&a, &b| points[a].dist.total_cmp(&points[b].dist).then(a.cmp(&b)))
+        {
+            s.keep[j] = true;
+        }
         i = end;
+    }
+    // A ball whose center is in the solid is as deep as its radius plus the center's distance to
+    // the nearest surface point. Contacts pushed out along faces measure their planes' distances,
+    // which fall short where that point is on an edge or a corner: the deepest such contact
+    // becomes the push toward it.
+    for (part, core) in cores.iter().enumerate() {
+        let Core::Segment(c, end) = *core else { continue };
+        if c != end {
+            continue;
+        }
+        let deepest = (0..points.len())
+            .filter(|&j| {
+                s.keep[j] && points[j].id.part as usize == part && points[j].correction == Correction::Sunk
+            })
+            .min_by(|&x, &y| points[x].dist.total_cmp(&points[y].dist).then(x.cmp(&y)));
+        let Some(j) = deepest else { continue };
+        let p = points[j];
+        let radius = (p.on_shape - c).norm();
+        let nearest = nearby
+            .iter()
+            .filter(|t| triangle_normal(t).is_some())
+            .map(|t| point_triangle(&c, t).0)
+            .min_by(|x, y| (x - c).norm_squared().total_cmp(&(y - c).norm_squared()));
+        let Some(q) = nearest else { continue };
+        let exact = -(radius + (q - c).norm());
+        if let Some(n) = Unit::try_new(q - c, 1e-6)
+            && exact < p.dist
+        {
+            points[j] = ContactPoint {
+                on_shape: c - n.into_inner() * radius,
+                on_triangle: q,
+                normal: n,
+                dist: exact,
+                ..p
+            };
+        }
     }
     &s.keep
 }
