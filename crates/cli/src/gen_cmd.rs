@@ -69,7 +69,7 @@ pub(crate) fn progress_bar(len: u64, what: &str, unit: &str, hidden: bool) -> an
     if hidden {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
-    let template = format!("{{spinner}} {what} [{{bar:40}}] {{pos}}/{{len}} {unit} {{elapsed}}");
+    let template = format!("{{spinner}} {what} [{{bar:40}}] {{pos}}/{{len}} {unit} {{elapsed}} {{msg}}");
     bar.set_style(
         ProgressStyle::with_template(&template).context("progress template")?.progress_chars("=> "),
     );

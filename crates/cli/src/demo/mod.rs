@@ -300,6 +300,7 @@ fn simulate(
     bar: &indicatif::ProgressBar,
 ) -> anyhow::Result<(RunReport, Final)> {
     let run_start = Instant::now();
+    bar.set_message("setting up the world and the bodies");
     let refused_before = voxterra_rapier::refused_queries();
     let (terrain, plaza, course, overhang) = scene_terrain(args)?;
     let table = terrain.materials().clone();
@@ -349,6 +350,7 @@ fn simulate(
     }
     let mut walker = Walker::new(&course, &mut bodies, &mut colliders);
     let setup_ms = run_start.elapsed().as_secs_f64() * 1e3;
+    bar.set_message("");
 
     let mut pipeline = PhysicsPipeline::new();
     let (mut joints, mut multibody, mut ccd) =
@@ -620,6 +622,8 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
     pool.install(|| {
         let runs = 1 + u64::from(args.baseline.is_some());
         let bar = progress_bar(u64::from(args.frames) * runs, "simulating", "frames", args.json)?;
+        // Drawn from the start: setting up many bodies takes a while before the first frame.
+        bar.enable_steady_tick(std::time::Duration::from_millis(250));
         let (voxterra, fin) = simulate(args, None, &bar)?;
         let baseline = match args.baseline {
             Some(b) => Some(simulate(args, Some(b), &bar)?.0),
