@@ -6,7 +6,7 @@
 //! - `fuzz [SECONDS]`: every cargo-fuzz target for SECONDS each (default 60); installs cargo-fuzz if
 //!   missing; uses the nightly toolchain if installed, else `RUSTC_BOOTSTRAP=1` on the pinned one.
 //! - `soak [SECONDS]`: the differential harness (every collision capability against its exact f64
-//!   reference on random ground, detached pieces against a flood fill, replicas against their server over a faulty network) for SECONDS
+//!   reference on random ground, detached pieces against a flood fill, levels-of-detail views against fresh meshes, replicas against their server over a faulty network) for SECONDS
 //!   per capability (default 600), two at a time; prints
 //!   each capability's cases and disagreements, and fails on any disagreement.
 
@@ -137,7 +137,7 @@ fn fuzz(args: &[String]) -> Result<(), String> {
 }
 
 /// The differential harness's capabilities, each an ignored `soak_*` test.
-const SOAKS: &[&str] = &["contacts", "rays", "intersects", "casts", "sweeps", "pieces", "replicas"];
+const SOAKS: &[&str] = &["contacts", "rays", "intersects", "casts", "sweeps", "pieces", "replicas", "lod"];
 
 fn soak(args: &[String]) -> Result<(), String> {
     let seconds: u64 = match args.first() {

@@ -12,6 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, unreachable_pub)]
 
 mod contacts;
+mod lod_views;
 mod motion;
 mod pieces;
 mod rays;
@@ -143,6 +144,13 @@ proptest! {
     }
 
     #[test]
+    fn lod_views_agree_with_fresh_meshes(seed in any::<u64>()) {
+        let mut tally = Tally::default();
+        lod_views::run(seed, 5, &mut tally);
+        prop_assert!(tally.disagreements() == 0, "{}\n{}", tally.summary("lod"), tally.reports.join("\n"));
+    }
+
+    #[test]
     fn pieces_agree_with_a_flood_fill(seed in any::<u64>()) {
         let mut tally = Tally::default();
         pieces::run(seed, 6, &mut tally);
@@ -183,6 +191,12 @@ fn soak_seeds(capability: &str, run: impl Fn(u64, &mut Tally)) {
         println!("  {r}");
     }
     tally.assert_clean(capability);
+}
+
+#[test]
+#[ignore = "long: `cargo xtask soak`"]
+fn soak_lod() {
+    soak_seeds("lod", |seed, tally| lod_views::run(seed, 12, tally));
 }
 
 #[test]

@@ -46,7 +46,7 @@ fn flood(t: &Terrain, area: &Region) -> Vec<(Vec<VoxelPos>, bool)> {
 }
 
 /// Random ground with structures for detachment stamped on it, as a store.
-fn world(seed: u64, rng: &mut Rng) -> (VoxelStore, Region, voxterra::core::Material) {
+pub(crate) fn world(seed: u64, rng: &mut Rng) -> (VoxelStore, Region, voxterra::core::Material) {
     let ground = random_ground(seed, GroundOptions { size: [48, 40, 48], far: 50_000 });
     let mut store = VoxelStore::new();
     store.write_box(&ground.region, &ground.voxels).expect("the window fits");
