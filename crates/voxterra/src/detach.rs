@@ -76,11 +76,15 @@ enum Fate {
 
 pub(crate) const FACES: [[i32; 3]; 6] = [[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]];
 
+/// Whether a voxel of `table` holds terrain up (see the module docs).
+pub(crate) fn holds(table: &voxterra_core::MaterialTable, v: voxterra_core::Voxel) -> bool {
+    table.is_solid(v) && v.occupancy_byte() >= 128
+}
+
 impl Terrain {
     /// Whether voxel `p` holds terrain up (see the module docs).
     pub fn is_holding(&self, p: VoxelPos) -> bool {
-        let v = self.voxel(p);
-        self.materials().is_solid(v) && v.occupancy_byte() >= 128
+        holds(self.materials(), self.voxel(p))
     }
 
     /// The solid pieces around `dirty` (an edit's dirty box) that reach neither `config`'s anchor
@@ -231,8 +235,8 @@ fn scan_lowest_solid(terrain: &Terrain) -> Option<i32> {
         'rows: for y in 0..rows {
             for z in 0..CHUNK_SIZE {
                 let holds = match chunk.packed_row(y, z) {
-                    Some(m) => crate::piece::holds(table, voxterra_core::Voxel::full(m)),
-                    None => chunk.row(y, z).iter().any(|&v| crate::piece::holds(table, v)),
+                    Some(m) => holds(table, voxterra_core::Voxel::full(m)),
+                    None => chunk.row(y, z).iter().any(|&v| holds(table, v)),
                 };
                 if holds {
                     best = Some(base + y as i64);

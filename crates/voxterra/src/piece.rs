@@ -110,10 +110,6 @@ impl VoxelRead for BeforeEdit<'_> {
     }
 }
 
-pub(crate) fn holds(table: &MaterialTable, v: Voxel) -> bool {
-    table.is_solid(v) && v.occupancy_byte() >= 128
-}
-
 fn bounds_of(voxels: &[(VoxelPos, Voxel)]) -> Region {
     let (mut lo, mut hi) = (voxels[0].0, voxels[0].0);
     for (p, _) in voxels {
@@ -138,7 +134,7 @@ impl Terrain {
         let old = before.decode(usize::MAX)?;
         let mut seeds = BTreeSet::new();
         for p in dirty.iter() {
-            if holds(self.materials(), old[region.index_of(p)]) && !self.is_holding(p) {
+            if crate::detach::holds(self.materials(), old[region.index_of(p)]) && !self.is_holding(p) {
                 for f in FACES {
                     let q = p + Vector3::from(f);
                     if self.is_holding(q) {
