@@ -52,8 +52,12 @@ pub(crate) fn world(seed: u64, rng: &mut Rng) -> (VoxelStore, Region, voxterra::
     store.write_box(&ground.region, &ground.voxels).expect("the window fits");
     let o = ground.region.min();
     let full = Voxel::full(ground.material);
+    // Within the window: the flood fill reads the window (and a margin) only.
     let mut stamp = |lo: [i32; 3], size: [u32; 3]| {
-        if let Ok(r) = Region::from_min_size(o + Vector3::from(lo), size) {
+        if let Some(r) = Region::from_min_size(o + Vector3::from(lo), size)
+            .ok()
+            .and_then(|r| r.intersection(&ground.region))
+        {
             let _ = store.fill(&r, full);
         }
     };
@@ -101,7 +105,6 @@ pub fn run(seed: u64, carves: usize, tally: &mut Tally) {
     let detach = DetachConfig { budget, ..DetachConfig::default() };
     let config = TerrainConfig { detach: Some(detach), ..TerrainConfig::with_voxel_size(voxel_size) };
     let mut t = Terrain::from_store(store, table(), config).expect("a terrain");
-    let area = window.expanded(2);
     for k in 0..carves {
         let mut fails: Vec<(&'static str, String)> = Vec::new();
         let p = window.min().cast::<f32>()
@@ -113,6 +116,8 @@ pub fn run(seed: u64, carves: usize, tally: &mut Tally) {
         let mut plain =
             Terrain::from_store(t.store().clone(), table(), TerrainConfig::with_voxel_size(voxel_size))
                 .expect("a terrain");
+        // Everything stored, and what this brush may add, with a margin.
+        let area = t.extent().unwrap_or(window).expanded(3 + (radius / voxel_size).ceil() as u32);
         let before: Vec<bool> = area.iter().map(|q| plain.is_holding(q)).collect();
         let _ = plain.apply_brush(&brush);
         let Ok(report) = t.apply_brush(&brush) else { continue };

@@ -52,6 +52,17 @@ fn contact_scenes_found_disagreeing() {
     replay("contacts", &seeds, 40, contacts::run);
 }
 
+/// What the soak still finds (4 of 153 600 contact cases in 10 minutes), kept to be fixed: a
+/// capsule in the open pushed through a triangle's front (a phantom, -1.99 against -0.36); a box
+/// in the solid reported apart; a box apart reported touching (-0.089 against 0.059); a box past
+/// the prediction reported within it (0.182 against 0.220).
+#[test]
+#[ignore = "known disagreements: `cargo test -p voxterra --test differential known -- --ignored`"]
+fn known_contact_disagreements() {
+    let seeds = [7216703233449331044, 7913272048592507771, 6655508492106798483, 5115681357909509602];
+    replay("contacts", &seeds, 40, contacts::run);
+}
+
 /// A hit at exactly `max_t` far from the origin was missed (the kD tree's clip).
 #[test]
 fn ray_scenes_found_disagreeing() {
