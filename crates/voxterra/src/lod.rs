@@ -255,8 +255,11 @@ impl LodView {
         }
         let top = self.top_level();
         let (mut leaves, mut split) = (BTreeSet::new(), BTreeSet::new());
+        // Nodes wholly past the stored voxels (and the margin a surface there reaches) hold no
+        // surface: they stay whole, however near a viewer.
+        let stored = terrain.extent().map(|e| e.expanded(2));
         for root in roots(terrain, top)? {
-            self.select(root, viewers, &mut leaves, &mut split);
+            self.select(root, viewers, stored.as_ref(), &mut leaves, &mut split);
         }
         let added: Vec<LodNode> = leaves.difference(&self.leaves).copied().collect();
         let removed: Vec<LodNode> = self.leaves.difference(&leaves).copied().collect();
@@ -445,10 +448,12 @@ impl LodView {
         &self,
         node: LodNode,
         viewers: &[Point3<f32>],
+        stored: Option<&Region>,
         leaves: &mut BTreeSet<LodNode>,
         split: &mut BTreeSet<LodNode>,
     ) {
-        if node.level > 0 {
+        let has_voxels = node.region().is_ok_and(|r| stored.is_some_and(|s| s.intersection(&r).is_some()));
+        if node.level > 0 && has_voxels {
             let d = self.config.distances[node.level as usize - 1];
             // A split node stays split out to its hysteresis band.
             let reach = if self.split.contains(&node) { d * (1.0 + self.config.hysteresis) } else { d };
@@ -462,7 +467,7 @@ impl LodView {
                         y: node.y * 2 + (i >> 1 & 1),
                         z: node.z * 2 + (i >> 2 & 1),
                     };
-                    self.select(child, viewers, leaves, split);
+                    self.select(child, viewers, stored, leaves, split);
                 }
                 return;
             }

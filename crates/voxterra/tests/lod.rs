@@ -619,6 +619,36 @@ mod view {
         assert_eq!(a.nodes().collect::<Vec<_>>(), b.nodes().collect::<Vec<_>>());
     }
 
+    /// Nodes past the stored voxels are never split, however near the viewer: a small world
+    /// viewed from its middle gets no fine nodes outside it.
+    #[test]
+    fn nodes_past_the_world_stay_whole() {
+        let t = Terrain::generate(&WorldParams::new(3, [64, 64, 64]), TerrainConfig::default()).unwrap();
+        let mesher = Mesher::new(t.materials());
+        let mut view = LodView::new(LodConfig::default()).unwrap();
+        view.update(&t, &mesher, &[Point3::new(32.0, 32.0, 32.0)]).unwrap();
+        let stored = t.extent().unwrap().expanded(2);
+        let mut outside = 0;
+        for n in view.nodes() {
+            if n.region().unwrap().intersection(&stored).is_some() {
+                continue;
+            }
+            outside += 1;
+            // Its parent was split, so the parent holds stored voxels.
+            let parent = LodNode {
+                level: n.level + 1,
+                x: n.x.div_euclid(2),
+                y: n.y.div_euclid(2),
+                z: n.z.div_euclid(2),
+            };
+            assert!(
+                parent.region().unwrap().intersection(&stored).is_some(),
+                "{n:?} past the world was split"
+            );
+        }
+        assert!(outside > 0, "the view reaches past the world");
+    }
+
     #[test]
     fn a_viewer_pacing_across_a_boundary_changes_nothing() {
         let t = Terrain::generate(&WorldParams::new(6, [128, 64, 128]), TerrainConfig::default()).unwrap();
