@@ -180,8 +180,8 @@ fn inside(core: &Point3<f32>, nearby: &[[Point3<f32>; 3]]) -> bool {
     }
     // The faces at the nearest feature nearly cancel: a sharp crest, or a fold where a sliver
     // faces the other way, which sways the pseudo-normal. Rays decide instead, each by the facing
-    // of its first hit (the back of a triangle: inside); rays leaving `nearby` abstain, and the
-    // pseudo-normal breaks a tie.
+    // of its first hit (the back of a triangle: inside); rays leaving `nearby` abstain, and a tie
+    // goes to the faces at the feature weighted by their areas (a fold's sliver weighs little).
     let (mut yes, mut no) = (0u32, 0u32);
     for d in VOTING_RAYS {
         let dir = Vector3::from(d);
@@ -199,7 +199,23 @@ fn inside(core: &Point3<f32>, nearby: &[[Point3<f32>; 3]]) -> bool {
     match yes.cmp(&no) {
         std::cmp::Ordering::Greater => true,
         std::cmp::Ordering::Less => false,
-        std::cmp::Ordering::Equal => by_normal,
+        std::cmp::Ordering::Equal => {
+            let corners: &[Point3<f32>] = match feature {
+                TriangleFeature::Face => tri,
+                TriangleFeature::Edge(e) => &[tri[e as usize], tri[(e as usize + 1) % 3]],
+                TriangleFeature::Vertex(v) => std::slice::from_ref(&tri[v as usize]),
+            };
+            let mut seen: Vec<[[u32; 3]; 3]> = Vec::new();
+            let mut weighted = Vector3::zeros();
+            for t in nearby.iter().filter(|t| corners.iter().all(|c| has(t, c))) {
+                if !seen.contains(&t.map(|c| bits(&c))) {
+                    seen.push(t.map(|c| bits(&c)));
+                    // Twice the area along the normal.
+                    weighted += (t[1] - t[0]).cross(&(t[2] - t[0]));
+                }
+            }
+            (core - q).dot(&weighted) <= 0.0
+        }
     }
 }
 

@@ -24,7 +24,8 @@ fn replay(capability: &str, seeds: &[u64], probes: usize, run: fn(&Scene, &mut R
 /// Balls beside a crest, behind one flank's plane, got pushed through it (phantom deep
 /// contacts; also beside a folded sliver, whose reversed normal swayed the inside test); a ball
 /// with its center in the solid was measured by a face's plane, short of its nearest surface
-/// point; a hull within the prediction had every contact judged beside its feature; a ball's
+/// point; a hull within the prediction had every contact judged beside its feature; a capsule
+/// beside a fold whose edge's faces nearly cancelled and whose rays tied; a ball's
 /// deepest contact was dropped by the corner claims; a hull, box or capsule penetrating across an
 /// inactive edge got no contact; a box in the solid got none, one in the open a contact toward a
 /// surface it was not under.
@@ -48,18 +49,18 @@ fn contact_scenes_found_disagreeing() {
         10832536682648439419,
         17404364497159269187,
         10324910130913235475,
+        7216703233449331044,
     ];
     replay("contacts", &seeds, 40, contacts::run);
 }
 
-/// What the soak still finds (4 of 153 600 contact cases in 10 minutes), kept to be fixed: a
-/// capsule in the open pushed through a triangle's front (a phantom, -1.99 against -0.36); a box
+/// What the soak still finds (3 of 153 600 contact cases in 10 minutes), kept to be fixed: a box
 /// in the solid reported apart; a box apart reported touching (-0.089 against 0.059); a box past
 /// the prediction reported within it (0.182 against 0.220).
 #[test]
 #[ignore = "known disagreements: `cargo test -p voxterra --test differential known -- --ignored`"]
 fn known_contact_disagreements() {
-    let seeds = [7216703233449331044, 7913272048592507771, 6655508492106798483, 5115681357909509602];
+    let seeds = [7913272048592507771, 6655508492106798483, 5115681357909509602];
     replay("contacts", &seeds, 40, contacts::run);
 }
 
