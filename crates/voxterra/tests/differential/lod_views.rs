@@ -1,14 +1,18 @@
 //! Levels-of-detail views against fresh meshes: on random ground with structures (floating
 //! islands, bridges, thin necks, blocks touching by an edge or a corner), far from the origin or
 //! near it, at voxel sizes 0.5, 1 and 2, a viewer moving and edits landing; after every update the
-//! meshes handed out so far are exactly the view's nodes, each equal to a fresh mesh of it, and
-//! together they are closed (every edge matched the other way).
+//! meshes handed out so far are exactly the view's nodes, each equal to a fresh mesh of it,
+//! together they are closed (every edge matched the other way), and every vertex of a level-k
+//! node lies within a level-k cell's diagonal (√3 · 2^k voxels) of the full-resolution surface.
 
 use crate::Tally;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::lod::{LodConfig, LodMeshKey, LodView};
 use voxterra::mesher::{ClusterNode, ClusterPart, MeshWorkspace, Mesher, RenderMesh};
+use voxterra::parry3d::math::Vector;
+use voxterra::parry3d::query::PointQuery;
+use voxterra::parry3d::shape::TriMesh;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainConfig};
 use voxterra_test_support::Rng;
 use voxterra_test_support::ground::table;
@@ -32,11 +36,23 @@ fn open_edges(meshes: &BTreeMap<LodMeshKey, RenderMesh>) -> usize {
     count.values().filter(|&&c| c != 0).count()
 }
 
+/// The full-resolution surface of every stored chunk (voxel units), for distances.
+fn full_surface(t: &Terrain, mesher: &Mesher) -> Option<TriMesh> {
+    let (mut positions, mut indices) = (Vec::new(), Vec::new());
+    for (_, m) in t.render_meshes_of(mesher, &t.render_chunks()).ok()? {
+        let base = positions.len() as u32;
+        positions.extend(m.positions.iter().map(|p| Vector::new(p.x, p.y, p.z)));
+        indices.extend(m.indices.iter().map(|tri| tri.map(|i| i + base)));
+    }
+    TriMesh::new(positions, indices).ok()
+}
+
 /// What differs between the held meshes and a fresh view of `view`'s nodes.
 fn check(
     t: &Terrain,
     view: &LodView,
     held: &BTreeMap<LodMeshKey, RenderMesh>,
+    full: Option<&TriMesh>,
     step: usize,
 ) -> Vec<(&'static str, String)> {
     let mut fails = Vec::new();
@@ -67,6 +83,22 @@ fn check(
     let open = open_edges(held);
     if open > 0 {
         fails.push(("open edges", format!("step {step}: {open}")));
+    }
+    if let Some(full) = full {
+        'nodes: for (k, m) in held {
+            let reach = 3f32.sqrt() * (1u32 << k.node.level) as f32;
+            for p in &m.positions {
+                let q = Vector::new(p.x, p.y, p.z);
+                let d = (full.project_local_point(q, false).point - q).length();
+                if d > reach {
+                    fails.push((
+                        "far from the surface",
+                        format!("step {step}: {k:?} vertex {p:?} is {d:.2} voxels off"),
+                    ));
+                    break 'nodes;
+                }
+            }
+        }
     }
     fails
 }
@@ -108,6 +140,7 @@ pub fn run(seed: u64, steps: usize, tally: &mut Tally) {
             }
         }
         let viewer = at(&mut rng);
+        let full = full_surface(&t, &mesher);
         let mut fails = Vec::new();
         match view.update(&t, &mesher, &[viewer]) {
             Ok(u) => {
@@ -117,7 +150,7 @@ pub fn run(seed: u64, steps: usize, tally: &mut Tally) {
                     }
                 }
                 held.extend(u.meshes);
-                fails.extend(check(&t, &view, &held, step));
+                fails.extend(check(&t, &view, &held, full.as_ref(), step));
             }
             Err(e) => fails.push(("update", e.to_string())),
         }
