@@ -3,7 +3,8 @@
 //! near it, at voxel sizes 0.5, 1 and 2, a viewer moving and edits landing; after every update the
 //! meshes handed out so far are exactly the view's nodes, each equal to a fresh mesh of it,
 //! together they are closed (every edge matched the other way), and every vertex of a level-k
-//! node lies within a level-k cell's diagonal (√3 · 2^k voxels) of the full-resolution surface.
+//! node lies within a level-k cell's diagonal (√3 · 2^k voxels) of the full-resolution surface (a
+//! border, stitched to neighbors up to a level coarser, within the next level's).
 
 use crate::Tally;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -86,7 +87,9 @@ fn check(
     }
     if let Some(full) = full {
         'nodes: for (k, m) in held {
-            let reach = 3f32.sqrt() * (1u32 << k.node.level) as f32;
+            // A border stitches to neighbors up to a level coarser.
+            let level = k.node.level + u32::from(k.part == ClusterPart::Border);
+            let reach = 3f32.sqrt() * (1u32 << level) as f32;
             for p in &m.positions {
                 let q = Vector::new(p.x, p.y, p.z);
                 let d = (full.project_local_point(q, false).point - q).length();
