@@ -147,3 +147,16 @@ fn serve_sim_clients_match_the_server() {
         assert!(!out.stderr.is_empty());
     }
 }
+
+/// The smallest world the demo accepts holds its whole scene: no body ends under the world or
+/// the surface over the default 600 frames (craters keep a floor).
+#[test]
+fn the_smallest_demo_world_loses_no_body() {
+    let out = voxterra(&["demo", "--size", "128x64x128", "--no-picture", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ours = &v["voxterra"];
+    assert_eq!(ours["fell_through"], 0, "{ours}");
+    assert_eq!(ours["pieces_fell_through"], 0, "{ours}");
+    assert!(ours["contacts_per_frame"].as_f64().unwrap() > 10.0, "{ours}");
+}
