@@ -55,13 +55,13 @@
 //! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
 //! render meshes edits changed, re-meshed in parallel, and [`Terrain::lod_mesh`] a
 //! [`lod::LodNode`]'s mesh at a coarser level (the store's mips: about a quarter of the triangles
-//! a level); [`Terrain::find_detached`] finds the solid pieces an edit cut loose (within a search
-//! budget), and with [`TerrainConfig::detach`] set edits take them out themselves and hand them out
-//! by [`Terrain::take_detached`] as [`detach::DetachedPiece`]s (voxels, mesh, collision shape,
-//! mass) for the game to drop as bodies; [`Terrain::edits_since`] and
+//! a level); [`Terrain::find_detached`] finds the solid pieces an edit cut loose (reaching no
+//! [`detach::Anchor`], within a search budget), and with [`TerrainConfig::detach`] set edits take
+//! them out themselves and hand them out by [`Terrain::take_detached`] as
+//! [`detach::DetachedPiece`]s (voxels, mesh, collision shape, mass) for the game to drop as bodies; [`Terrain::edits_since`] and
 //! [`Terrain::apply_delta`] replicate edits to another terrain, and [`replication`] streams a whole
-//! world to clients (full detail near their viewers, mips far, edit updates, within a byte
-//! budget); [`Terrain::cast_rays`] casts batches in parallel; [`Terrain::sweep_shape`] is continuous collision over a step, rotation
+//! world to clients (full detail near their viewers, mips far, edits as stale notices and
+//! patches, within a byte budget); [`Terrain::cast_rays`] casts batches in parallel; [`Terrain::sweep_shape`] is continuous collision over a step, rotation
 //! included. Every query works from `&self`: a chunk the cache lacks is built into it by the
 //! query that meets it, so physics engines and parallel callers share the one cache. Contact
 //! points say how they were made ([`narrowphase::Correction`]): a body deep in the solid (a hill
