@@ -263,47 +263,41 @@ fn a_lagging_client_never_calls_stale_regions_ready() {
 fn keys_outside_the_voxel_space_are_refused() {
     let t = server(3);
     let mut c = client(&t);
+    // A frame numbered 0 of `kind`, `key` and `level` around a valid packet: a box of air of the
+    // size the kind names (a patch of 4³ at its region's corner).
+    let frame = |kind: u8, key: [i32; 3], level: u8| {
+        let mut frame = Vec::new();
+        frame.extend_from_slice(b"VXR2");
+        frame.extend_from_slice(&[0; 16]);
+        frame.push(kind);
+        for k in key {
+            frame.extend_from_slice(&k.to_le_bytes());
+        }
+        frame.push(level);
+        if kind == 2 {
+            frame.extend_from_slice(&[0, 0, 0, 4, 4, 4]);
+        }
+        let side = match kind {
+            1 => 32usize >> level,
+            2 => 4,
+            _ => 16,
+        };
+        voxterra::codec::encode_packet(&vec![Voxel::AIR; side * side * side], [side; 3], &mut frame);
+        let crc = crc32(&frame);
+        frame.extend_from_slice(&crc.to_le_bytes());
+        frame
+    };
     let chunk_keys = [[1 << 26, 0, 0], [0, -(1 << 26) - 1, 0], [0, 0, i32::MAX]];
     let region_keys = [[1 << 27, 0, 0], [0, -(1 << 27) - 1, 0], [0, 0, i32::MIN]];
     for (kind, level) in [(1u8, 2u8), (1, 1), (1, 3), (0, 0), (2, 0)] {
         for key in if kind == 1 { chunk_keys } else { region_keys } {
-            let mut frame = Vec::new();
-            frame.extend_from_slice(b"VXR2");
-            frame.extend_from_slice(&0u64.to_le_bytes());
-            frame.extend_from_slice(&0u64.to_le_bytes());
-            frame.push(kind);
-            for k in key {
-                frame.extend_from_slice(&k.to_le_bytes());
-            }
-            frame.push(level);
-            if kind == 2 {
-                frame.extend_from_slice(&[0, 0, 0, 4, 4, 4]);
-            }
-            // A valid packet: a box of air of the size the kind names.
-            let side = match (kind, level) {
-                (1, l) => 32usize >> l,
-                (2, _) => 4,
-                _ => 16,
-            };
-            voxterra::codec::encode_packet(&vec![Voxel::AIR; side * side * side], [side; 3], &mut frame);
-            let crc = crc32(&frame);
-            frame.extend_from_slice(&crc.to_le_bytes());
-            let got = c.apply(&frame);
+            let got = c.apply(&frame(kind, key, level));
             assert!(matches!(got, Err(ReplicationError::Malformed(_))), "{key:?} kind {kind}: {got:?}");
             assert_eq!(c.expected(), 0);
         }
     }
     // The same frame with a key in range is applied.
-    let mut frame = Vec::new();
-    frame.extend_from_slice(b"VXR2");
-    frame.extend_from_slice(&[0; 16]);
-    frame.push(1);
-    frame.extend_from_slice(&[0; 12]);
-    frame.push(2);
-    voxterra::codec::encode_packet(&[Voxel::AIR; 512], [8; 3], &mut frame);
-    let crc = crc32(&frame);
-    frame.extend_from_slice(&crc.to_le_bytes());
-    assert!(matches!(c.apply(&frame), Ok(Applied::Mip(_, 2))));
+    assert!(matches!(c.apply(&frame(1, [0; 3], 2)), Ok(Applied::Mip(_, 2))));
 }
 
 /// A budget under the largest message is refused, not silently exceeded.

@@ -1,4 +1,4 @@
-//! Replication: a server streams its [`Terrain`](crate::Terrain) to clients that mirror it.
+//! Replication: a server streams its [`Terrain`] to clients that mirror it.
 //! Transport-agnostic: messages are byte vectors, the game owns the sockets.
 //!
 //! The server ([`ReplicationServer`]) keeps, per client, which 16³ regions it holds at full

@@ -76,30 +76,10 @@ impl Tally {
     }
 }
 
-/// Runs `capability` over scenes from `seeds` until `deadline`, `probes` probes per kind a scene.
+/// Runs `capability` over scenes of fresh seeds until the soak's time is up, `probes` probes per
+/// kind a scene.
 fn soak(capability: &str, probes: usize, run: fn(&Scene, &mut Rng, usize, &mut Tally)) {
-    let seconds: u64 = std::env::var("VOXTERRA_SOAK_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
-    let start = Instant::now();
-    let mut tally = Tally::default();
-    let mut seed =
-        std::env::var("VOXTERRA_SOAK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
-    let mut scenes = 0;
-    while start.elapsed() < Duration::from_secs(seconds) {
-        let scene = Scene::new(seed);
-        let mut rng = Rng::new(seed);
-        run(&scene, &mut rng, probes, &mut tally);
-        scenes += 1;
-        seed = Rng::new(seed).next_u64();
-    }
-    println!("soak {} ({scenes} scenes, {:.0} s)", tally.summary(capability), start.elapsed().as_secs_f64());
-    for r in &tally.reports {
-        println!("  {r}");
-    }
-    tally.assert_clean(capability);
+    soak_seeds(capability, |seed, tally| run(&Scene::new(seed), &mut Rng::new(seed), probes, tally));
 }
 
 fn brief(
@@ -108,9 +88,13 @@ fn brief(
     probes: usize,
     run: fn(&Scene, &mut Rng, usize, &mut Tally),
 ) -> Result<(), TestCaseError> {
-    let scene = Scene::new(seed);
+    brief_seed(capability, seed, |seed, tally| run(&Scene::new(seed), &mut Rng::new(seed), probes, tally))
+}
+
+/// One case of `seed`, asserting agreement.
+fn brief_seed(capability: &str, seed: u64, run: impl FnOnce(u64, &mut Tally)) -> Result<(), TestCaseError> {
     let mut tally = Tally::default();
-    run(&scene, &mut Rng::new(seed), probes, &mut tally);
+    run(seed, &mut tally);
     prop_assert!(tally.disagreements() == 0, "{}\n{}", tally.summary(capability), tally.reports.join("\n"));
     Ok(())
 }
@@ -145,23 +129,17 @@ proptest! {
 
     #[test]
     fn lod_views_agree_with_fresh_meshes(seed in any::<u64>()) {
-        let mut tally = Tally::default();
-        lod_views::run(seed, 5, &mut tally);
-        prop_assert!(tally.disagreements() == 0, "{}\n{}", tally.summary("lod"), tally.reports.join("\n"));
+        brief_seed("lod", seed, |seed, tally| lod_views::run(seed, 5, tally))?;
     }
 
     #[test]
     fn pieces_agree_with_a_flood_fill(seed in any::<u64>()) {
-        let mut tally = Tally::default();
-        pieces::run(seed, 6, &mut tally);
-        prop_assert!(tally.disagreements() == 0, "{}\n{}", tally.summary("pieces"), tally.reports.join("\n"));
+        brief_seed("pieces", seed, |seed, tally| pieces::run(seed, 6, tally))?;
     }
 
     #[test]
     fn replicas_agree_with_the_server(seed in any::<u64>()) {
-        let mut tally = Tally::default();
-        replicas::run(seed, 60, &mut tally);
-        prop_assert!(tally.disagreements() == 0, "{}\n{}", tally.summary("replicas"), tally.reports.join("\n"));
+        brief_seed("replicas", seed, |seed, tally| replicas::run(seed, 60, tally))?;
     }
 }
 
