@@ -5,6 +5,7 @@
 
 use crate::closest::{feature_of, point_triangle, segment_segment, triangle_normal};
 use crate::contact::{ContactPoint, Correction, FeatureId, TriangleFeature};
+use crate::convert::ToParry;
 use crate::convex_triangles::Surface;
 use crate::internal_edges::{ALL_ACTIVE, is_inactive};
 use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
@@ -33,6 +34,9 @@ pub(crate) fn cuboid_triangle(
 
     // Distance along axis `l` (unit): positive when separated. Returns (dist, normal from the
     // triangle toward the box).
+    // The largest separation along any axis tested, ghost or not: positive when the shapes are
+    // apart (SAT is exact for that test), a lower bound on their distance.
+    let sat = std::cell::Cell::new(f32::NEG_INFINITY);
     let test = |l: Vector3<f32>| -> (f32, Vector3<f32>) {
         let rb: f32 = (0..3).map(|i| h[i] * u[i].dot(&l).abs()).sum();
         let cb = c.coords.dot(&l);
@@ -42,6 +46,7 @@ pub(crate) fn cuboid_triangle(
         // tmin - (cb + rb). The better of the two is the axis's distance.
         let up = (cb - rb) - tmax;
         let down = tmin - (cb + rb);
+        sat.set(sat.get().max(up).max(down));
         if up >= down { (up, l) } else { (down, -l) }
     };
 
@@ -139,8 +144,13 @@ pub(crate) fn cuboid_triangle(
         }
     }
     // A refused axis that separates the shapes more than the kept one bounds the distance from
-    // below: the points keep the kept axis's normal but come no nearer than that.
-    let floor = floor_of(separated, best_dist);
+    // below: the points keep the kept axis's normal but come no nearer than that. Apart, the
+    // Euclidean distance bounds it exactly (the best of 13 axes falls short of it where a box
+    // corner faces a triangle edge or corner).
+    let mut floor = floor_of(separated, best_dist);
+    if correction == Correction::None && sat.get() > 0.0 {
+        floor = floor.max(distance_apart(half, pose, tri).unwrap_or(sat.get()).max(sat.get()));
+    }
     if floor > prediction {
         return Routine::default();
     }
@@ -255,6 +265,7 @@ pub(crate) fn cuboid_triangle(
         }
         let (on_tri, feature) = point_triangle(&p, tri);
         let face = if (c - tri[0]).dot(&n) >= 0.0 || surface.one_sided { n } else { -n };
+        let separated = separated.max(floor);
         return Routine {
             two_sided,
             hidden: Some(ContactPoint {
@@ -291,6 +302,17 @@ pub(crate) fn cuboid_triangle(
         }
     }
     Routine { two_sided, hidden: None }
+}
+
+/// The Euclidean distance between a box of half extents `half` at `pose` and a triangle that SAT
+/// found apart, by GJK in the box's frame (far from the origin, world coordinates round by more
+/// than the gap). `None` where GJK gives no finite answer.
+fn distance_apart(half: &Vector3<f32>, pose: &Isometry3<f32>, tri: &[Point3<f32>; 3]) -> Option<f32> {
+    let local = tri.map(|v| pose.inverse_transform_point(&v).to_parry());
+    let t = parry3d::shape::Triangle::new(local[0], local[1], local[2]);
+    let b = parry3d::shape::Cuboid::new(half.to_parry());
+    let id = parry3d::math::Pose::IDENTITY;
+    parry3d::query::distance(&id, &b, &id, &t).ok().map(|d| d.distance).filter(|d| d.is_finite())
 }
 
 /// What a routine hands back beside its points.

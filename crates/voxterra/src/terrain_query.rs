@@ -408,7 +408,7 @@ impl Terrain {
             }));
             Ok::<(), TerrainError>(())
         })?;
-        self.push_interior(shape, pose, before, out, Some(points))
+        self.push_interior(shape, pose, before, out, Some((points, 0)))
     }
 
     /// Runs `f` on each chunk of `keys` (building what the cache lacks) as the one-sided triangle
@@ -475,6 +475,7 @@ impl Terrain {
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
         let before = out.len();
+        let points_before = points.as_deref().map_or(0, Vec::len);
         with_workspace(|ws| {
             let QueryWorkspace { contact, mesh } = ws;
             contact.begin();
@@ -493,27 +494,29 @@ impl Terrain {
             }
             Ok::<(), TerrainError>(())
         })?;
-        self.push_interior(shape, pose, before, out, points)
+        self.push_interior(shape, pose, before, out, points.map(|p| (p, points_before)))
     }
 
-    /// Ends a contact query that appended from `before` in `out`: a shape in the solid that met
-    /// no triangle (wholly under the surface, or in all-solid chunks) is pushed toward the nearest
-    /// surface all the same. One that meets a triangle is not: touching crosses the surface (a
-    /// negative distance), and a shape apart from every triangle but within the prediction of
-    /// one is on its front, in the open, since a shape behind a one-sided triangle is pushed out
-    /// along its front normal (negative too). Returns how many manifolds the query made.
+    /// Ends a contact query that appended from `before` in `out` (and from the given length in
+    /// `points`): a shape in the solid that meets no triangle (wholly under the surface, or in
+    /// all-solid chunks) is pushed toward the nearest surface all the same. Only a query whose
+    /// contacts are all apart asks: a shape that crosses the surface meets a triangle (a negative
+    /// distance). Its apart contacts then go: measured from triangles the shape is beside, not
+    /// in front of. Returns how many manifolds the query made.
     fn push_interior(
         &self,
         shape: &dyn Shape,
         pose: &Pose,
         before: usize,
         out: &mut Vec<TerrainManifold>,
-        points: Option<&mut Vec<TerrainContactPoint>>,
+        points: Option<(&mut Vec<TerrainContactPoint>, usize)>,
     ) -> Result<usize, TerrainError> {
-        if out.len() == before
+        if out[before..].iter().all(|m| m.manifold.min_dist() > 0.0)
             && let Some(m) = self.interior_contact(shape, pose)?
         {
-            if let Some(points) = points {
+            out.truncate(before);
+            if let Some((points, from)) = points {
+                points.truncate(from);
                 points.extend(
                     m.manifold.points().iter().map(|&point| TerrainContactPoint { chunk: m.chunk, point }),
                 );
