@@ -10,7 +10,8 @@
 //! edge the other way; a node whose neighbor changes level re-meshes only its border.
 
 use crate::cell::{LANES, PlacedBatch};
-use crate::extract::{MeshError, MeshWorkspace, Mesher};
+use crate::config::{MeshError, Mesher};
+use crate::workspace::MeshWorkspace;
 use crate::output::{MeshOutput, RenderMesh, sealed};
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Material, Region, VoxelPos, VoxelRead};

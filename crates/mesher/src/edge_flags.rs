@@ -5,7 +5,8 @@
 //! build; a vertex is its cell, which every chunk places identically, so the flags of meshing
 //! chunk by chunk equal those of meshing the region whole.
 
-use crate::extract::{MeshError, MeshStats, MeshWorkspace, Mesher};
+use crate::config::{MeshError, MeshStats, Mesher};
+use crate::workspace::{EdgeScratch, MeshWorkspace};
 use crate::output::{MeshOutput, PhysicsMesh};
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Region, VoxelRead};
@@ -31,23 +32,6 @@ fn diagonal(t0: [u16; 3], t1: [u16; 3]) -> [usize; 2] {
     [3, 3]
 }
 
-/// Scratch of the edge buckets, kept in the [`MeshWorkspace`].
-#[derive(Default, Debug)]
-pub(crate) struct EdgeScratch {
-    /// Per vertex, where its bucket starts (and, last, the end).
-    start: Vec<u32>,
-    fill: Vec<u32>,
-    /// Per edge, in its lower vertex's bucket: (higher vertex, far corner).
-    entries: Vec<[u16; 2]>,
-    /// Per vertex of the grown mesh, its number in the kept mesh.
-    renumber: Vec<u32>,
-    /// Per vertex of the grown mesh, its position decoded.
-    points: Vec<Point3<f32>>,
-    /// Per quad, the edge of each of its triangles that is the diagonal.
-    diagonals: Vec<[usize; 2]>,
-    /// The grown mesh's triangles, unpacked.
-    tris: Vec<[u16; 3]>,
-}
 
 /// The triangle's (unnormalized) face normal.
 fn face(t: &[Point3<f32>; 3]) -> Vector3<f32> {

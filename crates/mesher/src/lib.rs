@@ -72,17 +72,20 @@
 mod cell;
 mod chunk_map;
 mod clusters;
+mod config;
 pub mod edge_flags;
 mod extract;
 mod keys;
 mod output;
+mod workspace;
 
 pub use chunk_map::ChunkClusterMap;
 pub use clusters::{
     BorderSummary, ChunkClusters, ClusterNode, ClusterPart, ClusterVertex, LevelMap, MAX_CLUSTER_LEVEL,
     cluster_chunks,
 };
-pub use extract::{DEFAULT_MAX_VOXELS, MeshError, MeshStats, MeshWorkspace, Mesher, ShapeMode, Surface};
+pub use config::{DEFAULT_MAX_VOXELS, MeshError, MeshStats, Mesher, ShapeMode, Surface};
+pub use workspace::MeshWorkspace;
 pub use output::{MeshOutput, PhysicsMesh, RenderMesh};
 
 const _: () = {

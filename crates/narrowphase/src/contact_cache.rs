@@ -9,7 +9,8 @@
 
 use crate::closest::{point_triangle, segment_triangle};
 use crate::convert::{FromParry, ToParry};
-use crate::convex_triangles::{Corners, Part, Surface, check_query, check_shape, flatten, touchable};
+use crate::part::{Corners, Part, check_query, check_shape, flatten, touchable};
+use crate::triangle_set::TriangleRules;
 use crate::error::NarrowphaseError;
 use parry3d::math::Pose;
 use parry3d::shape::{Shape, SupportMap, TypedShape};
@@ -68,7 +69,7 @@ pub(crate) struct Entry {
     bounds: Aabb,
     /// Its unit normal; `None` when it touches nothing (degenerate or not finite).
     pub(crate) face: Option<Vector3<f32>>,
-    pub(crate) surface: Surface,
+    pub(crate) surface: TriangleRules,
     /// True once `bound` and `axes` hold (made at the first visit).
     bounded: bool,
     /// True once the bound is as tight as it gets (GJK's, for shapes that go through it).
@@ -188,7 +189,7 @@ impl ContactCache {
         &mut self,
         source: &S,
         index: &I,
-        surface: impl Fn(u32) -> Surface,
+        surface: impl Fn(u32) -> TriangleRules,
         group: u32,
         candidates: &mut Vec<u32>,
     ) -> Result<usize, NarrowphaseError> {

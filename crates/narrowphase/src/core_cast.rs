@@ -7,7 +7,7 @@
 
 use crate::closest::{point_triangle, segment_triangle};
 use crate::contact::{FeatureId, TriangleFeature};
-use crate::convex_triangles::Surface;
+use crate::triangle_set::TriangleRules;
 use crate::cuboid_triangle::cuboid_triangle;
 use crate::internal_edges::ALL_ACTIVE;
 use voxterra_core::nalgebra::{Isometry3, Point3, Translation3, Unit, Vector3};
@@ -242,7 +242,7 @@ pub(crate) fn cast_cuboid(
     let at = Isometry3::from_parts(Translation3::from(c + vel * enter), pose.rotation);
     let mut touching = Vec::new();
     let id = FeatureId { triangle: 0, feature: TriangleFeature::Face, part: 0, sub: 0 };
-    let surface = Surface { flags: ALL_ACTIVE, one_sided: false };
+    let surface = TriangleRules { flags: ALL_ACTIVE, one_sided: false };
     let reach = 1e-3 * (1.0 + h.iter().fold(0.0f32, |a, &b| a.max(b)));
     cuboid_triangle(half, &at, tri, reach, id, surface, &mut touching);
     match touching.iter().min_by(|a, b| a.dist.total_cmp(&b.dist)) {

@@ -6,7 +6,7 @@
 use crate::closest::{feature_of, point_triangle, segment_segment, triangle_normal};
 use crate::contact::{ContactPoint, Correction, FeatureId, TriangleFeature};
 use crate::convert::ToParry;
-use crate::convex_triangles::Surface;
+use crate::triangle_set::TriangleRules;
 use crate::internal_edges::{ALL_ACTIVE, is_inactive};
 use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
 
@@ -22,7 +22,7 @@ pub(crate) fn cuboid_triangle(
     tri: &[Point3<f32>; 3],
     prediction: f32,
     id: FeatureId,
-    surface: Surface,
+    surface: TriangleRules,
     out: &mut Vec<ContactPoint>,
 ) -> Routine {
     let Some(n) = triangle_normal(tri) else { return Routine::default() };

@@ -8,7 +8,7 @@
 
 use crate::closest::feature_of;
 use crate::contact::{ContactPoint, Correction, TriangleFeature};
-use crate::convex_triangles::Part;
+use crate::part::Part;
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 
 /// All three edges active: what a triangle without flags is treated as.

@@ -107,13 +107,18 @@ mod internal_edges;
 pub mod manifold;
 pub mod mesh_mesh;
 mod obb;
+mod part;
+mod routines;
 mod shape_cast;
 mod sweep;
 mod tri_tri;
+mod triangle_set;
 
 pub use contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
 pub use contact_cache::ContactCache;
-pub use convex_triangles::{ContactWorkspace, TriangleSet, check_supported, contact_points, contacts};
+pub use convex_triangles::{ContactWorkspace, contact_points, contacts};
+pub use part::check_supported;
+pub use triangle_set::TriangleSet;
 pub use error::NarrowphaseError;
 pub use mesh_mesh::{
     HitData, MeshCollider, MeshMeshOptions, RigidBody, SideHit, apply_impulse, collide, meshes_intersect,

@@ -8,7 +8,8 @@
 use crate::closest::{feature_of, triangle_normal};
 use crate::contact::FeatureId;
 use crate::convert::{FromParry, ToParry};
-use crate::convex_triangles::{TriangleSet, check_shape};
+use crate::part::check_shape;
+use crate::triangle_set::TriangleSet;
 use crate::error::NarrowphaseError;
 use parry3d::math::{Pose, Vector};
 use parry3d::query::sweep_toi::{
