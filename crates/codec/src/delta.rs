@@ -34,7 +34,7 @@ const TRAILER: usize = 4;
 /// Why delta bytes were refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-pub enum DeltaError {
+pub enum DeltaFormatError {
     /// Shorter than a header and checksum, or the block length disagrees with the size.
     #[error("truncated or mis-sized delta ({len} bytes)")]
     Truncated {
@@ -105,18 +105,18 @@ pub fn encode_delta(seq: u64, region: &Region, block: &[u8]) -> Vec<u8> {
 /// Checks and decodes delta bytes: allocates at most `max_voxels` voxels, only after the
 /// checksum, the region and the block's declared length have been checked; `known` is the mask of
 /// the receiver's materials (bit `i` for material `i`).
-pub fn decode_delta(bytes: &[u8], max_voxels: usize, known: u64) -> Result<Delta, DeltaError> {
-    let truncated = DeltaError::Truncated { len: bytes.len() };
+pub fn decode_delta(bytes: &[u8], max_voxels: usize, known: u64) -> Result<Delta, DeltaFormatError> {
+    let truncated = DeltaFormatError::Truncated { len: bytes.len() };
     if bytes.len() < HEADER + TRAILER {
         return Err(truncated);
     }
     if bytes[..8] != DELTA_MAGIC {
-        return Err(DeltaError::BadMagic);
+        return Err(DeltaFormatError::BadMagic);
     }
     let body = bytes.len() - TRAILER;
     let le32 = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
     if crc32fast::hash(&bytes[..body]) != le32(body) {
-        return Err(DeltaError::Checksum);
+        return Err(DeltaFormatError::Checksum);
     }
     let seq = u64::from(le32(8)) | (u64::from(le32(12)) << 32);
     let corner = |i: usize| le32(16 + 4 * i) as i32;
@@ -126,11 +126,11 @@ pub fn decode_delta(bytes: &[u8], max_voxels: usize, known: u64) -> Result<Delta
         return Err(truncated);
     }
     let region = Region::new(VoxelPos::from(min), VoxelPos::from(max))
-        .map_err(|_| DeltaError::BadRegion { min, max })?;
+        .map_err(|_| DeltaFormatError::BadRegion { min, max })?;
     if region.volume() > max_voxels as u128 {
-        return Err(DeltaError::TooLarge { voxels: region.volume(), limit: max_voxels });
+        return Err(DeltaFormatError::TooLarge { voxels: region.volume(), limit: max_voxels });
     }
-    let n = region.len().map_err(|_| DeltaError::BadRegion { min, max })?;
+    let n = region.len().map_err(|_| DeltaFormatError::BadRegion { min, max })?;
     let mut voxels = vec![Voxel::AIR; n];
     decode_block(&bytes[HEADER..body], &mut voxels, known, &mut BlockScratch::default())?;
     Ok(Delta { seq, region, voxels })

@@ -69,7 +69,7 @@ pub fn decode_delta(data: &[u8]) {
     }
 }
 
-fn decode_delta_bytes(data: &[u8]) -> Result<crate::Delta, crate::DeltaError> {
+fn decode_delta_bytes(data: &[u8]) -> Result<crate::Delta, crate::DeltaFormatError> {
     delta::decode_delta(data, 1 << 18, u64::MAX)
 }
 

@@ -55,7 +55,7 @@ mod snapshot;
 pub mod world;
 
 pub use block::{BlockScratch, Compression};
-pub use delta::{Delta, DeltaError};
+pub use delta::{Delta, DeltaFormatError};
 pub use error::{BlockError, DecodeError, SnapshotError, WorldFileError};
 pub use packet::{PacketError, decode_packet, encode_packet};
 pub use rle::RleEncoder;

@@ -248,7 +248,7 @@ fn malformed_rle_is_a_typed_error_with_offsets() {
 #[test]
 fn delta_bytes_and_refusals() {
     use voxterra_codec::delta::{DELTA_MAGIC, decode_delta, encode_delta};
-    use voxterra_codec::{Compression, DeltaError};
+    use voxterra_codec::{Compression, DeltaFormatError};
     let region = Region::from_min_size(Point3::new(-1, 2, 3), [2, 1, 1]).unwrap();
     let voxels = [Voxel::full(m::ROCK), Voxel::new(m::WATER, 127)];
     let mut block = Vec::new();
@@ -266,25 +266,28 @@ fn delta_bytes_and_refusals() {
         b[body..].copy_from_slice(&crc.to_le_bytes());
         b
     };
-    assert_eq!(decode_delta(&bytes[..47], 1 << 10, u64::MAX), Err(DeltaError::Truncated { len: 47 }));
+    assert_eq!(decode_delta(&bytes[..47], 1 << 10, u64::MAX), Err(DeltaFormatError::Truncated { len: 47 }));
     let mut magic = bytes.clone();
     magic[0] ^= 1;
-    assert_eq!(decode_delta(&magic, 1 << 10, u64::MAX), Err(DeltaError::BadMagic));
+    assert_eq!(decode_delta(&magic, 1 << 10, u64::MAX), Err(DeltaFormatError::BadMagic));
     let mut flipped = bytes.clone();
     flipped[20] ^= 1;
-    assert_eq!(decode_delta(&flipped, 1 << 10, u64::MAX), Err(DeltaError::Checksum));
+    assert_eq!(decode_delta(&flipped, 1 << 10, u64::MAX), Err(DeltaFormatError::Checksum));
     let mut inverted = bytes.clone();
     inverted[28..32].copy_from_slice(&(-5i32).to_le_bytes());
     assert!(matches!(
         decode_delta(&resealed(inverted), 1 << 10, u64::MAX),
-        Err(DeltaError::BadRegion { .. })
+        Err(DeltaFormatError::BadRegion { .. })
     ));
-    assert_eq!(decode_delta(&bytes, 1, u64::MAX), Err(DeltaError::TooLarge { voxels: 2, limit: 1 }));
-    assert!(matches!(decode_delta(&bytes, 1 << 10, 0b11), Err(DeltaError::Block(_))), "water is unknown");
+    assert_eq!(decode_delta(&bytes, 1, u64::MAX), Err(DeltaFormatError::TooLarge { voxels: 2, limit: 1 }));
+    assert!(
+        matches!(decode_delta(&bytes, 1 << 10, 0b11), Err(DeltaFormatError::Block(_))),
+        "water is unknown"
+    );
     let mut long = bytes.clone();
     long[40] = long[40].wrapping_add(1);
     assert_eq!(
         decode_delta(&resealed(long), 1 << 10, u64::MAX),
-        Err(DeltaError::Truncated { len: bytes.len() })
+        Err(DeltaFormatError::Truncated { len: bytes.len() })
     );
 }

@@ -11,8 +11,8 @@
 
 use crate::cell::{LANES, PlacedBatch};
 use crate::config::{MeshError, Mesher};
-use crate::workspace::MeshWorkspace;
 use crate::output::{MeshOutput, RenderMesh, sealed};
+use crate::workspace::MeshWorkspace;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Material, Region, VoxelPos, VoxelRead};
 

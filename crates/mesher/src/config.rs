@@ -107,7 +107,7 @@ pub struct MeshStats {
 }
 
 /// The mesher's configuration: which materials are matter, which are sharp. Immutable and
-/// `Send + Sync`: share one across threads, give each thread its own [`MeshWorkspace`].
+/// `Send + Sync`: share one across threads, give each thread its own [`MeshWorkspace`](crate::MeshWorkspace).
 #[derive(Clone, Debug)]
 pub struct Mesher {
     /// Bit `m` set: material `m` is matter for the chosen surface.

@@ -6,8 +6,8 @@
 //! chunk by chunk equal those of meshing the region whole.
 
 use crate::config::{MeshError, MeshStats, Mesher};
-use crate::workspace::{EdgeScratch, MeshWorkspace};
 use crate::output::{MeshOutput, PhysicsMesh};
+use crate::workspace::{EdgeScratch, MeshWorkspace};
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Region, VoxelRead};
 
@@ -31,7 +31,6 @@ fn diagonal(t0: [u16; 3], t1: [u16; 3]) -> [usize; 2] {
     // Unreachable for the mesher's quads; an edge index past 2 marks no diagonal.
     [3, 3]
 }
-
 
 /// The triangle's (unnormalized) face normal.
 fn face(t: &[Point3<f32>; 3]) -> Vector3<f32> {

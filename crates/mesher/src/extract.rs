@@ -16,8 +16,8 @@
 //! reads identically.
 
 use crate::cell::{Batch, LANES, place_batch};
-use crate::keys::{Key, KeyTable, key_inside};
 use crate::config::{MeshError, MeshStats, Mesher};
+use crate::keys::{Key, KeyTable, key_inside};
 use crate::output::MeshOutput;
 use crate::workspace::MeshWorkspace;
 use voxterra_core::{Region, Voxel, VoxelPos, VoxelRead};

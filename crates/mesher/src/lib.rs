@@ -85,8 +85,8 @@ pub use clusters::{
     cluster_chunks,
 };
 pub use config::{DEFAULT_MAX_VOXELS, MeshError, MeshStats, Mesher, ShapeMode, Surface};
-pub use workspace::MeshWorkspace;
 pub use output::{MeshOutput, PhysicsMesh, RenderMesh};
+pub use workspace::MeshWorkspace;
 
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}

@@ -5,11 +5,11 @@ use crate::keys::Key;
 use voxterra_core::Voxel;
 use voxterra_core::nalgebra::Point3;
 
-/// Scratch memory for [`Mesher::mesh`]; reuse one per thread so steady-state meshing allocates
+/// Scratch memory for [`Mesher::mesh`](crate::Mesher::mesh); reuse one per thread so steady-state meshing allocates
 /// nothing.
 #[derive(Default, Debug)]
 pub struct MeshWorkspace {
-    /// The padded box's voxels, when the source cannot lend them ([`VoxelRead::as_dense`]).
+    /// The padded box's voxels, when the source cannot lend them ([`VoxelRead::as_dense`](voxterra_core::VoxelRead::as_dense)).
     pub(crate) voxels: Vec<Voxel>,
     /// One corner key per voxel of the padded box (see `keys`).
     pub(crate) keys: Vec<Key>,
@@ -21,10 +21,10 @@ pub struct MeshWorkspace {
     pub(crate) row_x: Vec<u64>,
     pub(crate) row_y: Vec<u64>,
     pub(crate) row_z: Vec<u64>,
-    /// The grown region's mesh, for edge flags ([`Mesher::mesh_physics`]).
+    /// The grown region's mesh, for edge flags ([`Mesher::mesh_physics`](crate::Mesher::mesh_physics)).
     pub(crate) neighborhood: crate::PhysicsMesh,
-    /// When set, [`Mesher::mesh`] records per quad whether its edge's lower end lies in the region
-    /// shrunk by one voxel (`inner_quads`): [`Mesher::mesh_physics`] meshes a chunk's grown region
+    /// When set, [`Mesher::mesh`](crate::Mesher::mesh) records per quad whether its edge's lower end lies in the region
+    /// shrunk by one voxel (`inner_quads`): [`Mesher::mesh_physics`](crate::Mesher::mesh_physics) meshes a chunk's grown region
     /// once and keeps the quads the chunk itself owns.
     pub(crate) record_inner: bool,
     pub(crate) inner_quads: Vec<bool>,

@@ -9,9 +9,9 @@
 
 use crate::closest::{point_triangle, segment_triangle};
 use crate::convert::{FromParry, ToParry};
+use crate::error::NarrowphaseError;
 use crate::part::{Corners, Part, check_query, check_shape, flatten, touchable};
 use crate::triangle_set::TriangleRules;
-use crate::error::NarrowphaseError;
 use parry3d::math::Pose;
 use parry3d::shape::{Shape, SupportMap, TypedShape};
 use voxterra_core::nalgebra::{Point3, Vector3};

@@ -7,9 +7,9 @@
 
 use crate::closest::{point_triangle, segment_triangle};
 use crate::contact::{FeatureId, TriangleFeature};
-use crate::triangle_set::TriangleRules;
 use crate::cuboid_triangle::cuboid_triangle;
 use crate::internal_edges::ALL_ACTIVE;
+use crate::triangle_set::TriangleRules;
 use voxterra_core::nalgebra::{Isometry3, Point3, Translation3, Unit, Vector3};
 
 /// Where a moving core first comes within its radius of a triangle.

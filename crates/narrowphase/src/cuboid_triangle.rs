@@ -6,8 +6,8 @@
 use crate::closest::{feature_of, point_triangle, segment_segment, triangle_normal};
 use crate::contact::{ContactPoint, Correction, FeatureId, TriangleFeature};
 use crate::convert::ToParry;
-use crate::triangle_set::TriangleRules;
 use crate::internal_edges::{ALL_ACTIVE, is_inactive};
+use crate::triangle_set::TriangleRules;
 use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
 
 /// An edge axis wins over the best face axis only when it separates (or penetrates less) by more

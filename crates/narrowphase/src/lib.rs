@@ -117,8 +117,6 @@ mod triangle_set;
 pub use contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
 pub use contact_cache::ContactCache;
 pub use convex_triangles::{ContactWorkspace, contact_points, contacts};
-pub use part::check_supported;
-pub use triangle_set::TriangleSet;
 pub use error::NarrowphaseError;
 pub use mesh_mesh::{
     HitData, MeshCollider, MeshMeshOptions, RigidBody, SideHit, apply_impulse, collide, meshes_intersect,
@@ -126,6 +124,8 @@ pub use mesh_mesh::{
 pub use obb::{BoundingSphere, Obb};
 /// parry3d, re-exported so users name the version voxterra collides with.
 pub use parry3d;
+pub use part::check_supported;
 pub use shape_cast::{CastOptions, ShapeCastHit, cast_shape};
 pub use sweep::{SweepHit, sweep_shape};
 pub use tri_tri::{triangles_intersect, triangles_intersect_f64};
+pub use triangle_set::TriangleSet;

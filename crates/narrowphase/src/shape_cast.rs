@@ -7,11 +7,11 @@
 use crate::closest::{feature_of, triangle_normal};
 use crate::contact::FeatureId;
 use crate::convert::{FromParry, ToParry};
-use crate::part::{Part, check_query, check_shape, flatten};
-use crate::triangle_set::TriangleSet;
 use crate::core_cast::{CoreCast, cast_core, cast_cuboid};
 use crate::error::NarrowphaseError;
 use crate::internal_edges::{face_side, is_inactive};
+use crate::part::{Part, check_query, check_shape, flatten};
+use crate::triangle_set::TriangleSet;
 use parry3d::math::{Pose, Vector};
 use parry3d::query::ShapeCastOptions;
 use parry3d::shape::{Shape, Triangle, TypedShape};

@@ -8,9 +8,9 @@
 use crate::closest::{feature_of, triangle_normal};
 use crate::contact::FeatureId;
 use crate::convert::{FromParry, ToParry};
+use crate::error::NarrowphaseError;
 use crate::part::check_shape;
 use crate::triangle_set::TriangleSet;
-use crate::error::NarrowphaseError;
 use parry3d::math::{Pose, Vector};
 use parry3d::query::sweep_toi::{
     SimplexCache, Sweep, SweepToiOutput, SweepToiStatus, ToiProxy, proxy_distance, sweep_time_of_impact,

@@ -11,7 +11,7 @@ use voxterra::core::Aabb;
 use voxterra::core::nalgebra::Vector3;
 use voxterra::detach::DetachedPiece;
 use voxterra::reach::CONTACT_REACH;
-use voxterra::{Brush, EditReport, Terrain, TerrainError};
+use voxterra::{Brush, EditError, EditReport, Terrain};
 
 /// A piece of terrain an edit cut loose, spawned as a dynamic body.
 #[derive(Clone, Debug)]
@@ -113,18 +113,18 @@ impl RapierTerrain {
         brush: &Brush,
         bodies: &mut RigidBodySet,
         colliders: &mut ColliderSet,
-    ) -> Result<RapierEdit, TerrainError> {
+    ) -> Result<RapierEdit, EditError> {
         self.edit(bodies, colliders, |t| t.apply_brush(brush))
     }
 
-    /// Runs any edit (`undo`, `redo`, `fill`, `apply_delta`...) between steps, with the same
+    /// Runs any edit (`undo`, `redo`, `fill`, a delta...) between steps, its error passed through, with the same
     /// follow-up as [`RapierTerrain::apply_brush`].
-    pub fn edit(
+    pub fn edit<E>(
         &self,
         bodies: &mut RigidBodySet,
         colliders: &mut ColliderSet,
-        edit: impl FnOnce(&mut Terrain) -> Result<EditReport, TerrainError>,
-    ) -> Result<RapierEdit, TerrainError> {
+        edit: impl FnOnce(&mut Terrain) -> Result<EditReport, E>,
+    ) -> Result<RapierEdit, E> {
         let (report, vs, grew, detached, table) = {
             let mut t = self.terrain.write();
             let before = t.extent();

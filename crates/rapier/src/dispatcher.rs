@@ -14,8 +14,9 @@ use rapier3d::parry::shape::{PackedFeatureId, Shape};
 use std::sync::atomic::{AtomicU64, Ordering};
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::Vector3;
+use voxterra::narrowphase::NarrowphaseError;
 use voxterra::narrowphase::{CastOptions, ContactPoint, Correction, FeatureId, SweepHit, TriangleFeature};
-use voxterra::{TerrainContactCache, TerrainContactPoint, TerrainError, TerrainManifold, reduce_points};
+use voxterra::{QueryError, TerrainContactCache, TerrainContactPoint, TerrainManifold, reduce_points};
 
 /// The query dispatcher that routes every pair with a [`TerrainShape`] to voxterra: contact
 /// manifolds (ghost-free across chunk seams, feature ids stable for warm starting), contacts,
@@ -230,7 +231,7 @@ impl QueryDispatcher for TerrainDispatcher {
             match found {
                 Ok(hit) => return Ok(hit.map(|(_, h)| sweep_hit(&p, &sweep, &h, start_time, span))),
                 // Shapes without a point-cloud form (cylinders, cones): the linear cast below.
-                Err(TerrainError::UnsupportedShape(_)) => {}
+                Err(QueryError::Narrowphase(NarrowphaseError::UnsupportedShape(_))) => {}
                 Err(e) => return Err(refuse(e)),
             }
         }

@@ -7,7 +7,7 @@
 //! never changes an answer. Two threads missing the same chunk at once may both build it; the
 //! first insert is kept.
 
-use crate::terrain_query::with_workspace;
+use crate::workspace::with_workspace;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};

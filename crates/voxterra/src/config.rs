@@ -8,6 +8,9 @@ pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
 pub const DEFAULT_DELTA_LOG_BYTES: usize = 16 << 20;
 /// Default largest edit: 2^24 voxels (a 256³ box).
 pub const DEFAULT_MAX_EDIT_VOXELS: usize = 1 << 24;
+/// The default detached-piece search budget: voxels visited per piece before it counts as
+/// attached.
+pub const DEFAULT_DETACH_BUDGET: usize = 1 << 18;
 
 /// How a terrain is set up: the voxel size (the one place world units meet voxels) and what it
 /// may hold. [`Terrain::reconfigure`](crate::Terrain::reconfigure) changes the budgets later.
@@ -55,14 +58,10 @@ pub struct DetachConfig {
 }
 
 impl Default for DetachConfig {
-    /// Anchored at the lowest solid layer, [`crate::detach::DEFAULT_DETACH_BUDGET`] and pieces
+    /// Anchored at the lowest solid layer, [`DEFAULT_DETACH_BUDGET`] and pieces
     /// of at least 8 voxels.
     fn default() -> Self {
-        DetachConfig {
-            anchor: Anchor::LowestSolid,
-            budget: crate::detach::DEFAULT_DETACH_BUDGET,
-            min_piece_voxels: 8,
-        }
+        DetachConfig { anchor: Anchor::LowestSolid, budget: DEFAULT_DETACH_BUDGET, min_piece_voxels: 8 }
     }
 }
 

@@ -39,6 +39,7 @@
 //! # Ok::<(), voxterra::TerrainError>(())
 //! ```
 
+use crate::anchor::{FACES, holds};
 pub use crate::config::Anchor;
 use crate::config::DetachConfig;
 pub use crate::piece::{
@@ -47,16 +48,13 @@ pub use crate::piece::{
 use crate::terrain::Terrain;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicI64, Ordering};
 use voxterra_core::nalgebra::Vector3;
 use voxterra_core::{Region, VoxelPos};
-use voxterra_voxel_store::CHUNK_SIZE;
 
 type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
 
-/// The default search budget: voxels visited per piece before it counts as attached.
-pub const DEFAULT_DETACH_BUDGET: usize = 1 << 18;
+pub use crate::config::DEFAULT_DETACH_BUDGET;
 
 /// A solid piece that reaches no anchor: its voxels, in (y, z, x) order, and their bounding box.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,13 +70,6 @@ pub struct DetachedRegion {
 enum Fate {
     Anchored,
     Detached,
-}
-
-pub(crate) const FACES: [[i32; 3]; 6] = [[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]];
-
-/// Whether a voxel of `table` holds terrain up (see the module docs).
-pub(crate) fn holds(table: &voxterra_core::MaterialTable, v: voxterra_core::Voxel) -> bool {
-    table.is_solid(v) && v.occupancy_byte() >= 128
 }
 
 impl Terrain {
@@ -99,7 +90,7 @@ impl Terrain {
     pub fn anchor_layer(&self, anchor: Anchor) -> Option<i32> {
         match anchor {
             Anchor::Floor(y) => Some(y),
-            Anchor::LowestSolid => self.lowest_solid.get(self),
+            Anchor::LowestSolid => self.lowest_solid.get(self.store(), self.materials()),
         }
     }
 
@@ -185,65 +176,4 @@ impl Terrain {
             })
             .collect()
     }
-}
-
-/// The lowest layer holding a solid voxel, found by a scan of the lowest chunks and kept until an
-/// edit reaches down to it. Atomic so that `&Terrain` queries may fill it from any thread.
-#[derive(Debug)]
-pub(crate) struct LowestSolid(AtomicI64);
-
-impl LowestSolid {
-    const UNKNOWN: i64 = i64::MAX;
-    const NONE: i64 = i64::MIN;
-
-    pub(crate) fn unknown() -> Self {
-        LowestSolid(AtomicI64::new(Self::UNKNOWN))
-    }
-
-    /// After a write to `dirty`: solid added below the layer lowers it, solid removed from it may
-    /// raise it; writes wholly above it change nothing.
-    pub(crate) fn written(&self, dirty: &Region) {
-        let known = self.0.load(Ordering::Relaxed);
-        if known == Self::NONE || known == Self::UNKNOWN || i64::from(dirty.min().y) <= known {
-            self.0.store(Self::UNKNOWN, Ordering::Relaxed);
-        }
-    }
-
-    fn get(&self, terrain: &Terrain) -> Option<i32> {
-        let known = self.0.load(Ordering::Relaxed);
-        if known != Self::UNKNOWN {
-            return (known != Self::NONE).then_some(known as i32);
-        }
-        let found = scan_lowest_solid(terrain);
-        self.0.store(found.map_or(Self::NONE, i64::from), Ordering::Relaxed);
-        found
-    }
-}
-
-/// Chunks in key order (lowest layer first), each read only below the best layer found so far;
-/// packed rows answer without reading their voxels.
-fn scan_lowest_solid(terrain: &Terrain) -> Option<i32> {
-    let table = terrain.materials();
-    let mut best: Option<i64> = None;
-    for key in terrain.store().chunk_keys() {
-        let base = i64::from(key.y) * CHUNK_SIZE as i64;
-        let rows = best.map_or(CHUNK_SIZE as i64, |b| b - base).clamp(0, CHUNK_SIZE as i64) as usize;
-        if rows == 0 {
-            break;
-        }
-        let Some(chunk) = terrain.store().chunk(key) else { continue };
-        'rows: for y in 0..rows {
-            for z in 0..CHUNK_SIZE {
-                let holds = match chunk.packed_row(y, z) {
-                    Some(m) => holds(table, voxterra_core::Voxel::full(m)),
-                    None => chunk.row(y, z).iter().any(|&v| holds(table, v)),
-                };
-                if holds {
-                    best = Some(base + y as i64);
-                    break 'rows;
-                }
-            }
-        }
-    }
-    best.map(|b| b as i32)
 }

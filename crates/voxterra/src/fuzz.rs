@@ -2,7 +2,7 @@
 //! (`fuzz/fuzz_targets/*` call these).
 
 use crate::replication::{Applied, ReplicaClient};
-use crate::{DeltaError, Terrain, TerrainConfig, TerrainError};
+use crate::{DeltaError, Terrain, TerrainConfig};
 
 use voxterra_core::{MaterialTable, Region, Voxel, VoxelPos, VoxelRead, materials};
 
@@ -30,7 +30,7 @@ fn state(t: &Terrain) -> (Vec<Voxel>, usize, u64) {
 /// replica at that number, so every decodable input reaches the write path.
 pub fn apply_delta(data: &[u8]) {
     let mut t = delta_target();
-    if let Err(TerrainError::Delta(DeltaError::Stale { delta, .. } | DeltaError::Gap { delta, .. })) =
+    if let Err(DeltaError::Stale { delta, .. } | DeltaError::Gap { delta, .. }) =
         applied_or_unchanged(&mut t, data)
     {
         t.set_sequence(delta);
@@ -40,7 +40,7 @@ pub fn apply_delta(data: &[u8]) {
 
 /// Applies `data` to `t`, checking that a refusal changed nothing and that an accepted delta undoes
 /// bit for bit.
-fn applied_or_unchanged(t: &mut Terrain, data: &[u8]) -> Result<(), TerrainError> {
+fn applied_or_unchanged(t: &mut Terrain, data: &[u8]) -> Result<(), DeltaError> {
     let before = state(t);
     let masks = t.masks().chunks();
     match t.apply_delta(data) {

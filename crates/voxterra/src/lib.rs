@@ -108,23 +108,29 @@
 
 #![forbid(unsafe_code)]
 
+mod anchor;
 mod atomic_file;
 mod brush;
 mod collision_cache;
 mod config;
+mod cut;
 mod delta;
+mod delta_log;
 pub mod detach;
+mod error;
 pub mod fuzz;
 mod history;
 pub mod lod;
 mod piece;
 pub mod reach;
+mod readiness;
 mod render_updates;
 pub mod replication;
 mod terrain;
 mod terrain_point;
 mod terrain_query;
 mod terrain_ray;
+mod workspace;
 mod world;
 mod world_query;
 mod world_step;
@@ -136,8 +142,8 @@ pub use config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS,
     DetachConfig, TerrainConfig,
 };
-pub use delta::DeltaError;
-pub use terrain::{EditReport, Terrain, TerrainError};
+pub use error::{ConfigError, DeltaError, EditError, HistoryStep, LoadError, QueryError, TerrainError};
+pub use terrain::{EditReport, Terrain};
 pub use terrain_point::TerrainProjection;
 pub use terrain_query::{TerrainContactCache, TerrainContactPoint, TerrainManifold, reduce_points};
 pub use terrain_ray::TerrainRayHit;

@@ -2,21 +2,14 @@
 //! (one undo step, one delta) and hands each piece out with its voxels, render mesh, collision
 //! shape and mass.
 
-use crate::config::DetachConfig;
 use crate::convert::ToParry;
-use crate::detach::{DetachedRegion, FACES};
-use crate::terrain::{Terrain, TerrainError};
-use rayon::prelude::*;
-use std::collections::BTreeSet;
-use voxterra_codec::{Compression, Snapshot};
+use crate::error::EditError;
 use voxterra_core::nalgebra::{Matrix3, Point3, Vector3};
-use voxterra_core::{Material, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
+use voxterra_core::{Material, MaterialTable, Region, Voxel, VoxelPos};
 use voxterra_mesher::{MeshWorkspace, Mesher, RenderMesh};
 use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 use voxterra_narrowphase::parry3d::shape::SharedShape;
 use voxterra_voxel_store::VoxelStore;
-
-type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
 
 /// A piece's convex hull is *poor* when it holds more than this times the piece's own volume (an
 /// arch's hull spans the opening under it); the piece then collides as a decomposition.
@@ -49,7 +42,7 @@ pub struct DetachedPiece {
     pub voxels: VoxelStore,
     /// The box holding `voxels`.
     pub bounds: Region,
-    /// How many of the voxels hold terrain up ([`Terrain::is_holding`]).
+    /// How many of the voxels hold terrain up ([`Terrain::is_holding`](crate::Terrain::is_holding)).
     pub solid_voxels: usize,
     /// The material of most of the mass: its friction and restitution are the piece's.
     pub material: Material,
@@ -66,156 +59,6 @@ pub struct DetachedPiece {
     pub shape: SharedShape,
     /// Convex parts in `shape`: 1 for a hull.
     pub shape_parts: usize,
-}
-
-/// What an edit cut loose: the undo snapshot covering the edit and the pieces, the dirty box of
-/// both, and the pieces.
-pub(crate) struct Cut {
-    pub(crate) undo: Snapshot,
-    pub(crate) dirty: Region,
-    pub(crate) pieces: Vec<DetachedPiece>,
-    pub(crate) debris: usize,
-}
-
-/// The store before an edit: `old` over `region` (the edit's box, as captured before the write),
-/// the store elsewhere.
-struct BeforeEdit<'a> {
-    store: &'a VoxelStore,
-    region: Region,
-    old: &'a [Voxel],
-}
-
-impl VoxelRead for BeforeEdit<'_> {
-    fn voxel(&self, p: VoxelPos) -> Voxel {
-        if self.region.contains(p) { self.old[self.region.index_of(p)] } else { self.store.voxel(p) }
-    }
-
-    fn visit_rows(&self, region: &Region, visit: &mut dyn FnMut(VoxelPos, &[Voxel])) {
-        let (lo, hi) = (self.region.min(), self.region.max());
-        let mut row = Vec::new();
-        self.store.visit_rows(region, &mut |start, seg| {
-            let end = start.x + seg.len() as i32;
-            let (x0, x1) = (start.x.max(lo.x), end.min(hi.x));
-            let crosses = (lo.y..hi.y).contains(&start.y) && (lo.z..hi.z).contains(&start.z) && x0 < x1;
-            if !crosses {
-                return visit(start, seg);
-            }
-            row.clear();
-            row.extend_from_slice(seg);
-            let first = self.region.index_of(VoxelPos::new(x0, start.y, start.z));
-            row[(x0 - start.x) as usize..(x1 - start.x) as usize]
-                .copy_from_slice(&self.old[first..first + (x1 - x0) as usize]);
-            visit(start, &row);
-        });
-    }
-}
-
-fn bounds_of(voxels: &[(VoxelPos, Voxel)]) -> Region {
-    let (mut lo, mut hi) = (voxels[0].0, voxels[0].0);
-    for (p, _) in voxels {
-        lo = lo.inf(p);
-        hi = hi.sup(p);
-    }
-    Region::new(lo, hi + Vector3::new(1, 1, 1)).expect("voxels lie inside the i32 range")
-}
-
-impl Terrain {
-    /// After an edit wrote `dirty` inside the box `before` captured: takes out every piece the
-    /// edit cut loose (searched from the solid voxels next to those it emptied), within the edit
-    /// limit (a piece that would take the edit's box past it stays, as one too big to decide).
-    pub(crate) fn cut_loose(
-        &mut self,
-        before: &Snapshot,
-        dirty: Region,
-        cfg: DetachConfig,
-    ) -> Result<Option<Cut>, TerrainError> {
-        let region = *before.region();
-        // `before` was captured from an edit box already checked against the edit limit.
-        let old = before.decode(usize::MAX)?;
-        let mut seeds = BTreeSet::new();
-        for p in dirty.iter() {
-            if crate::detach::holds(self.materials(), old[region.index_of(p)]) && !self.is_holding(p) {
-                for f in FACES {
-                    let q = p + Vector3::from(f);
-                    if self.is_holding(q) {
-                        seeds.insert((q.y, q.z, q.x));
-                    }
-                }
-            }
-        }
-        if seeds.is_empty() {
-            return Ok(None);
-        }
-        let found = self.search_detached(seeds.into_iter().map(|(y, z, x)| VoxelPos::new(x, y, z)), &cfg);
-        let limit = self.max_edit_voxels() as u128;
-        let mut union = region;
-        let mut taken = Vec::new();
-        for piece in &found {
-            let removed = self.removal_of(piece);
-            let grown = union.union(&bounds_of(&removed));
-            if grown.volume() <= limit {
-                union = grown;
-                taken.push((removed, piece.voxels.len()));
-            }
-        }
-        if taken.is_empty() {
-            return Ok(None);
-        }
-        let undo = Snapshot::capture(
-            &BeforeEdit { store: &self.store, region, old: &old },
-            &union,
-            Compression::None,
-        )?;
-        let mut all_dirty = dirty;
-        for (removed, _) in &taken {
-            // One pass over the piece's box: the store rewrites each touched chunk once.
-            let b = bounds_of(removed);
-            let mut out = vec![false; b.len()?];
-            for (p, _) in removed {
-                out[b.index_of(*p)] = true;
-            }
-            if let Some(d) = self.store.brush(&b, |p, v| if out[b.index_of(p)] { Voxel::AIR } else { v })? {
-                all_dirty = all_dirty.union(&d);
-            }
-        }
-        let (kept, debris): (Vec<_>, Vec<_>) =
-            taken.into_iter().partition(|(_, n)| *n >= cfg.min_piece_voxels);
-        let (mesher, table, vs) = (&self.mesher, self.materials(), self.voxel_size());
-        let pieces = kept
-            .par_iter()
-            .map(|(removed, n)| build_piece(removed, *n, mesher, table, vs))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(Cut { undo, dirty: all_dirty, pieces, debris: debris.len() }))
-    }
-
-    /// The voxels taking `piece` out removes, sorted by (y, z, x): its solid voxels and the solid
-    /// surface voxels under half full beside them that touch no other solid voxel.
-    fn removal_of(&self, piece: &DetachedRegion) -> Vec<(VoxelPos, Voxel)> {
-        let inside: Set<VoxelPos> = piece.voxels.iter().copied().collect();
-        let mut out: Vec<(VoxelPos, Voxel)> = piece.voxels.iter().map(|&p| (p, self.voxel(p))).collect();
-        let mut seen: Set<VoxelPos> = Set::default();
-        for p in &piece.voxels {
-            for f in FACES {
-                let q = p + Vector3::from(f);
-                if inside.contains(&q) || !seen.insert(q) {
-                    continue;
-                }
-                let v = self.voxel(q);
-                if !self.materials().is_solid(v) {
-                    continue;
-                }
-                let shared = FACES.iter().any(|g| {
-                    let r = q + Vector3::from(*g);
-                    !inside.contains(&r) && self.is_holding(r)
-                });
-                if !shared {
-                    out.push((q, v));
-                }
-            }
-        }
-        out.sort_unstable_by_key(|(p, _)| (p.y, p.z, p.x));
-        out
-    }
 }
 
 /// Mass properties of `voxels` (any order), and the material of most of the mass; `None` when
@@ -276,13 +119,13 @@ pub fn piece_mass(
     Some((PieceMass { mass: mass as f32, center, inertia }, Material::from_low_bits(best as u8)))
 }
 
-fn build_piece(
+pub(crate) fn build_piece(
     removed: &[(VoxelPos, Voxel)],
     solid_voxels: usize,
     mesher: &Mesher,
     table: &MaterialTable,
     voxel_size: f32,
-) -> Result<DetachedPiece, TerrainError> {
+) -> Result<DetachedPiece, EditError> {
     let bounds = bounds_of(removed);
     // PERF: one write of the piece's box (air around it), where a write per x run cost 0.45 µs
     // a voxel (each a store write with its row packing and mips).
@@ -393,4 +236,14 @@ impl Split<'_> {
             }
         }
     }
+}
+
+/// The box holding `voxels` (at least one).
+pub(crate) fn bounds_of(voxels: &[(VoxelPos, Voxel)]) -> Region {
+    let (mut lo, mut hi) = (voxels[0].0, voxels[0].0);
+    for (p, _) in voxels {
+        lo = lo.inf(p);
+        hi = hi.sup(p);
+    }
+    Region::new(lo, hi + Vector3::new(1, 1, 1)).expect("voxels lie inside the i32 range")
 }

@@ -1,126 +1,27 @@
 //! [`Terrain`]: the value a game holds — voxels, materials, the voxel size, the terrain
 //! broadphase's masks kept current on every edit, and the edit history.
 
+use crate::anchor::LowestSolid;
 use crate::brush::{self, Brush, BrushOp};
 use crate::collision_cache::CollisionCache;
 use crate::config::TerrainConfig;
-use crate::delta::DeltaLog;
+use crate::delta_log::DeltaLog;
+use crate::error::{ConfigError, EditError, HistoryStep, LoadError};
 use crate::history::History;
+use crate::piece::DetachedPiece;
 use crate::render_updates::RenderUpdates;
 use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use voxterra_bit_broadphase::{BitBroadphase, BroadphaseError};
-use voxterra_codec::{Compression, Snapshot, SnapshotError, WorldFileError};
+use voxterra_bit_broadphase::BitBroadphase;
+use voxterra_codec::{Compression, Snapshot, WorldFileError};
 use voxterra_core::StoreChunkKey;
-use voxterra_core::{CoreError, Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
+use voxterra_core::{Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
 use voxterra_mesher::{MeshError, RenderMesh};
 use voxterra_mesher::{MeshWorkspace, Mesher};
-use voxterra_narrowphase::NarrowphaseError;
 use voxterra_voxel_store::{StoreError, VoxelStore};
-use voxterra_worldgen::{WorldParams, WorldgenError};
-
-/// Why a terrain operation was refused. A refused edit changes nothing.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TerrainError {
-    /// The voxel size is not finite and positive.
-    #[error("invalid voxel size {0}: it must be finite and positive")]
-    InvalidVoxelSize(f32),
-    /// A new configuration with another voxel size: a terrain keeps the one it was made with.
-    #[error("the voxel size is {current} for good; asked for {asked}")]
-    VoxelSizeFixed {
-        /// The terrain's voxel size.
-        current: f32,
-        /// The one asked for.
-        asked: f32,
-    },
-    /// A brush with a NaN or infinite parameter, a radius that is not positive, or an inverted box.
-    #[error("invalid brush {0:?}")]
-    InvalidBrush(Box<Brush>),
-    /// An edit over more voxels than [`Terrain::max_edit_voxels`] allows.
-    #[error("the edit covers {voxels} voxels, over the limit of {limit}")]
-    EditTooLarge {
-        /// Voxels the edit covers.
-        voxels: u128,
-        /// The limit in force.
-        limit: usize,
-    },
-    /// A material the table does not define, or Air where matter is required.
-    #[error("material {0} is not a solid or liquid of the material table")]
-    BadMaterial(u8),
-    /// Nothing to undo or redo.
-    #[error("nothing to {0}")]
-    NoHistory(&'static str),
-    /// The store refused the write (limits).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// A region or voxel core refuses.
-    #[error(transparent)]
-    Core(#[from] CoreError),
-    /// The broadphase refused its configuration.
-    #[error(transparent)]
-    Broadphase(#[from] BroadphaseError),
-    /// A world file could not be read or written.
-    #[error(transparent)]
-    WorldFile(#[from] WorldFileError),
-    /// World generation failed.
-    #[error(transparent)]
-    Generate(#[from] WorldgenError<StoreError>),
-    /// A query's pose (or a sweep's end pose) with a NaN or infinite translation or rotation.
-    #[error("the query's pose is not finite")]
-    InvalidPose,
-    /// A ray with a NaN or infinite origin, or a zero, NaN or infinite direction.
-    #[error("invalid ray from {origin:?} along {dir:?}")]
-    InvalidRay {
-        /// The ray's origin.
-        origin: [f32; 3],
-        /// Its direction.
-        dir: [f32; 3],
-    },
-    /// A query parameter out of its range: a negative or NaN distance (`max_t`, a prediction, a
-    /// target distance, a slop), a non-finite velocity or point.
-    #[error("invalid {what}: {value}")]
-    InvalidParameter {
-        /// Which parameter.
-        what: &'static str,
-        /// Its value.
-        value: f32,
-    },
-    /// A shape whose bounding box is not finite or has no extent: it touches nothing.
-    #[error("the shape is degenerate: its bounding box is not finite or has no extent")]
-    DegenerateShape,
-    /// A shape the terrain cannot collide: not convex nor a compound of convex parts (or, for a
-    /// sweep, without a point-cloud form), or one parry cannot scale to the voxel size.
-    #[error("unsupported shape: {0}")]
-    UnsupportedShape(&'static str),
-    /// Delta bytes were refused.
-    #[error(transparent)]
-    Delta(#[from] crate::delta::DeltaError),
-    /// A detached piece's mesh could not be made.
-    #[error(transparent)]
-    Mesh(#[from] MeshError),
-    /// A history snapshot did not decode.
-    #[error(transparent)]
-    Snapshot(#[from] SnapshotError<std::convert::Infallible>),
-}
-
-impl From<NarrowphaseError> for TerrainError {
-    /// The narrowphase's refusals, each as the terrain's own variant.
-    fn from(e: NarrowphaseError) -> Self {
-        match e {
-            NarrowphaseError::NonFinitePose => TerrainError::InvalidPose,
-            NarrowphaseError::DegenerateShape => TerrainError::DegenerateShape,
-            NarrowphaseError::UnsupportedShape(what) => TerrainError::UnsupportedShape(what),
-            NarrowphaseError::InvalidParameter { what, value } => {
-                TerrainError::InvalidParameter { what, value }
-            }
-            // The narrowphase's errors are all above; one added later reads as a bad parameter.
-            _ => TerrainError::InvalidParameter { what: "narrowphase query", value: f32::NAN },
-        }
-    }
-}
+use voxterra_worldgen::WorldParams;
 
 /// What an edit did.
 #[derive(Clone, Copy, PartialEq, Debug, Default)]
@@ -164,9 +65,9 @@ pub struct Terrain {
     /// See [`Terrain::revision`].
     revision: u64,
     /// Pieces edits cut loose, until [`Terrain::take_detached`].
-    detached: Vec<crate::detach::DetachedPiece>,
+    detached: Vec<DetachedPiece>,
     /// The anchor layer of [`crate::detach::Anchor::LowestSolid`].
-    pub(crate) lowest_solid: crate::detach::LowestSolid,
+    pub(crate) lowest_solid: LowestSolid,
 }
 
 /// Revisions are unique across every terrain of the process: a terrain swapped for another behind
@@ -178,7 +79,7 @@ fn next_revision() -> u64 {
 
 impl Terrain {
     /// An empty terrain.
-    pub fn new(table: MaterialTable, config: TerrainConfig) -> Result<Self, TerrainError> {
+    pub fn new(table: MaterialTable, config: TerrainConfig) -> Result<Self, ConfigError> {
         Self::from_store(VoxelStore::new(), table, config)
     }
 
@@ -187,10 +88,10 @@ impl Terrain {
         store: VoxelStore,
         table: MaterialTable,
         config: TerrainConfig,
-    ) -> Result<Self, TerrainError> {
+    ) -> Result<Self, ConfigError> {
         let voxel_size = config.voxel_size;
         if !(voxel_size.is_finite() && voxel_size > 0.0) {
-            return Err(TerrainError::InvalidVoxelSize(voxel_size));
+            return Err(ConfigError::InvalidVoxelSize(voxel_size));
         }
         let mut masks = BitBroadphase::new(&table, voxel_size)?;
         let mesher = Mesher::new(&table);
@@ -212,12 +113,12 @@ impl Terrain {
             log: DeltaLog::new(config.delta_log_bytes),
             revision: next_revision(),
             detached: Vec::new(),
-            lowest_solid: crate::detach::LowestSolid::unknown(),
+            lowest_solid: LowestSolid::unknown(),
         })
     }
 
     /// Generates the world of `params` (default materials).
-    pub fn generate(params: &WorldParams, config: TerrainConfig) -> Result<Self, TerrainError> {
+    pub fn generate(params: &WorldParams, config: TerrainConfig) -> Result<Self, LoadError> {
         Self::generate_with_progress(params, config, |_, _| {})
     }
 
@@ -226,14 +127,14 @@ impl Terrain {
         params: &WorldParams,
         config: TerrainConfig,
         progress: impl FnMut(u64, u64),
-    ) -> Result<Self, TerrainError> {
+    ) -> Result<Self, LoadError> {
         let mut store = VoxelStore::new();
         voxterra_worldgen::generate(params, &mut store, progress)?;
-        Self::from_store(store, MaterialTable::default(), config)
+        Ok(Self::from_store(store, MaterialTable::default(), config)?)
     }
 
     /// Loads a world file (see [`crate::load`]).
-    pub fn load(path: impl AsRef<Path>, config: TerrainConfig) -> Result<Self, TerrainError> {
+    pub fn load(path: impl AsRef<Path>, config: TerrainConfig) -> Result<Self, LoadError> {
         Self::load_with_progress(path, config, |_, _| {})
     }
 
@@ -242,13 +143,13 @@ impl Terrain {
         path: impl AsRef<Path>,
         config: TerrainConfig,
         progress: impl FnMut(u64, u64),
-    ) -> Result<Self, TerrainError> {
+    ) -> Result<Self, LoadError> {
         let (store, table) = crate::load(path, progress)?;
-        Self::from_store(store, table, config)
+        Ok(Self::from_store(store, table, config)?)
     }
 
     /// Saves the voxels atomically (see [`crate::save`]); the history is not saved.
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), TerrainError> {
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), WorldFileError> {
         self.save_with_progress(path, |_, _| {})
     }
 
@@ -257,7 +158,7 @@ impl Terrain {
         &self,
         path: impl AsRef<Path>,
         progress: impl FnMut(u64, u64),
-    ) -> Result<(), TerrainError> {
+    ) -> Result<(), WorldFileError> {
         crate::save(path, &self.store, &self.table, progress)?;
         Ok(())
     }
@@ -268,12 +169,12 @@ impl Terrain {
     }
 
     /// Changes the budgets (the voxel size is the terrain's for good: a different one is
-    /// [`TerrainError::VoxelSizeFixed`]). Shrinking a budget drops the oldest of what it holds:
+    /// [`ConfigError::VoxelSizeFixed`]). Shrinking a budget drops the oldest of what it holds:
     /// cache entries least recently used, undo snapshots oldest first (redo snapshots only once
     /// no undo snapshot is left), deltas oldest first.
-    pub fn reconfigure(&mut self, config: TerrainConfig) -> Result<(), TerrainError> {
+    pub fn reconfigure(&mut self, config: TerrainConfig) -> Result<(), ConfigError> {
         if config.voxel_size != self.voxel_size {
-            return Err(TerrainError::VoxelSizeFixed { current: self.voxel_size, asked: config.voxel_size });
+            return Err(ConfigError::VoxelSizeFixed { current: self.voxel_size, asked: config.voxel_size });
         }
         self.cache.set_budget(config.cache_bytes);
         self.history.set_budget(config.history_bytes);
@@ -317,24 +218,24 @@ impl Terrain {
         self.history.bytes()
     }
 
-    fn check_region(&self, region: &Region) -> Result<(), TerrainError> {
+    fn check_region(&self, region: &Region) -> Result<(), EditError> {
         let limit = self.config.max_edit_voxels;
         if region.volume() > limit as u128 {
-            return Err(TerrainError::EditTooLarge { voxels: region.volume(), limit });
+            return Err(EditError::EditTooLarge { voxels: region.volume(), limit });
         }
         Ok(())
     }
 
     /// Air is allowed (clearing); matter must be a solid or liquid of the table.
-    fn check_matter(&self, voxel: Voxel) -> Result<(), TerrainError> {
+    fn check_matter(&self, voxel: Voxel) -> Result<(), EditError> {
         if voxel.is_air() { Ok(()) } else { self.check_material(voxel.material()) }
     }
 
     /// A solid or liquid of the table (brushes add and paint matter, never Air).
-    fn check_material(&self, m: Material) -> Result<(), TerrainError> {
+    fn check_material(&self, m: Material) -> Result<(), EditError> {
         match self.table.get(m) {
             Ok(info) if info.kind != MaterialKind::Air => Ok(()),
-            _ => Err(TerrainError::BadMaterial(m.id())),
+            _ => Err(EditError::BadMaterial(m.id())),
         }
     }
 
@@ -346,7 +247,7 @@ impl Terrain {
         region: Region,
         detect: bool,
         write: impl FnOnce(&mut VoxelStore) -> Result<Option<Region>, StoreError>,
-    ) -> Result<EditReport, TerrainError> {
+    ) -> Result<EditReport, EditError> {
         let start = Instant::now();
         self.check_region(&region)?;
         let mut before = Snapshot::capture(&self.store, &region, Compression::None)?;
@@ -375,8 +276,8 @@ impl Terrain {
     }
 
     /// Applies `brush` (shape in world units).
-    pub fn apply_brush(&mut self, brush: &Brush) -> Result<EditReport, TerrainError> {
-        let invalid = || TerrainError::InvalidBrush(Box::new(*brush));
+    pub fn apply_brush(&mut self, brush: &Brush) -> Result<EditReport, EditError> {
+        let invalid = || EditError::InvalidBrush(Box::new(*brush));
         let shape = brush.shape.in_voxels(self.voxel_size).ok_or_else(invalid)?;
         let region = shape.region().ok_or_else(invalid)?;
         match brush.op {
@@ -411,20 +312,20 @@ impl Terrain {
     }
 
     /// Fills a voxel region with one voxel.
-    pub fn fill(&mut self, region: &Region, voxel: Voxel) -> Result<EditReport, TerrainError> {
+    pub fn fill(&mut self, region: &Region, voxel: Voxel) -> Result<EditReport, EditError> {
         self.check_matter(voxel)?;
         let r = *region;
         self.edit(r, true, |store| store.fill(&r, voxel))
     }
 
     /// Sets one voxel.
-    pub fn set_voxel(&mut self, p: VoxelPos, voxel: Voxel) -> Result<EditReport, TerrainError> {
+    pub fn set_voxel(&mut self, p: VoxelPos, voxel: Voxel) -> Result<EditReport, EditError> {
         self.fill(&Region::voxel(p)?, voxel)
     }
 
     /// Undoes the latest edit still in the history, bit for bit, through the same dirty path.
-    pub fn undo(&mut self) -> Result<EditReport, TerrainError> {
-        let s = self.history.pop_undo().ok_or(TerrainError::NoHistory("undo"))?;
+    pub fn undo(&mut self) -> Result<EditReport, EditError> {
+        let s = self.history.pop_undo().ok_or(EditError::NoHistory(HistoryStep::Undo))?;
         let now = Snapshot::capture(&self.store, s.region(), Compression::None)?;
         let report = self.restore(&s)?;
         self.history.push_redo(now);
@@ -432,15 +333,15 @@ impl Terrain {
     }
 
     /// Redoes the latest undone edit.
-    pub fn redo(&mut self) -> Result<EditReport, TerrainError> {
-        let s = self.history.pop_redo().ok_or(TerrainError::NoHistory("redo"))?;
+    pub fn redo(&mut self) -> Result<EditReport, EditError> {
+        let s = self.history.pop_redo().ok_or(EditError::NoHistory(HistoryStep::Redo))?;
         let now = Snapshot::capture(&self.store, s.region(), Compression::None)?;
         let report = self.restore(&s)?;
         self.history.push_undo(now);
         Ok(report)
     }
 
-    fn restore(&mut self, s: &Snapshot) -> Result<EditReport, TerrainError> {
+    fn restore(&mut self, s: &Snapshot) -> Result<EditReport, EditError> {
         let start = Instant::now();
         let voxels = s.decode(self.config.max_edit_voxels)?;
         let dirty = self.store.write_box(s.region(), &voxels)?;
@@ -462,7 +363,7 @@ impl Terrain {
     /// The pieces edits have cut loose since the last call, oldest edit first, each edit's in the
     /// order of their lowest voxel: already out of the terrain (undo puts them back), for the game
     /// to turn into falling bodies. Empty unless [`TerrainConfig::detach`] is set.
-    pub fn take_detached(&mut self) -> Vec<crate::detach::DetachedPiece> {
+    pub fn take_detached(&mut self) -> Vec<DetachedPiece> {
         std::mem::take(&mut self.detached)
     }
 
@@ -556,7 +457,7 @@ impl Terrain {
 
     /// Logs `region` under the next sequence number though no voxel changed: a replica's copy of a
     /// source edit that found the voxels already in place.
-    pub(crate) fn log_unchanged(&mut self, region: &Region) -> Result<(), TerrainError> {
+    pub(crate) fn log_unchanged(&mut self, region: &Region) -> Result<(), EditError> {
         self.log.record(&self.store, region)
     }
 
@@ -567,7 +468,7 @@ impl Terrain {
         &mut self,
         region: &Region,
         voxels: &[Voxel],
-    ) -> Result<EditReport, TerrainError> {
+    ) -> Result<EditReport, EditError> {
         let start = Instant::now();
         let dirty = self.store.write_box(region, voxels)?;
         let mut report = EditReport { dirty, ..Default::default() };
@@ -582,11 +483,7 @@ impl Terrain {
 
     /// Writes `voxels` into `region` through the edit path (history, masks, cache, render
     /// updates, log).
-    pub(crate) fn write_logged(
-        &mut self,
-        region: Region,
-        voxels: &[Voxel],
-    ) -> Result<EditReport, TerrainError> {
+    pub(crate) fn write_logged(&mut self, region: Region, voxels: &[Voxel]) -> Result<EditReport, EditError> {
         for v in voxels {
             self.check_matter(*v)?;
         }

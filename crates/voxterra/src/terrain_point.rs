@@ -1,8 +1,9 @@
 //! The terrain point nearest to a point: a search over the physics chunks around it, in growing
 //! boxes, through each chunk's kD tree.
 
+use crate::error::QueryError;
 use crate::reach::SURFACE_SPILL;
-use crate::terrain::{Terrain, TerrainError};
+use crate::terrain::Terrain;
 use crate::terrain_query::TerrainManifold;
 use voxterra_core::nalgebra::{Point3, Unit, Vector3};
 use voxterra_core::{Aabb, TriangleIndex, TriangleSource};
@@ -40,12 +41,12 @@ impl Terrain {
         &self,
         p: &Point3<f32>,
         max_dist: f32,
-    ) -> Result<Option<TerrainProjection>, TerrainError> {
+    ) -> Result<Option<TerrainProjection>, QueryError> {
         if let Some(bad) = p.iter().find(|v| !v.is_finite()) {
-            return Err(TerrainError::InvalidParameter { what: "point", value: *bad });
+            return Err(QueryError::InvalidParameter { what: "point", value: *bad });
         }
         if max_dist.is_nan() || max_dist < 0.0 {
-            return Err(TerrainError::InvalidParameter { what: "max_dist", value: max_dist });
+            return Err(QueryError::InvalidParameter { what: "max_dist", value: max_dist });
         }
         let vs = self.voxel_size();
         let local = Point3::from(p.coords / vs);
@@ -124,7 +125,7 @@ impl Terrain {
         &self,
         shape: &dyn Shape,
         pose: &Pose,
-    ) -> Result<Option<TerrainManifold>, TerrainError> {
+    ) -> Result<Option<TerrainManifold>, QueryError> {
         let center = Point3::from_parry(pose.translation);
         // No solid voxel center around it: in the open (a cheap first test for the shapes in the
         // air that touch nothing). The mesh decides the rest: its surface and the occupancy
@@ -185,7 +186,7 @@ impl Terrain {
     /// Triangle `triangle` of `chunk`'s physics mesh's front normal (unnormalized), when the chunk
     /// holds it.
     fn front_normal(&self, chunk: voxterra_core::PhysicsChunkKey, triangle: u32) -> Option<Vector3<f32>> {
-        crate::terrain_query::with_workspace(|ws| {
+        crate::workspace::with_workspace(|ws| {
             self.reader()
                 .with(chunk, &mut ws.mesh, |c| {
                     (triangle < c.mesh.triangle_count() as u32).then(|| {

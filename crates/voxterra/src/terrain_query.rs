@@ -5,12 +5,10 @@
 //! from the cache (building it into the cache when missing), and runs the narrowphase in voxel
 //! units. Scratch memory is one workspace per thread, so steady-state queries allocate nothing.
 
-use crate::collision_cache::{CacheStats, ChunkCollision, ChunkData};
-use crate::reach::SURFACE_SPILL;
-use crate::terrain::{Terrain, TerrainError};
+use crate::error::QueryError;
+use crate::terrain::Terrain;
+use crate::workspace::{QueryWorkspace, with_workspace};
 use std::cell::RefCell;
-use std::collections::BTreeSet;
-use std::time::Instant;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, Material, PhysicsChunkKey};
 use voxterra_kdtree::KdTreeView;
@@ -21,8 +19,8 @@ use voxterra_narrowphase::parry3d::math::{Pose, Vector};
 use voxterra_narrowphase::parry3d::query::sweep_toi::Sweep;
 use voxterra_narrowphase::parry3d::shape::Shape;
 use voxterra_narrowphase::{
-    CastOptions, ContactCache, ContactPoint, ContactWorkspace, Correction, Manifold, NarrowphaseError,
-    ShapeCastHit, SweepHit, TriangleSet,
+    CastOptions, ContactCache, ContactPoint, Correction, Manifold, NarrowphaseError, ShapeCastHit, SweepHit,
+    TriangleSet,
 };
 
 /// What a shape keeps between its contact queries with a terrain
@@ -119,164 +117,7 @@ pub fn reduce_points(points: &[TerrainContactPoint], out: &mut Vec<TerrainManifo
     });
 }
 
-/// A query's scratch: contact buffers and meshing buffers for chunks it builds.
-#[derive(Default)]
-pub(crate) struct QueryWorkspace {
-    pub(crate) contact: ContactWorkspace,
-    pub(crate) mesh: MeshWorkspace,
-}
-
-thread_local! {
-    /// One workspace per thread: queries come from any thread (physics engines, rayon tasks).
-    static WORKSPACE: RefCell<QueryWorkspace> = RefCell::new(QueryWorkspace::default());
-}
-
-/// One query's access to the collision cache (see [`Terrain::reader`]).
-pub(crate) struct ChunkReader<'a> {
-    terrain: &'a Terrain,
-    cache: crate::collision_cache::CacheReader<'a>,
-}
-
-impl ChunkReader<'_> {
-    /// What the cache holds for `key`, without building it: `None` when not held, `Some(None)`
-    /// for a chunk without a surface, else its triangles' bounds (voxel units).
-    pub(crate) fn bounds(&mut self, key: PhysicsChunkKey) -> Option<Option<Aabb>> {
-        self.cache.bounds(key)
-    }
-
-    /// Calls `f` with `key`'s collision data, built into the cache if missing; `None` for a chunk
-    /// without a surface.
-    pub(crate) fn with<R>(
-        &mut self,
-        key: PhysicsChunkKey,
-        ws: &mut MeshWorkspace,
-        f: impl FnOnce(&ChunkCollision) -> R,
-    ) -> Option<R> {
-        self.cache.with(&self.terrain.mesher, &self.terrain.store, key, ws, f)
-    }
-}
-
-/// Runs `f` with this thread's workspace (a fresh one for a query made inside another, which
-/// holds the thread's).
-pub(crate) fn with_workspace<R>(f: impl FnOnce(&mut QueryWorkspace) -> R) -> R {
-    WORKSPACE.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut ws) => f(&mut ws),
-        Err(_) => f(&mut QueryWorkspace::default()),
-    })
-}
-
 impl Terrain {
-    /// A reader of the collision cache for one query: its lookups build what the cache lacks.
-    pub(crate) fn reader(&self) -> ChunkReader<'_> {
-        ChunkReader { terrain: self, cache: self.cache.reader() }
-    }
-
-    /// The collision cache's statistics.
-    pub fn cache_stats(&self) -> CacheStats {
-        self.cache.stats()
-    }
-
-    /// The collision data the cache holds for `key`, without building it: `None` when not held,
-    /// `Some(None)` for a chunk with no surface (for debug drawing and tests).
-    pub fn cached_chunk(&self, key: PhysicsChunkKey) -> Option<ChunkData> {
-        self.cache.peek(key)
-    }
-
-    /// The chunks the collision cache holds, in key order.
-    pub fn cached_chunks(&self) -> Vec<PhysicsChunkKey> {
-        self.cache.keys()
-    }
-
-    /// The physics chunks a query inside `aabb` (world units) needs: those whose masks show
-    /// solid within reach of the box, in key order. A chunk's triangles reach
-    /// [`SURFACE_SPILL`](crate::reach::SURFACE_SPILL) past its box, so the box is grown by that
-    /// first: a body resting just above a chunk's floor touches triangles of the chunk below.
-    pub fn solid_chunks(&self, aabb: &Aabb) -> Vec<PhysicsChunkKey> {
-        let mut keys = Vec::new();
-        self.masks.query(&aabb.loosened(SURFACE_SPILL as f32 * self.voxel_size), |k, t| {
-            if t.solid {
-                keys.push(k);
-            }
-        });
-        keys.sort_unstable();
-        keys
-    }
-
-    /// Collision readiness: builds, in parallel, every cache entry a query inside `aabb` (world
-    /// units) will need, so queries there build nothing (until an edit or the budget drops
-    /// them). Returns how many were built.
-    pub fn prepare(&self, aabb: &Aabb) -> usize {
-        self.prepare_boxes(std::slice::from_ref(aabb))
-    }
-
-    /// [`Terrain::prepare`] for many boxes at once (a frame's bodies): the chunks they need, each
-    /// once, built in one parallel batch. What `World` and `voxterra-rapier` call before a step.
-    /// Returns how many were built.
-    pub fn prepare_boxes(&self, boxes: &[Aabb]) -> usize {
-        self.prepare_chunks(boxes.iter().flat_map(|b| self.solid_chunks(b)).collect())
-    }
-
-    /// Builds the chunks the cache lacks among `keys`, in parallel: the one place collision data is
-    /// built ahead of the queries (`World` passes its bodies' solid contacts). Returns how many.
-    pub(crate) fn prepare_chunks(&self, mut keys: Vec<PhysicsChunkKey>) -> usize {
-        keys.sort_unstable();
-        keys.dedup();
-        self.cache.prepare(&self.mesher, &self.store, &keys)
-    }
-
-    /// Collision readiness within a budget, for a game's frame loop: builds the missing cache
-    /// entries around `boxes` (world units), nearest first (by distance from the chunk's center to
-    /// the nearest box), at most `max_chunks` of them and stopping once `max_time` has passed
-    /// (checked between parallel batches). Returns how many chunks were built and whether every
-    /// box is ready.
-    pub fn prepare_around(
-        &self,
-        boxes: &[Aabb],
-        max_chunks: usize,
-        max_time: std::time::Duration,
-    ) -> (usize, bool) {
-        let start = Instant::now();
-        let mut missing: Vec<(f32, PhysicsChunkKey)> = Vec::new();
-        let mut seen = BTreeSet::new();
-        for b in boxes {
-            for k in self.solid_chunks(b) {
-                if !self.cache.contains(k) && seen.insert(k) {
-                    let r = k.region().map(|r| r.min().map(|v| (v as f32 + 4.0) * self.voxel_size));
-                    let Ok(c) = r else { continue };
-                    let d = boxes
-                        .iter()
-                        .map(|b| {
-                            let q = Point3::new(
-                                c.x.clamp(b.mins.x, b.maxs.x),
-                                c.y.clamp(b.mins.y, b.maxs.y),
-                                c.z.clamp(b.mins.z, b.maxs.z),
-                            );
-                            (q - c).norm_squared()
-                        })
-                        .fold(f32::INFINITY, f32::min);
-                    missing.push((d, k));
-                }
-            }
-        }
-        missing.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        missing.truncate(max_chunks);
-        let keys: Vec<PhysicsChunkKey> = missing.into_iter().map(|(_, k)| k).collect();
-        let mut built = 0;
-        let batch = (rayon::current_num_threads() * 8).max(8);
-        for part in keys.chunks(batch) {
-            if start.elapsed() >= max_time {
-                break;
-            }
-            built += self.prepare_chunks(part.to_vec());
-        }
-        (built, boxes.iter().all(|b| self.is_ready(b)))
-    }
-
-    /// True when every chunk a query inside `aabb` needs is built.
-    pub fn is_ready(&self, aabb: &Aabb) -> bool {
-        self.solid_chunks(aabb).iter().all(|&k| self.cache.contains(k))
-    }
-
     /// The contacts of `shape` at `pose` (world units) with the terrain within `prediction`:
     /// the masks pick the physics chunks (only those showing solid near the shape's box), the
     /// cache gives each chunk's mesh, edge flags and kD tree (built into it if missing), and the
@@ -289,7 +130,7 @@ impl Terrain {
         pose: &Pose,
         prediction: f32,
         out: &mut Vec<TerrainManifold>,
-    ) -> Result<usize, TerrainError> {
+    ) -> Result<usize, QueryError> {
         self.contacts_checked(shape, pose, prediction, out, None)
     }
 
@@ -305,7 +146,7 @@ impl Terrain {
         prediction: f32,
         out: &mut Vec<TerrainManifold>,
         points: &mut Vec<TerrainContactPoint>,
-    ) -> Result<usize, TerrainError> {
+    ) -> Result<usize, QueryError> {
         points.clear();
         self.contacts_checked(shape, pose, prediction, out, Some(points))
     }
@@ -347,7 +188,7 @@ impl Terrain {
         cache: &mut TerrainContactCache,
         out: &mut Vec<TerrainManifold>,
         points: &mut Vec<TerrainContactPoint>,
-    ) -> Result<usize, TerrainError> {
+    ) -> Result<usize, QueryError> {
         points.clear();
         check_pose(pose)?;
         check_distance("prediction", prediction)?;
@@ -406,7 +247,7 @@ impl Terrain {
                 chunk: keys[i as usize],
                 point: p.scaled(self.voxel_size),
             }));
-            Ok::<(), TerrainError>(())
+            Ok::<(), QueryError>(())
         })?;
         self.push_interior(shape, pose, before, out, Some((points, 0)))
     }
@@ -421,7 +262,7 @@ impl Terrain {
             u32,
             TriangleSet<'_, PhysicsMesh, KdTreeView<'_, PhysicsMesh>>,
         ) -> Result<(), NarrowphaseError>,
-    ) -> Result<(), TerrainError> {
+    ) -> Result<(), QueryError> {
         let mut reader = self.reader();
         for (i, &key) in keys.iter().enumerate() {
             reader
@@ -446,7 +287,7 @@ impl Terrain {
         prediction: f32,
         out: &mut Vec<TerrainManifold>,
         points: Option<&mut Vec<TerrainContactPoint>>,
-    ) -> Result<usize, TerrainError> {
+    ) -> Result<usize, QueryError> {
         check_pose(pose)?;
         check_distance("prediction", prediction)?;
         voxterra_narrowphase::check_supported(shape)?;
@@ -465,7 +306,7 @@ impl Terrain {
         keys: &[PhysicsChunkKey],
         out: &mut Vec<TerrainManifold>,
         mut points: Option<&mut Vec<TerrainContactPoint>>,
-    ) -> Result<usize, TerrainError> {
+    ) -> Result<usize, QueryError> {
         if keys.is_empty() {
             return Ok(0);
         }
@@ -492,7 +333,7 @@ impl Terrain {
                     point: p.scaled(self.voxel_size),
                 }));
             }
-            Ok::<(), TerrainError>(())
+            Ok::<(), QueryError>(())
         })?;
         self.push_interior(shape, pose, before, out, points.map(|p| (p, points_before)))
     }
@@ -510,7 +351,7 @@ impl Terrain {
         before: usize,
         out: &mut Vec<TerrainManifold>,
         points: Option<(&mut Vec<TerrainContactPoint>, usize)>,
-    ) -> Result<usize, TerrainError> {
+    ) -> Result<usize, QueryError> {
         if out[before..].iter().all(|m| m.manifold.min_dist() > 0.0)
             && let Some(m) = self.interior_contact(shape, pose)?
         {
@@ -527,7 +368,7 @@ impl Terrain {
     }
 
     /// True when `shape` at `pose` (world units) touches or penetrates the terrain.
-    pub fn intersects(&self, shape: &dyn Shape, pose: &Pose) -> Result<bool, TerrainError> {
+    pub fn intersects(&self, shape: &dyn Shape, pose: &Pose) -> Result<bool, QueryError> {
         let mut out = Vec::new();
         self.contacts(shape, pose, 0.0, &mut out)?;
         Ok(out.iter().any(|m| m.manifold.min_dist() <= 0.0))
@@ -544,12 +385,12 @@ impl Terrain {
         velocity: Vector,
         max_toi: f32,
         options: CastOptions,
-    ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, TerrainError> {
+    ) -> Result<Option<(PhysicsChunkKey, ShapeCastHit)>, QueryError> {
         if !velocity.is_finite() {
-            return Err(TerrainError::InvalidParameter { what: "velocity", value: velocity.length() });
+            return Err(QueryError::InvalidParameter { what: "velocity", value: velocity.length() });
         }
         if !(max_toi.is_finite() && max_toi >= 0.0) {
-            return Err(TerrainError::InvalidParameter { what: "max_toi", value: max_toi });
+            return Err(QueryError::InvalidParameter { what: "max_toi", value: max_toi });
         }
         check_pose(pose)?;
         check_distance("target distance", options.target_distance)?;
@@ -587,7 +428,7 @@ impl Terrain {
                     best = Some((key, h));
                 }
             }
-            Ok::<(), TerrainError>(())
+            Ok::<(), QueryError>(())
         })?;
         let vs = self.voxel_size;
         Ok(best.map(|(key, h)| {
@@ -613,12 +454,12 @@ impl Terrain {
         sweep: &Sweep,
         max_fraction: f32,
         linear_slop: f32,
-    ) -> Result<Option<(PhysicsChunkKey, SweepHit)>, TerrainError> {
+    ) -> Result<Option<(PhysicsChunkKey, SweepHit)>, QueryError> {
         check_pose(&sweep.transform_at(0.0))?;
         check_pose(&sweep.final_transform())?;
         check_distance("linear slop", linear_slop)?;
         if !(0.0..=1.0).contains(&max_fraction) {
-            return Err(TerrainError::InvalidParameter { what: "max_fraction", value: max_fraction });
+            return Err(QueryError::InvalidParameter { what: "max_fraction", value: max_fraction });
         }
         let end = sweep.transform_at(max_fraction.clamp(0.0, 1.0));
         let swept = Aabb::from_parry(&shape.compute_aabb(&sweep.transform_at(0.0)))
@@ -650,7 +491,7 @@ impl Terrain {
                     best = Some((key, h));
                 }
             }
-            Ok::<(), TerrainError>(())
+            Ok::<(), QueryError>(())
         })?;
         Ok(best
             .map(|(key, h)| (key, SweepHit { point: Point3::from(h.point.coords * self.voxel_size), ..h })))
@@ -692,26 +533,20 @@ impl Terrain {
 }
 
 /// A NaN or infinite pose is an error.
-pub(crate) fn check_pose(pose: &Pose) -> Result<(), TerrainError> {
-    if pose.is_finite() { Ok(()) } else { Err(TerrainError::InvalidPose) }
+pub(crate) fn check_pose(pose: &Pose) -> Result<(), QueryError> {
+    if pose.is_finite() { Ok(()) } else { Err(QueryError::InvalidPose) }
 }
 
 /// A distance (`what`) must be finite and non-negative.
-fn check_distance(what: &'static str, value: f32) -> Result<(), TerrainError> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(())
-    } else {
-        Err(TerrainError::InvalidParameter { what, value })
-    }
+fn check_distance(what: &'static str, value: f32) -> Result<(), QueryError> {
+    if value.is_finite() && value >= 0.0 { Ok(()) } else { Err(QueryError::InvalidParameter { what, value }) }
 }
 
 /// `shape` scaled by `k` (world to voxel units), or `None` when `k` is 1 and it is used as is.
-fn scaled_to_voxels(shape: &dyn Shape, k: f32) -> Result<Option<Box<dyn Shape>>, TerrainError> {
+fn scaled_to_voxels(shape: &dyn Shape, k: f32) -> Result<Option<Box<dyn Shape>>, QueryError> {
     if k == 1.0 {
         return Ok(None);
     }
-    let s = shape
-        .scale_dyn(Vector::splat(k), 16)
-        .ok_or(TerrainError::UnsupportedShape("a shape parry cannot scale"))?;
+    let s = shape.scale_dyn(Vector::splat(k), 16).ok_or(QueryError::UnscalableShape)?;
     Ok(Some(s))
 }

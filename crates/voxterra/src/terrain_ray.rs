@@ -8,9 +8,10 @@
 //! entry is final.
 
 use crate::collision_cache::ChunkCollision;
+use crate::error::QueryError;
 use crate::reach::SURFACE_SPILL;
-use crate::terrain::{Terrain, TerrainError};
-use crate::terrain_query::with_workspace;
+use crate::terrain::Terrain;
+use crate::workspace::with_workspace;
 use rayon::prelude::*;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -71,7 +72,7 @@ impl Terrain {
     /// to the lowest chunk then triangle. Rays with a zero or non-finite direction, a non-finite
     /// origin or a negative or NaN `max_t` are errors. Builds the cache entries of the chunks it
     /// tests that the cache lacks (see [`Terrain::prepare`]).
-    pub fn cast_ray(&self, ray: &Ray, max_t: f32) -> Result<Option<TerrainRayHit>, TerrainError> {
+    pub fn cast_ray(&self, ray: &Ray, max_t: f32) -> Result<Option<TerrainRayHit>, QueryError> {
         check_ray(ray, max_t)?;
         Ok(with_workspace(|ws| self.walk(ray, max_t, &mut ws.mesh)))
     }
@@ -83,7 +84,7 @@ impl Terrain {
         rays: &[Ray],
         max_t: f32,
         hits: &mut Vec<Option<TerrainRayHit>>,
-    ) -> Result<(), TerrainError> {
+    ) -> Result<(), QueryError> {
         for r in rays {
             check_ray(r, max_t)?;
         }
@@ -272,12 +273,12 @@ fn ray_chunk(ray: &Ray, n: PhysicsChunkKey, c: &ChunkCollision, max_t: f32) -> O
     })
 }
 
-fn check_ray(ray: &Ray, max_t: f32) -> Result<(), TerrainError> {
+fn check_ray(ray: &Ray, max_t: f32) -> Result<(), QueryError> {
     if Ray::try_new(ray.origin, ray.dir).is_err() {
-        return Err(TerrainError::InvalidRay { origin: ray.origin.into(), dir: ray.dir.into() });
+        return Err(QueryError::InvalidRay { origin: ray.origin.into(), dir: ray.dir.into() });
     }
     if max_t.is_nan() || max_t < 0.0 {
-        return Err(TerrainError::InvalidParameter { what: "max_t", value: max_t });
+        return Err(QueryError::InvalidParameter { what: "max_t", value: max_t });
     }
     Ok(())
 }

@@ -8,8 +8,9 @@
 //! live solid contact, so no body is ever queried against terrain that is not ready.
 
 use crate::brush::Brush;
+use crate::error::{EditError, QueryError};
 use crate::reach::CONTACT_REACH;
-use crate::terrain::{EditReport, Terrain, TerrainError};
+use crate::terrain::{EditReport, Terrain};
 use std::collections::BTreeSet;
 use std::time::Duration;
 use voxterra_bit_broadphase::{BodyContacts, ContactKind};
@@ -154,9 +155,12 @@ pub enum WorldError {
     /// A step length that is not finite and non-negative.
     #[error("invalid step length {0}")]
     InvalidStep(f32),
-    /// The terrain refused the query or edit.
+    /// The terrain refused the query.
     #[error(transparent)]
-    Terrain(#[from] TerrainError),
+    Query(#[from] QueryError),
+    /// The terrain refused the edit.
+    #[error(transparent)]
+    Edit(#[from] EditError),
     /// parry cannot handle this pair of shapes.
     #[error("parry has no routine for this pair of shapes")]
     Unsupported,
@@ -221,7 +225,7 @@ pub(crate) struct Slot {
 ///     if touched { break; }
 /// }
 /// assert!(touched);
-/// # Ok::<(), voxterra::WorldError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct World {
     pub(crate) terrain: Terrain,

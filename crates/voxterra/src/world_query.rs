@@ -1,7 +1,7 @@
 //! [`World`]'s queries: the manifolds of every live contact, and rays and shape casts against the
 //! bodies and the terrain together.
 
-use crate::terrain::TerrainError;
+use crate::error::QueryError;
 use crate::terrain_query::TerrainManifold;
 use crate::terrain_ray::TerrainRayHit;
 use crate::world::{Body, BodyHandle, World, WorldError};
@@ -123,7 +123,7 @@ impl World {
             .filter_map(|(i, s)| s.body.as_ref().map(|b| (i as u32, b)))
             .filter(|(_, b)| b.terrain.contacts().iter().any(|c| c.kind == ContactKind::Solid))
             .collect();
-        let per_body: Vec<Result<Vec<TerrainManifold>, TerrainError>> = touching
+        let per_body: Vec<Result<Vec<TerrainManifold>, QueryError>> = touching
             .par_iter()
             .map_init(Vec::new, |keys, (_, b)| {
                 keys.clear();

@@ -2,7 +2,8 @@
 
 use super::message::{self, Kind};
 use super::{RegionKey, ReplicationError, ResendRequest};
-use crate::terrain::{Terrain, TerrainError};
+use crate::error::QueryError;
+use crate::terrain::Terrain;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use voxterra_core::{Region, StoreChunkKey, Voxel, VoxelPos};
 
@@ -218,7 +219,7 @@ impl ReplicaClient {
     ) -> Result<Option<crate::TerrainRayHit>, ReplicationError> {
         let vs = self.terrain.voxel_size();
         if !max_t.is_finite() {
-            return Err(TerrainError::InvalidParameter { what: "max_t", value: max_t }.into());
+            return Err(QueryError::InvalidParameter { what: "max_t", value: max_t }.into());
         }
         let end = ray.origin + ray.dir * max_t;
         let lo = ray.origin.coords.inf(&end.coords).map(|c| (c / vs).floor() as i32 - 1);
@@ -228,7 +229,7 @@ impl ReplicaClient {
     }
 
     fn check(&self, lo: [i32; 3], hi: [i32; 3]) -> Result<(), ReplicationError> {
-        let r = Region::new(VoxelPos::from(lo), VoxelPos::from(hi)).map_err(TerrainError::from)?;
+        let r = Region::new(VoxelPos::from(lo), VoxelPos::from(hi))?;
         if self.is_ready(&r) { Ok(()) } else { Err(ReplicationError::NotReady(r)) }
     }
 }

@@ -45,7 +45,8 @@ mod server;
 pub use client::{AHEAD_BYTES, AHEAD_MESSAGES, Applied, ReplicaClient};
 pub use server::{MIN_TICK_BUDGET, ReplicationServer};
 
-use crate::terrain::{Terrain, TerrainError};
+use crate::error::{ConfigError, EditError, QueryError};
+use crate::terrain::Terrain;
 use voxterra_codec::PacketError;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{ChunkKey, MaterialTable, Region};
@@ -91,9 +92,18 @@ pub enum ReplicationError {
     /// A query over regions the client does not hold ready at full resolution.
     #[error("the query reads {0:?}, which the client does not hold ready at full resolution")]
     NotReady(Region),
-    /// The client's terrain refused the write or the query.
+    /// The client's terrain refused the write.
     #[error(transparent)]
-    Terrain(#[from] TerrainError),
+    Edit(#[from] EditError),
+    /// The client's terrain refused the query.
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    /// A region past the core's coordinate range.
+    #[error(transparent)]
+    Core(#[from] voxterra_core::CoreError),
+    /// The server's store refused a read (a level past its mips).
+    #[error(transparent)]
+    Store(#[from] voxterra_voxel_store::StoreError),
     /// The server no longer has messages from this number on (its resend buffer is smaller).
     #[error("message {0} is no longer in the resend buffer")]
     Gone(u64),
@@ -133,6 +143,6 @@ impl Default for ReplicationConfig {
 pub struct ClientId(pub(crate) usize);
 
 /// A table-only empty terrain for a client of a server over `table` and `voxel_size`.
-pub fn client_terrain(table: MaterialTable, voxel_size: f32) -> Result<Terrain, TerrainError> {
+pub fn client_terrain(table: MaterialTable, voxel_size: f32) -> Result<Terrain, ConfigError> {
     Terrain::new(table, crate::TerrainConfig::with_voxel_size(voxel_size))
 }

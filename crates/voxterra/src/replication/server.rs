@@ -2,7 +2,8 @@
 
 use super::message::{self, Kind};
 use super::{BlockBox, ClientId, RegionKey, ReplicationConfig, ReplicationError, ResendRequest};
-use crate::terrain::{Terrain, TerrainError};
+use crate::error::QueryError;
+use crate::terrain::Terrain;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Region, StoreChunkKey, Voxel, VoxelRead};
@@ -73,7 +74,7 @@ impl ReplicationServer {
     pub fn set_viewers(&mut self, id: ClientId, viewers: &[Point3<f32>]) -> Result<(), ReplicationError> {
         if let Some(bad) = viewers.iter().find(|v| !v.coords.iter().all(|c| c.is_finite())) {
             let value = bad.coords.iter().copied().find(|c| !c.is_finite()).unwrap_or(f32::NAN);
-            return Err(TerrainError::InvalidParameter { what: "viewer", value }.into());
+            return Err(QueryError::InvalidParameter { what: "viewer", value }.into());
         }
         self.client(id)?.viewers = viewers.to_vec();
         Ok(())
@@ -229,13 +230,13 @@ fn key_order(k: &Kind) -> (u8, i32, i32, i32, u32) {
 /// The box of a message from `terrain` (mips from the store's level views).
 fn read_kind(terrain: &Terrain, kind: Kind) -> Result<Vec<Voxel>, ReplicationError> {
     let Some(r) = kind.region() else { return Ok(Vec::new()) };
-    let mut v = vec![Voxel::AIR; r.len().map_err(TerrainError::from)?];
+    let mut v = vec![Voxel::AIR; r.len()?];
     match kind {
         Kind::Mip(_, level) => {
-            let view = terrain.store().level(level).map_err(TerrainError::from)?;
-            view.read_box(&r, &mut v).map_err(TerrainError::from)?;
+            let view = terrain.store().level(level)?;
+            view.read_box(&r, &mut v)?;
         }
-        _ => terrain.store().read_box(&r, &mut v).map_err(TerrainError::from)?,
+        _ => terrain.store().read_box(&r, &mut v)?,
     }
     Ok(v)
 }
