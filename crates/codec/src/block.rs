@@ -117,9 +117,9 @@ pub fn decode_block(
             scratch.rle.clear();
             scratch.rle.resize(declared, 0);
             let n = lz4_flex::block::decompress_into(payload, &mut scratch.rle)
-                .map_err(|e| BlockError::Lz4(e.to_string()))?;
+                .map_err(|_| BlockError::Lz4Corrupt)?;
             if n != declared {
-                return Err(BlockError::Lz4(format!("decompressed to {n} bytes, {declared} declared")));
+                return Err(BlockError::Lz4Length { declared, got: n });
             }
             &scratch.rle
         }

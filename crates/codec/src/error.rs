@@ -85,9 +85,17 @@ pub enum BlockError {
         /// The limit.
         limit: usize,
     },
-    /// LZ4 data that does not decompress to exactly the declared length.
-    #[error("LZ4 payload at byte 5: {0}")]
-    Lz4(String),
+    /// LZ4 data that does not decompress (corrupt, or longer than declared).
+    #[error("LZ4 payload at byte 5 does not decompress")]
+    Lz4Corrupt,
+    /// LZ4 data that decompresses to fewer bytes than declared.
+    #[error("LZ4 payload at byte 5 decompressed to {got} bytes, {declared} declared")]
+    Lz4Length {
+        /// Declared RLE length.
+        declared: usize,
+        /// Bytes it decompressed to.
+        got: usize,
+    },
     /// An uncompressed payload whose length differs from the declared one.
     #[error("payload holds {got} bytes but {declared} were declared (byte 5)")]
     LengthMismatch {
@@ -137,12 +145,13 @@ pub enum WorldFileError {
         offset: u64,
     },
     /// The embedded material table is invalid.
-    #[error("material table at byte {offset}: {why}")]
+    #[error("material table at byte {offset}: {source}")]
     MaterialTable {
         /// Where the table starts.
         offset: u64,
         /// What is wrong.
-        why: String,
+        #[source]
+        source: serde_json::Error,
     },
     /// A chunk's block does not decode.
     #[error("chunk {key:?} at byte {offset}: {source}")]
@@ -155,21 +164,60 @@ pub enum WorldFileError {
         #[source]
         source: BlockError,
     },
-    /// A limit of [`ReadLimits`](crate::ReadLimits) would be exceeded.
-    #[error("{0}")]
-    Limit(String),
-    /// The voxel source or destination failed.
-    #[error("voxel source or destination: {0}")]
-    Voxels(String),
+    /// More chunks than [`ReadLimits::max_chunks`](crate::ReadLimits::max_chunks) allows.
+    #[error("{count} chunks exceed the limit of {limit}")]
+    TooManyChunks {
+        /// Chunks the file holds.
+        count: u64,
+        /// The limit in force.
+        limit: u64,
+    },
+    /// A chunk key whose region leaves the i32 voxel space.
+    #[error("chunk {key:?} lies outside the voxel space: {source}")]
+    ChunkOutOfRange {
+        /// The chunk key.
+        key: [i32; 3],
+        /// What the core refused.
+        #[source]
+        source: voxterra_core::CoreError,
+    },
+    /// The same chunk written twice to one file.
+    #[error("chunk {0:?} written twice")]
+    ChunkWrittenTwice([i32; 3]),
+    /// A chunk buffer of the wrong length.
+    #[error("a buffer of {got} voxels for chunks of {expected}")]
+    BufferSize {
+        /// The buffer's length.
+        got: usize,
+        /// Voxels a chunk holds.
+        expected: usize,
+    },
+    /// The destination refused a chunk's voxels.
+    #[error("the destination refused chunk {key:?}: {source}")]
+    Destination {
+        /// The chunk key.
+        key: [i32; 3],
+        /// The destination's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// An undo snapshot that cannot be restored.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum SnapshotError<E: std::error::Error = voxterra_core::CoreError> {
-    /// The region is larger than the caller's limit or than memory can address.
-    #[error("snapshot region too large: {0}")]
-    TooLarge(String),
+    /// The region is larger than the caller's limit.
+    #[error("snapshot region of {voxels} voxels, over the limit of {limit}")]
+    TooLarge {
+        /// Voxels in the region.
+        voxels: u128,
+        /// The limit.
+        limit: usize,
+    },
+    /// The region is larger than memory can address.
+    #[error(transparent)]
+    Region(#[from] voxterra_core::CoreError),
     /// The encoded data does not decode.
     #[error(transparent)]
     Block(#[from] BlockError),

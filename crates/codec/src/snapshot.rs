@@ -53,7 +53,8 @@ impl Snapshot {
         max_voxels: usize,
     ) -> Result<Option<Region>, SnapshotError<W::Error>> {
         let voxels = self.decode(max_voxels).map_err(|e| match e {
-            SnapshotError::TooLarge(s) => SnapshotError::TooLarge(s),
+            SnapshotError::TooLarge { voxels, limit } => SnapshotError::TooLarge { voxels, limit },
+            SnapshotError::Region(e) => SnapshotError::Region(e),
             SnapshotError::Block(b) => SnapshotError::Block(b),
             SnapshotError::Write(never) => match never {},
         })?;
@@ -62,9 +63,9 @@ impl Snapshot {
 
     /// The voxels of the snapshot, in buffer order.
     pub fn decode(&self, max_voxels: usize) -> Result<Vec<Voxel>, SnapshotError<std::convert::Infallible>> {
-        let n = self.region.len().map_err(|e| SnapshotError::TooLarge(e.to_string()))?;
+        let n = self.region.len()?;
         if n > max_voxels {
-            return Err(SnapshotError::TooLarge(format!("{n} voxels, limit {max_voxels}")));
+            return Err(SnapshotError::TooLarge { voxels: n as u128, limit: max_voxels });
         }
         let mut voxels = vec![Voxel::AIR; n];
         decode_block(&self.block, &mut voxels, u64::MAX, &mut BlockScratch::default())?;

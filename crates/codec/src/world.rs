@@ -88,7 +88,7 @@ impl<W: Write> WorldWriter<W> {
     /// Writes the header (magic, version, chunk size, material table).
     pub fn new(mut out: W, table: &MaterialTable, options: WriteOptions) -> Result<Self, WorldFileError> {
         let json = serde_json::to_vec(table)
-            .map_err(|e| WorldFileError::MaterialTable { offset: HEADER_FIXED, why: e.to_string() })?;
+            .map_err(|source| WorldFileError::MaterialTable { offset: HEADER_FIXED, source })?;
         let mut header = Vec::with_capacity(json.len() + 20);
         header.extend_from_slice(&MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
@@ -117,7 +117,9 @@ impl<W: Write> WorldWriter<W> {
         key: StoreChunkKey,
         source: &impl VoxelRead,
     ) -> Result<bool, WorldFileError> {
-        let region = key.region().map_err(|e| WorldFileError::Voxels(e.to_string()))?;
+        let region = key
+            .region()
+            .map_err(|source| WorldFileError::ChunkOutOfRange { key: [key.x, key.y, key.z], source })?;
         self.rle.clear();
         let mut all_air = true;
         let mut enc = RleEncoder::new(&mut self.rle);
@@ -130,7 +132,7 @@ impl<W: Write> WorldWriter<W> {
             return Ok(false);
         }
         if !self.written.insert([key.x, key.y, key.z]) {
-            return Err(WorldFileError::Voxels(format!("chunk {key:?} written twice")));
+            return Err(WorldFileError::ChunkWrittenTwice([key.x, key.y, key.z]));
         }
         self.block.clear();
         encode_block(&self.rle, self.options.compression, &mut self.block);
@@ -282,7 +284,7 @@ impl<R: Read + Seek> WorldReader<R> {
             return Err(corrupt("reserved header byte", 11));
         }
         let table: MaterialTable = serde_json::from_slice(&header[HEADER_FIXED as usize..body])
-            .map_err(|e| WorldFileError::MaterialTable { offset: HEADER_FIXED, why: e.to_string() })?;
+            .map_err(|source| WorldFileError::MaterialTable { offset: HEADER_FIXED, source })?;
         let known = if table.len() >= 64 { u64::MAX } else { (1u64 << table.len()) - 1 };
 
         let mut trailer = [0u8; TRAILER as usize];
@@ -299,10 +301,7 @@ impl<R: Read + Seek> WorldReader<R> {
             return Err(corrupt("reserved trailer field", file_len - TRAILER + 16));
         }
         if count > limits.max_chunks {
-            return Err(WorldFileError::Limit(format!(
-                "{count} chunks exceed the limit of {}",
-                limits.max_chunks
-            )));
+            return Err(WorldFileError::TooManyChunks { count, limit: limits.max_chunks });
         }
         // The directory must sit exactly between the records and the trailer.
         if dir_offset < header_end || dir_offset.checked_add(count * DIR_ENTRY) != Some(file_len - TRAILER) {
@@ -384,11 +383,7 @@ impl<R: Read + Seek> WorldReader<R> {
 
     fn read_entry(&mut self, e: &ChunkEntry, out: &mut [Voxel]) -> Result<(), WorldFileError> {
         if out.len() != self.chunk_voxels() {
-            return Err(WorldFileError::Voxels(format!(
-                "buffer of {} voxels for chunks of {}",
-                out.len(),
-                self.chunk_voxels()
-            )));
+            return Err(WorldFileError::BufferSize { got: out.len(), expected: self.chunk_voxels() });
         }
         self.buf.resize(e.len as usize, 0);
         read_exact_at(&mut self.input, e.offset, &mut self.buf)?;
@@ -422,8 +417,10 @@ impl<R: Read + Seek> WorldReader<R> {
         let entries = self.entries.clone();
         for (i, e) in entries.iter().enumerate() {
             self.read_entry(e, &mut voxels)?;
-            let region = e.key.region().map_err(|err| WorldFileError::Voxels(err.to_string()))?;
-            dest.write_box(&region, &voxels).map_err(|err| WorldFileError::Voxels(err.to_string()))?;
+            let key = [e.key.x, e.key.y, e.key.z];
+            let region = e.key.region().map_err(|source| WorldFileError::ChunkOutOfRange { key, source })?;
+            dest.write_box(&region, &voxels)
+                .map_err(|err| WorldFileError::Destination { key, source: err.to_string().into() })?;
             progress(i as u64 + 1, entries.len() as u64);
         }
         Ok(entries.len())

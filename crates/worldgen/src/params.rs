@@ -53,7 +53,7 @@ impl WorldParams {
             return Err(WorldgenError::TooLarge { size: self.size, voxels, limit: self.max_voxels });
         }
         let region = Region::from_min_size(self.origin, self.size)
-            .map_err(|e| WorldgenError::Placement(e.to_string()))?;
+            .map_err(|source| WorldgenError::Placement { origin: self.origin, size: self.size, source })?;
         let chunks = StoreChunkKey::range(&region).map_or(0, |r| r.count());
         if chunks > self.max_chunks as u128 {
             return Err(WorldgenError::TooManyChunks { size: self.size, chunks, limit: self.max_chunks });
@@ -97,8 +97,16 @@ pub enum WorldgenError<E: std::error::Error = std::convert::Infallible> {
         limit: u64,
     },
     /// Origin plus size leaves the i32 coordinate space.
-    #[error("world placement: {0}")]
-    Placement(String),
+    #[error("a world of size {size:?} at {origin:?} leaves the voxel space: {source}")]
+    Placement {
+        /// Requested origin.
+        origin: voxterra_core::VoxelPos,
+        /// Requested size.
+        size: [u32; 3],
+        /// What the core refused.
+        #[source]
+        source: voxterra_core::CoreError,
+    },
     /// The destination refused a write.
     #[error("writing the world failed: {0}")]
     Write(#[source] E),
@@ -115,7 +123,9 @@ impl WorldgenError {
             WorldgenError::TooManyChunks { size, chunks, limit } => {
                 WorldgenError::TooManyChunks { size, chunks, limit }
             }
-            WorldgenError::Placement(p) => WorldgenError::Placement(p),
+            WorldgenError::Placement { origin, size, source } => {
+                WorldgenError::Placement { origin, size, source }
+            }
             WorldgenError::Write(e) => match e {},
         }
     }

@@ -86,7 +86,7 @@ fn bad_sizes_are_typed_errors() {
     ));
     let mut p = WorldParams::new(1, [64, 64, 64]);
     p.origin = voxterra_core::VoxelPos::new(i32::MAX - 10, 0, 0);
-    assert!(matches!(generate(&p, &mut store, |_, _| {}), Err(WorldgenError::Placement(_))));
+    assert!(matches!(generate(&p, &mut store, |_, _| {}), Err(WorldgenError::Placement { .. })));
     // A destination that refuses writes: the error comes back typed.
     let mut small =
         voxterra_core::DenseVoxels::new(Region::from_min_size(Default::default(), [8, 8, 8]).unwrap(), 1000)
