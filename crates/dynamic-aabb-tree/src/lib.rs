@@ -72,6 +72,7 @@
 
 #![forbid(unsafe_code)]
 
+mod pairs;
 mod proxies;
 mod quad;
 mod radix;

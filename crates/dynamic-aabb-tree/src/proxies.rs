@@ -1,11 +1,8 @@
 //! [`DynamicAabbTree`]: proxies with fat boxes in two trees (moving and static), incremental pairs,
 //! queries, and core's [`Broadphase`] trait.
 
-use crate::quad::{self, InvalidTree, QuadTree, Task};
-use crate::radix;
+use crate::quad::{InvalidTree, QuadTree, Task};
 use crate::sah::{MAX_ITEMS, NULL, overlap};
-use crate::sink::Sink;
-use rayon::prelude::*;
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Aabb, Broadphase, ProxyError, ProxyId, ProxyMove, Ray};
 
@@ -53,11 +50,11 @@ pub enum ProxyKind {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Slot {
+pub(crate) struct Slot {
     /// The user's data, or for a free slot the next free slot.
-    user_data: u64,
-    live: bool,
-    kind: ProxyKind,
+    pub(crate) user_data: u64,
+    pub(crate) live: bool,
+    pub(crate) kind: ProxyKind,
 }
 
 /// Statistics of one of the two trees.
@@ -89,34 +86,34 @@ pub struct DynamicTreeStats {
 /// The dynamic AABB tree broadphase. See the crate docs.
 #[derive(Clone, Debug)]
 pub struct DynamicAabbTree {
-    config: TreeConfig,
-    dynamic: QuadTree,
-    statics: QuadTree,
-    slots: Vec<Slot>,
+    pub(crate) config: TreeConfig,
+    pub(crate) dynamic: QuadTree,
+    pub(crate) statics: QuadTree,
+    pub(crate) slots: Vec<Slot>,
     /// Tight boxes by proxy id: pairs are tested on these; fat boxes only prune.
-    tight: Vec<Aabb>,
+    pub(crate) tight: Vec<Aabb>,
     /// Fat boxes by proxy id, as the trees' leaves hold them. PERF: a move that stays inside its
     /// fat box then reads and writes only arrays indexed by id, not the leaf's node (a cache miss
     /// per move on big trees).
-    fat: Vec<Aabb>,
+    pub(crate) fat: Vec<Aabb>,
     /// Proxies moved since the last pair update, once each (`queued` bit by id); their leaves
     /// are flagged in the trees when pairs are next updated, all at once.
-    moved: Vec<u32>,
-    queued: Vec<u64>,
+    pub(crate) moved: Vec<u32>,
+    pub(crate) queued: Vec<u64>,
     /// Scratch: `moved` split by tree.
-    moved_kind: [Vec<u32>; 2],
+    pub(crate) moved_kind: [Vec<u32>; 2],
     /// Per tree (by [`ProxyKind`]): `moved.len()` when a batch of moves refitted the whole tree
     /// and set its moved flags from `queued` ([`QuadTree::set_leaf_boxes`]); `usize::MAX` when
     /// none did since the last pair update.
-    flagged_at: [usize; 2],
-    free_slot: u32,
-    live: u32,
+    pub(crate) flagged_at: [usize; 2],
+    pub(crate) free_slot: u32,
+    pub(crate) live: u32,
     /// Scratch for [`Broadphase::move_proxies`]: new fat boxes by tree.
-    refat: [Vec<(u32, Aabb)>; 2],
+    pub(crate) refat: [Vec<(u32, Aabb)>; 2],
     /// Scratch for pair updates.
-    stack: Vec<Task>,
-    pairs: Vec<u64>,
-    sort_scratch: Vec<u64>,
+    pub(crate) stack: Vec<Task>,
+    pub(crate) pairs: Vec<u64>,
+    pub(crate) sort_scratch: Vec<u64>,
 }
 
 impl Default for DynamicAabbTree {
@@ -128,7 +125,7 @@ impl Default for DynamicAabbTree {
 /// Every move goes through here, so the common case is one branch-free test: NaN fails every
 /// comparison, and the bounds exclude infinities.
 #[inline]
-fn check_box(aabb: Aabb) -> Result<Aabb, ProxyError> {
+pub(crate) fn check_box(aabb: Aabb) -> Result<Aabb, ProxyError> {
     let (lo, hi) = (&aabb.mins, &aabb.maxs);
     let ok = (-MAX_COORD <= lo.x)
         & (-MAX_COORD <= lo.y)
@@ -205,14 +202,14 @@ impl DynamicAabbTree {
         }
     }
 
-    fn slot(&self, id: ProxyId) -> Result<Slot, ProxyError> {
+    pub(crate) fn slot(&self, id: ProxyId) -> Result<Slot, ProxyError> {
         match self.slots.get(id.0 as usize) {
             Some(s) if s.live => Ok(*s),
             _ => Err(ProxyError::UnknownProxy(id.0)),
         }
     }
 
-    fn fatten(&self, aabb: &Aabb, displacement: &Vector3<f32>) -> Aabb {
+    pub(crate) fn fatten(&self, aabb: &Aabb, displacement: &Vector3<f32>) -> Aabb {
         let mut fat = aabb.loosened(self.config.margin);
         // Branch-free: the sign of each component is a coin flip to a branch predictor.
         for k in 0..3 {
@@ -329,137 +326,6 @@ impl DynamicAabbTree {
         self.query_aabb(&probe, visit);
     }
 
-    /// Adds a proxy to the ones moved (or created) since the last pair update, once.
-    #[inline]
-    fn queue(&mut self, id: u32) {
-        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
-        if self.queued[word] & bit == 0 {
-            self.queued[word] |= bit;
-            self.moved.push(id);
-        }
-    }
-
-    /// A move without the tree's part: the proxy's kind and new fat box when its leaf needs one.
-    fn move_one(
-        &mut self,
-        id: ProxyId,
-        aabb: Aabb,
-        displacement: Vector3<f32>,
-    ) -> Result<Option<(ProxyKind, Aabb)>, ProxyError> {
-        let aabb = check_box(aabb)?;
-        let s = self.slot(id)?;
-        let i = id.0 as usize;
-        self.tight[i] = aabb;
-        let fat = self.fat[i];
-        let new_fat = self.fatten(&aabb, &displacement);
-        // Re-fatten when the box left its fat box, or when the fat box is far too big for it
-        // (a fast mover that slowed down); otherwise the tree is not touched.
-        let too_big = !new_fat.loosened(4.0 * self.config.margin).contains(&fat);
-        self.queue(id.0);
-        if !fat.contains(&aabb) || too_big {
-            self.fat[i] = new_fat;
-            return Ok(Some((s.kind, new_fat)));
-        }
-        Ok(None)
-    }
-
-    /// Collects every pair of overlapping proxies of which at least one moved, as sorted keys.
-    fn collect_pairs(&mut self, parallel: bool) {
-        let parallel = parallel && self.moved.len() >= self.config.parallel_min_moved;
-        self.flush();
-        self.flag_moved();
-        let mut pairs = Sink::from(std::mem::take(&mut self.pairs));
-        let mut stack = Sink::from(std::mem::take(&mut self.stack));
-        let (dt, st, tight) = (&self.dynamic, Some(&self.statics), &self.tight[..]);
-        quad::root_tasks(dt, st, &mut pairs, &mut stack);
-        if parallel && rayon::current_num_threads() > 1 {
-            // Split the top of the traversal into independent tasks, breadth first.
-            let target = 16 * rayon::current_num_threads();
-            let mut tasks = stack.kept().to_vec();
-            let mut next = Sink::default();
-            for _ in 0..12 {
-                if tasks.len() >= target || tasks.is_empty() {
-                    break;
-                }
-                next.len = 0;
-                for &t in &tasks {
-                    quad::visit(dt, st, tight, t, &mut next, &mut pairs);
-                }
-                tasks.clear();
-                tasks.extend_from_slice(next.kept());
-            }
-            let parts: Vec<Vec<u64>> = tasks
-                .par_iter()
-                .map(|&t| {
-                    let (mut stack, mut out) = (Sink::default(), Sink::default());
-                    stack.room(1);
-                    stack.put(t, true);
-                    quad::run(dt, st, tight, &mut stack, &mut out);
-                    keep_touching(&mut out, tight);
-                    out.into_vec()
-                })
-                .collect();
-            keep_touching(&mut pairs, tight);
-            let mut pairs = pairs.into_vec();
-            for p in parts {
-                pairs.extend_from_slice(&p);
-            }
-            pairs.par_sort_unstable();
-            self.pairs = pairs;
-        } else {
-            quad::run(dt, st, tight, &mut stack, &mut pairs);
-            keep_touching(&mut pairs, tight);
-            let mut pairs = pairs.into_vec();
-            // Ids are slot indices.
-            let id_bits = u32::BITS - (self.slots.len() as u32).saturating_sub(1).leading_zeros();
-            radix::sort_pair_keys(&mut pairs, &mut self.sort_scratch, id_bits);
-            self.pairs = pairs;
-        }
-        self.stack = stack.into_vec();
-    }
-
-    /// Flags the leaves of the proxies moved since the last pair update (and their ancestors).
-    fn flag_moved(&mut self) {
-        let [dynamic, statics] = &mut self.moved_kind;
-        dynamic.clear();
-        statics.clear();
-        for &id in &self.moved {
-            // Destroyed since (or destroyed and created again, already flagged): nothing to do.
-            match self.slots[id as usize] {
-                Slot { live: false, .. } => {}
-                Slot { kind: ProxyKind::Dynamic, .. } => dynamic.push(id),
-                Slot { kind: ProxyKind::Static, .. } => statics.push(id),
-            }
-        }
-        let queued = &self.queued;
-        let is_queued = |id: u32| is_set(queued, id);
-        // A tree whose flags a whole refit set, with no proxy queued since (an insertion flags
-        // its own leaf, a removal leaves flags that are only too many), is skipped.
-        let flagged_at = std::mem::replace(&mut self.flagged_at, [usize::MAX; 2]);
-        for (kind, tree, ids) in [
-            (ProxyKind::Dynamic, &mut self.dynamic, dynamic),
-            (ProxyKind::Static, &mut self.statics, statics),
-        ] {
-            if flagged_at[kind as usize] != self.moved.len() {
-                tree.mark_moved_many(ids, is_queued);
-            }
-        }
-        for &id in &self.moved {
-            self.queued[id as usize / 64] &= !(1 << (id % 64));
-        }
-        self.moved.clear();
-    }
-
-    /// [`Broadphase::update_pairs`] on rayon's pool: the traversal's top is split into tasks run
-    /// in parallel. The pairs and their order are identical to the sequential call's. Runs
-    /// sequentially when fewer than [`TreeConfig::parallel_min_moved`] proxies moved.
-    pub fn update_pairs_parallel(&mut self, report: &mut dyn FnMut(ProxyId, ProxyId)) {
-        self.collect_pairs(true);
-        for &k in &self.pairs {
-            report(ProxyId((k >> 32) as u32), ProxyId(k as u32));
-        }
-    }
-
     /// Rebuilds both trees from scratch by binned SAH (proxy ids and fat boxes are kept).
     pub fn rebuild(&mut self) {
         for tree in [&mut self.dynamic, &mut self.statics] {
@@ -541,24 +407,6 @@ impl DynamicAabbTree {
         }
         Ok(())
     }
-}
-
-/// Bit `id` of a bit set stored as 64-bit words.
-#[inline(always)]
-fn is_set(bits: &[u64], id: u32) -> bool {
-    bits[id as usize / 64] >> (id % 64) & 1 != 0
-}
-
-/// Keeps the candidate pairs whose tight boxes overlap, without a branch on the test: its loads
-/// are independent, so they overlap (a prefetch a few pairs ahead measured no faster).
-fn keep_touching(pairs: &mut Sink<u64>, tight: &[Aabb]) {
-    let mut kept = 0;
-    for i in 0..pairs.len {
-        let k = pairs.buf[i];
-        pairs.buf[kept] = k;
-        kept += usize::from(overlap(&tight[(k >> 32) as usize], &tight[(k as u32) as usize]));
-    }
-    pairs.len = kept;
 }
 
 impl Broadphase for DynamicAabbTree {
@@ -646,4 +494,10 @@ impl Broadphase for DynamicAabbTree {
             self.statics.cast_ray(&ray.origin, &inv, limit, &mut f);
         }
     }
+}
+
+/// Bit `id` of a bit set stored as 64-bit words.
+#[inline(always)]
+pub(crate) fn is_set(bits: &[u64], id: u32) -> bool {
+    bits[id as usize / 64] >> (id % 64) & 1 != 0
 }

@@ -58,12 +58,14 @@
 #![forbid(unsafe_code)]
 
 mod batch;
+mod bounds;
 mod box_query;
 mod build;
 mod fetch;
 mod index;
 mod node;
 mod ray_query;
+mod split;
 mod tree;
 
 pub use tree::{InvalidKdTree, KdTree, KdTreeError, KdTreeStats, KdTreeView, MAX_TRIANGLES};
