@@ -249,8 +249,8 @@ pub(crate) fn leaf(prims: &[Prim]) -> Node {
 mod tests {
     use super::*;
     use crate::bounds::GrowEither;
-    use crate::split::{estimated_axis, sample, small_split};
     use crate::node::Kind;
+    use crate::split::{estimated_axis, sample, small_split};
     use proptest::prelude::*;
 
     /// 3 or 4 triangles' build data, coordinates on a coarse grid so midpoints tie often.
