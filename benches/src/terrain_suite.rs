@@ -15,7 +15,7 @@
 //!   each body's box, then parry's `contact_manifolds` against each, fresh every frame as ours
 //!   is). Checked first: the same bodies touch, at the same depth.
 //! - First frame: 1,000 bodies on a fresh world (ours: a `Terrain` over the store, then
-//!   `prepare_around` the bodies and one contacts pass; the peer: every chunk's TriMesh built up
+//!   `prepare` the bodies within a budget and one contacts pass; the peer: every chunk's TriMesh built up
 //!   front, in parallel, then its `Bvh` and one contacts pass).
 //! - Memory: the whole world prepared (masks + every chunk's physics mesh, edge flags and kD
 //!   tree), bytes per triangle, against the peer's TriMeshes.
@@ -43,7 +43,7 @@ use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{Aabb, MaterialTable, PhysicsChunkKey, Ray, Region, Voxel, VoxelPos, materials};
 use voxterra::mesher::{MeshWorkspace, Mesher, PhysicsMesh};
 use voxterra::store::VoxelStore;
-use voxterra::{Brush, BrushOp, BrushShape, Terrain};
+use voxterra::{Brush, BrushOp, BrushShape, PrepareBudget, Terrain};
 
 const RADIUS: f32 = 4.0;
 
@@ -304,7 +304,7 @@ pub fn run(quick: bool) -> Report {
     let points = surface_points(&mut terrain, &wr, 16);
     // Both sides start with everything around the edits built (a running game has it).
     for p in &points {
-        terrain.prepare(&brush_box(*p));
+        terrain.prepare(&[brush_box(*p)], PrepareBudget::UNLIMITED);
     }
     // Check once: one carve on each side leaves the same triangles in the touched chunks.
     {
@@ -316,7 +316,7 @@ pub fn run(quick: bool) -> Report {
         let d = peer_brush(&mut s, points[0], true).expect("the peer's edit changes voxels");
         assert_eq!(r.dirty, Some(d), "the two voxel writes differ");
         let peer_tris = peer_rebuild(&s, &mesher, &mut MeshWorkspace::new(), &d);
-        t.prepare(&brush_box(points[0]));
+        t.prepare(&[brush_box(points[0])], PrepareBudget::UNLIMITED).built;
         let ours: usize = PhysicsChunkKey::range(&d.expanded(1))
             .expect("non-empty")
             .iter()
@@ -338,7 +338,7 @@ pub fn run(quick: bool) -> Report {
             i_ours.set(i + 1);
             let p = points[(i / 2) % points.len()];
             let r = terrain.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
-            terrain.prepare(&brush_box(p)) + r.masks_rebuilt
+            terrain.prepare(&[brush_box(p)], PrepareBudget::UNLIMITED).built + r.masks_rebuilt
         },
         || {
             let i = i_peer.get();
@@ -359,7 +359,7 @@ pub fn run(quick: bool) -> Report {
         let p = points[(i / 2) % points.len()];
         let r = terrain.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
         let t = std::time::Instant::now();
-        let built = terrain.prepare(&brush_box(p));
+        let built = terrain.prepare(&[brush_box(p)], PrepareBudget::UNLIMITED).built;
         rebuild.push(t.elapsed().as_secs_f64() * 1e3);
         edit.push(r.elapsed.as_secs_f64() * 1e3);
         chunks.push(built as f64);
@@ -388,7 +388,7 @@ pub fn run(quick: bool) -> Report {
         Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
             .expect("valid");
     let all = Aabb::new(wr.min().map(|v| v as f32 - 2.0), wr.max().map(|v| v as f32 + 2.0));
-    whole.prepare(&all);
+    whole.prepare(&[all], PrepareBudget::UNLIMITED);
     let stats = whole.cache_stats();
     let masks = whole.masks().stats().total_bytes();
     let mut tris = 0usize;
@@ -507,7 +507,7 @@ pub fn run(quick: bool) -> Report {
             let mut t =
                 Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
                     .expect("valid");
-            let (_, ready) = t.prepare_around(&boxes, usize::MAX, std::time::Duration::MAX);
+            let ready = t.prepare(&boxes, PrepareBudget::UNLIMITED).ready;
             assert!(ready);
             ours_frame(&mut t, &all, &bodies, &mut ours_out).0
         },
@@ -550,14 +550,14 @@ pub fn profile_edits(rounds: usize) -> (usize, std::time::Duration) {
         .expect("a valid terrain");
     let points = surface_points(&mut t, &wr, 16);
     for p in &points {
-        t.prepare(&brush_box(*p));
+        t.prepare(&[brush_box(*p)], PrepareBudget::UNLIMITED);
     }
     let start = std::time::Instant::now();
     let built = (0..rounds)
         .map(|i| {
             let p = points[(i / 2) % points.len()];
             t.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
-            t.prepare(&brush_box(p))
+            t.prepare(&[brush_box(p)], PrepareBudget::UNLIMITED).built
         })
         .sum();
     (built, start.elapsed() / rounds.max(1) as u32)

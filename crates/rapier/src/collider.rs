@@ -10,8 +10,7 @@ use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::Aabb;
 use voxterra::core::nalgebra::Vector3;
 use voxterra::detach::DetachedPiece;
-use voxterra::reach::CONTACT_REACH;
-use voxterra::{Brush, EditError, EditReport, Terrain};
+use voxterra::{Brush, EditError, EditReport, PrepareBudget, Terrain};
 
 /// A piece of terrain an edit cut loose, spawned as a dynamic body.
 #[derive(Clone, Debug)]
@@ -100,7 +99,7 @@ impl RapierTerrain {
             let local = Aabb::from_parry(&b.to_parry().transform_by(&frame.inverse()));
             boxes.push(local.loosened(margin + co.contact_skin()));
         }
-        terrain.prepare_boxes(&boxes)
+        terrain.prepare(&boxes, PrepareBudget::UNLIMITED).built
     }
 
     /// Applies a brush between steps, then wakes every body near the change and has rapier
@@ -125,18 +124,18 @@ impl RapierTerrain {
         colliders: &mut ColliderSet,
         edit: impl FnOnce(&mut Terrain) -> Result<EditReport, E>,
     ) -> Result<RapierEdit, E> {
-        let (report, vs, grew, detached, table) = {
+        let (report, grew, detached, table) = {
             let mut t = self.terrain.write();
             let before = t.extent();
             let report = edit(&mut t)?;
             let detached = t.take_detached();
             let table = if detached.is_empty() { None } else { Some(t.materials().clone()) };
-            (report, t.voxel_size(), t.extent() != before, detached, table)
+            (report, t.extent() != before, detached, table)
         };
         let Some(frame) = colliders.get(self.collider).map(|c| *c.position()) else {
             return Ok(RapierEdit { report, pieces: Vec::new() });
         };
-        self.wake_near(&report, vs, grew, frame, bodies, colliders);
+        self.wake_near(&report, grew, frame, bodies, colliders);
         let pieces = match table {
             Some(table) => {
                 detached.into_iter().map(|p| spawn_piece(p, &table, frame, bodies, colliders)).collect()
@@ -150,19 +149,15 @@ impl RapierTerrain {
     fn wake_near(
         &self,
         report: &EditReport,
-        vs: f32,
         grew: bool,
         frame: Pose,
         bodies: &mut RigidBodySet,
         colliders: &mut ColliderSet,
     ) {
-        let Some(dirty) = report.dirty else { return };
-        // Every contact the change can alter lies this close to it. The box goes to the world
-        // frame through its corners.
-        let reach = CONTACT_REACH as f32;
-        let lo = dirty.min().map(|v| (v as f32 - reach) * vs);
-        let hi = dirty.max().map(|v| (v as f32 + reach) * vs);
-        let world = Aabb::from_parry(&Aabb::new(lo, hi).to_parry().transform_by(&frame));
+        let Some(reach) = report.reach else { return };
+        // Every contact the change can alter lies in its reach. The box goes to the world frame
+        // through its corners.
+        let world = Aabb::from_parry(&reach.to_parry().transform_by(&frame));
         let near: Vec<ColliderHandle> = colliders
             .iter()
             .filter(|(h, co)| *h != self.collider && overlaps(co, &world))

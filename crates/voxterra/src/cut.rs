@@ -86,7 +86,7 @@ impl Terrain {
             return Ok(None);
         }
         let found = self.search_detached(seeds.into_iter().map(|(y, z, x)| VoxelPos::new(x, y, z)), &cfg);
-        let limit = self.max_edit_voxels() as u128;
+        let limit = self.config().max_edit_voxels as u128;
         let mut union = region;
         let mut taken = Vec::new();
         for piece in &found {

@@ -32,7 +32,7 @@ impl Terrain {
     pub fn apply_delta(&mut self, bytes: &[u8]) -> Result<(EditReport, u64), DeltaError> {
         let known =
             if self.materials().len() >= 64 { u64::MAX } else { (1u64 << self.materials().len()) - 1 };
-        let d = decode_delta(bytes, self.max_edit_voxels(), known).map_err(DeltaError::Format)?;
+        let d = decode_delta(bytes, self.config().max_edit_voxels, known).map_err(DeltaError::Format)?;
         let expected = self.sequence();
         if d.seq < expected {
             return Err(DeltaError::Stale { delta: d.seq, expected });

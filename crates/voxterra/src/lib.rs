@@ -31,7 +31,7 @@
 //! let hill = Brush { shape: BrushShape::Sphere { center: Point3::new(10.0, 30.0, 10.0), radius: 3.0 }, op: BrushOp::Add(materials::ROCK) };
 //! terrain.apply_brush(&hill)?;
 //! terrain.undo()?; // the hill goes, bit for bit
-//! assert_eq!(terrain.history_len(), (1, 1));
+//! assert_eq!((terrain.history().undo, terrain.history().redo), (1, 1));
 //!
 //! // A ray straight down into the crater, then a ball resting where it hits: contacts from the
 //! // chunks around it, in world units.
@@ -49,8 +49,8 @@
 //!
 //! Contacts go through the masks (only chunks showing solid near the shape), a lazy collision
 //! cache (per physics chunk: the physics mesh with its edge flags and its kD tree, LRU under a
-//! byte budget, dropped by edits) and the narrowphase; `prepare(aabb)` builds a region's cache
-//! ahead of time and `is_ready` says whether it is. [`Terrain::cast_ray`] walks the chunks in ray
+//! byte budget, dropped by edits) and the narrowphase; [`Terrain::prepare`] builds the cache
+//! around boxes ahead of time, within a budget, and says whether they are ready. [`Terrain::cast_ray`] walks the chunks in ray
 //! order, skipping empty ones by their masks; [`Terrain::cast_shape`], [`Terrain::intersects`]
 //! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
 //! render meshes edits changed, re-meshed in parallel, and [`Terrain::lod_mesh`] a
@@ -143,7 +143,8 @@ pub use config::{
     DetachConfig, TerrainConfig,
 };
 pub use error::{ConfigError, DeltaError, EditError, HistoryStep, LoadError, QueryError, TerrainError};
-pub use terrain::{EditReport, Terrain};
+pub use readiness::{PrepareBudget, Readiness};
+pub use terrain::{EditReport, HistoryStats, Terrain};
 pub use terrain_point::TerrainProjection;
 pub use terrain_query::{TerrainContactCache, TerrainContactPoint, TerrainManifold, reduce_points};
 pub use terrain_ray::TerrainRayHit;

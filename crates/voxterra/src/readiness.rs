@@ -6,6 +6,7 @@ use crate::collision_cache::{CacheStats, ChunkCollision, ChunkData};
 use crate::reach::SURFACE_SPILL;
 use crate::terrain::Terrain;
 use std::collections::BTreeSet;
+use std::time::Duration;
 use std::time::Instant;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, PhysicsChunkKey};
@@ -64,7 +65,7 @@ impl Terrain {
     /// first: a body resting just above a chunk's floor touches triangles of the chunk below.
     pub fn solid_chunks(&self, aabb: &Aabb) -> Vec<PhysicsChunkKey> {
         let mut keys = Vec::new();
-        self.masks.query(&aabb.loosened(SURFACE_SPILL as f32 * self.voxel_size), |k, t| {
+        self.masks.query(&aabb.loosened(SURFACE_SPILL as f32 * self.voxel_size()), |k, t| {
             if t.solid {
                 keys.push(k);
             }
@@ -73,18 +74,33 @@ impl Terrain {
         keys
     }
 
-    /// Collision readiness: builds, in parallel, every cache entry a query inside `aabb` (world
-    /// units) will need, so queries there build nothing (until an edit or the budget drops
-    /// them). Returns how many were built.
-    pub fn prepare(&self, aabb: &Aabb) -> usize {
-        self.prepare_boxes(std::slice::from_ref(aabb))
-    }
-
-    /// [`Terrain::prepare`] for many boxes at once (a frame's bodies): the chunks they need, each
-    /// once, built in one parallel batch. What `World` and `voxterra-rapier` call before a step.
-    /// Returns how many were built.
-    pub fn prepare_boxes(&self, boxes: &[Aabb]) -> usize {
-        self.prepare_chunks(boxes.iter().flat_map(|b| self.solid_chunks(b)).collect())
+    /// Collision readiness, the one call: builds, in parallel, the cache entries queries inside
+    /// `boxes` (world units) will need and the cache lacks, so queries there build nothing (until
+    /// an edit or the cache's budget drops them). Within a [`PrepareBudget`] (a game's frame loop), the
+    /// chunks nearest a box go first and building stops at the budget's count or time (checked
+    /// between parallel batches); [`PrepareBudget::UNLIMITED`] builds all of them in one batch (what
+    /// `World` and `voxterra-rapier` do before a step), [`PrepareBudget::NONE`] only asks whether the
+    /// boxes are ready.
+    ///
+    /// ```
+    /// use voxterra::prelude::*;
+    /// use voxterra::{PrepareBudget, TerrainConfig};
+    /// use voxterra::worldgen::WorldParams;
+    ///
+    /// let terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
+    /// let around = Aabb::new(Point3::new(20.0, 0.0, 20.0), Point3::new(40.0, 48.0, 40.0));
+    /// assert!(!terrain.prepare(&[around], PrepareBudget::NONE).ready);
+    /// let r = terrain.prepare(&[around], PrepareBudget::UNLIMITED);
+    /// assert!(r.ready && r.built > 0);
+    /// # Ok::<(), voxterra::TerrainError>(())
+    /// ```
+    pub fn prepare(&self, boxes: &[Aabb], budget: PrepareBudget) -> Readiness {
+        let built = if budget == PrepareBudget::UNLIMITED {
+            self.prepare_chunks(boxes.iter().flat_map(|b| self.solid_chunks(b)).collect())
+        } else {
+            self.prepare_nearest(boxes, budget)
+        };
+        Readiness { built, ready: boxes.iter().all(|b| self.is_ready(b)) }
     }
 
     /// Builds the chunks the cache lacks among `keys`, in parallel: the one place collision data is
@@ -95,24 +111,16 @@ impl Terrain {
         self.cache.prepare(&self.mesher, &self.store, &keys)
     }
 
-    /// Collision readiness within a budget, for a game's frame loop: builds the missing cache
-    /// entries around `boxes` (world units), nearest first (by distance from the chunk's center to
-    /// the nearest box), at most `max_chunks` of them and stopping once `max_time` has passed
-    /// (checked between parallel batches). Returns how many chunks were built and whether every
-    /// box is ready.
-    pub fn prepare_around(
-        &self,
-        boxes: &[Aabb],
-        max_chunks: usize,
-        max_time: std::time::Duration,
-    ) -> (usize, bool) {
+    /// The missing chunks around `boxes`, nearest a box first (by the distance from the chunk's
+    /// center), built within `budget`. Returns how many were built.
+    fn prepare_nearest(&self, boxes: &[Aabb], budget: PrepareBudget) -> usize {
         let start = Instant::now();
         let mut missing: Vec<(f32, PhysicsChunkKey)> = Vec::new();
         let mut seen = BTreeSet::new();
         for b in boxes {
             for k in self.solid_chunks(b) {
                 if !self.cache.contains(k) && seen.insert(k) {
-                    let r = k.region().map(|r| r.min().map(|v| (v as f32 + 4.0) * self.voxel_size));
+                    let r = k.region().map(|r| r.min().map(|v| (v as f32 + 4.0) * self.voxel_size()));
                     let Ok(c) = r else { continue };
                     let d = boxes
                         .iter()
@@ -130,21 +138,57 @@ impl Terrain {
             }
         }
         missing.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        missing.truncate(max_chunks);
+        missing.truncate(budget.max_chunks);
         let keys: Vec<PhysicsChunkKey> = missing.into_iter().map(|(_, k)| k).collect();
         let mut built = 0;
         let batch = (rayon::current_num_threads() * 8).max(8);
         for part in keys.chunks(batch) {
-            if start.elapsed() >= max_time {
+            if start.elapsed() >= budget.max_time {
                 break;
             }
             built += self.prepare_chunks(part.to_vec());
         }
-        (built, boxes.iter().all(|b| self.is_ready(b)))
+        built
     }
 
     /// True when every chunk a query inside `aabb` needs is built.
-    pub fn is_ready(&self, aabb: &Aabb) -> bool {
+    fn is_ready(&self, aabb: &Aabb) -> bool {
         self.solid_chunks(aabb).iter().all(|&k| self.cache.contains(k))
     }
+}
+
+/// How much [`Terrain::prepare`] may build in one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrepareBudget {
+    /// At most this many chunks.
+    pub max_chunks: usize,
+    /// Stop starting batches once this much time has passed.
+    pub max_time: Duration,
+}
+
+impl PrepareBudget {
+    /// Everything missing, in one parallel batch.
+    pub const UNLIMITED: PrepareBudget = PrepareBudget { max_chunks: usize::MAX, max_time: Duration::MAX };
+    /// Nothing: only whether the boxes are ready.
+    pub const NONE: PrepareBudget = PrepareBudget { max_chunks: 0, max_time: Duration::ZERO };
+
+    /// At most `max_chunks` chunks within `max_time`.
+    pub fn new(max_chunks: usize, max_time: Duration) -> Self {
+        PrepareBudget { max_chunks, max_time }
+    }
+}
+
+impl Default for PrepareBudget {
+    fn default() -> Self {
+        PrepareBudget::UNLIMITED
+    }
+}
+
+/// What [`Terrain::prepare`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Readiness {
+    /// Chunks built by this call.
+    pub built: usize,
+    /// Every box's chunks are built: queries inside the boxes build nothing.
+    pub ready: bool,
 }

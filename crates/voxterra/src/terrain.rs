@@ -16,12 +16,23 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::BitBroadphase;
 use voxterra_codec::{Compression, Snapshot, WorldFileError};
-use voxterra_core::StoreChunkKey;
+use voxterra_core::{Aabb, StoreChunkKey};
 use voxterra_core::{Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
 use voxterra_mesher::{MeshError, RenderMesh};
 use voxterra_mesher::{MeshWorkspace, Mesher};
 use voxterra_voxel_store::{StoreError, VoxelStore};
 use voxterra_worldgen::WorldParams;
+
+/// What a terrain's undo history holds ([`Terrain::history`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct HistoryStats {
+    /// Edits that can be undone.
+    pub undo: usize,
+    /// Edits that can be redone.
+    pub redo: usize,
+    /// Bytes the snapshots hold.
+    pub bytes: usize,
+}
 
 /// What an edit did.
 #[derive(Clone, Copy, PartialEq, Debug, Default)]
@@ -39,6 +50,10 @@ pub struct EditReport {
     pub debris: usize,
     /// Wall time of the edit, masks included.
     pub elapsed: Duration,
+    /// Where contacts may have changed (world units): `dirty` grown by
+    /// [`CONTACT_REACH`](crate::reach::CONTACT_REACH) voxels. Wake the bodies in it and have
+    /// their contacts recomputed; `None` when nothing changed.
+    pub reach: Option<Aabb>,
 }
 
 /// The terrain: voxels, materials, the voxel size (the only place world units exist: the layers
@@ -51,7 +66,6 @@ pub struct EditReport {
 pub struct Terrain {
     pub(crate) store: VoxelStore,
     table: MaterialTable,
-    pub(crate) voxel_size: f32,
     config: TerrainConfig,
     pub(crate) masks: BitBroadphase,
     history: History,
@@ -102,7 +116,6 @@ impl Terrain {
         Ok(Terrain {
             store,
             table,
-            voxel_size,
             config,
             masks,
             history: History::new(config.history_bytes),
@@ -173,8 +186,11 @@ impl Terrain {
     /// cache entries least recently used, undo snapshots oldest first (redo snapshots only once
     /// no undo snapshot is left), deltas oldest first.
     pub fn reconfigure(&mut self, config: TerrainConfig) -> Result<(), ConfigError> {
-        if config.voxel_size != self.voxel_size {
-            return Err(ConfigError::VoxelSizeFixed { current: self.voxel_size, asked: config.voxel_size });
+        if config.voxel_size != self.config.voxel_size {
+            return Err(ConfigError::VoxelSizeFixed {
+                current: self.config.voxel_size,
+                asked: config.voxel_size,
+            });
         }
         self.cache.set_budget(config.cache_bytes);
         self.history.set_budget(config.history_bytes);
@@ -195,7 +211,7 @@ impl Terrain {
 
     /// World units per voxel.
     pub fn voxel_size(&self) -> f32 {
-        self.voxel_size
+        self.config.voxel_size
     }
 
     /// The terrain broadphase: solid and water masks per physics chunk, always current.
@@ -203,19 +219,13 @@ impl Terrain {
         &self.masks
     }
 
-    /// The largest edit, in voxels; larger edits are refused.
-    pub fn max_edit_voxels(&self) -> usize {
-        self.config.max_edit_voxels
-    }
-
-    /// Edits that can be undone, and redone.
-    pub fn history_len(&self) -> (usize, usize) {
-        (self.history.undo_len(), self.history.redo_len())
-    }
-
-    /// Bytes the history holds.
-    pub fn history_bytes(&self) -> usize {
-        self.history.bytes()
+    /// What the undo history holds.
+    pub fn history(&self) -> HistoryStats {
+        HistoryStats {
+            undo: self.history.undo_len(),
+            redo: self.history.redo_len(),
+            bytes: self.history.bytes(),
+        }
     }
 
     fn check_region(&self, region: &Region) -> Result<(), EditError> {
@@ -272,13 +282,14 @@ impl Terrain {
             self.log.record(&self.store, &d)?;
         }
         report.elapsed = start.elapsed();
+        report.reach = self.reach_of(report.dirty);
         Ok(report)
     }
 
     /// Applies `brush` (shape in world units).
     pub fn apply_brush(&mut self, brush: &Brush) -> Result<EditReport, EditError> {
         let invalid = || EditError::InvalidBrush(Box::new(*brush));
-        let shape = brush.shape.in_voxels(self.voxel_size).ok_or_else(invalid)?;
+        let shape = brush.shape.in_voxels(self.config.voxel_size).ok_or_else(invalid)?;
         let region = shape.region().ok_or_else(invalid)?;
         match brush.op {
             BrushOp::Add(m) | BrushOp::Paint(m) => self.check_material(m)?,
@@ -341,6 +352,14 @@ impl Terrain {
         Ok(report)
     }
 
+    /// [`EditReport::reach`] of an edit that changed `dirty`.
+    fn reach_of(&self, dirty: Option<Region>) -> Option<Aabb> {
+        let (vs, reach) = (self.config.voxel_size, crate::reach::CONTACT_REACH as f32);
+        dirty.map(|d| {
+            Aabb::new(d.min().map(|v| (v as f32 - reach) * vs), d.max().map(|v| (v as f32 + reach) * vs))
+        })
+    }
+
     fn restore(&mut self, s: &Snapshot) -> Result<EditReport, EditError> {
         let start = Instant::now();
         let voxels = s.decode(self.config.max_edit_voxels)?;
@@ -351,7 +370,15 @@ impl Terrain {
             self.mark_changed(&d);
             self.log.record(&self.store, &d)?;
         }
-        Ok(EditReport { dirty, masks_rebuilt, cache_dropped, elapsed: start.elapsed(), ..Default::default() })
+        let reach = self.reach_of(dirty);
+        Ok(EditReport {
+            dirty,
+            masks_rebuilt,
+            cache_dropped,
+            elapsed: start.elapsed(),
+            reach,
+            ..Default::default()
+        })
     }
 
     /// A region holding every stored voxel (`None` for an empty terrain); it may be larger than
@@ -478,6 +505,7 @@ impl Terrain {
             self.mark_changed(&d);
         }
         report.elapsed = start.elapsed();
+        report.reach = self.reach_of(report.dirty);
         Ok(report)
     }
 

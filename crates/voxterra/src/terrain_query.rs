@@ -82,7 +82,7 @@ pub struct TerrainManifold {
 }
 
 /// A contact point against the terrain, in world units, and the physics chunk it is from: what
-/// [`Terrain::contacts_with_points`] reduces into manifolds.
+/// [`Terrain::contacts_kept`] hands out beside its manifolds.
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub struct TerrainContactPoint {
     /// The physics chunk whose triangle the point is on.
@@ -93,7 +93,7 @@ pub struct TerrainContactPoint {
 
 /// Reduces `points` as [`Terrain::contacts`] does (each run of one chunk's points to manifolds of
 /// at most four points per normal) and appends the manifolds to `out`: the points of
-/// [`Terrain::contacts_with_points`] give its manifolds back. For contacts kept between steps:
+/// [`Terrain::contacts_kept`] give its manifolds back. For contacts kept between steps:
 /// the points moved with the shape, then reduced again.
 pub fn reduce_points(points: &[TerrainContactPoint], out: &mut Vec<TerrainManifold>) {
     thread_local! {
@@ -134,28 +134,16 @@ impl Terrain {
         self.contacts_checked(shape, pose, prediction, out, None)
     }
 
-    /// [`Terrain::contacts`], and every point its manifolds were reduced from (world units, grouped
-    /// by chunk, internal contacts already dropped), replacing `points`' contents. An integration
-    /// that keeps contacts between steps moves these points with the shape and hands them to
-    /// [`reduce_points`](crate::reduce_points): the manifolds then keep every
-    /// point the query saw, not only the four a manifold kept.
-    pub fn contacts_with_points(
-        &self,
-        shape: &dyn Shape,
-        pose: &Pose,
-        prediction: f32,
-        out: &mut Vec<TerrainManifold>,
-        points: &mut Vec<TerrainContactPoint>,
-    ) -> Result<usize, QueryError> {
-        points.clear();
-        self.contacts_checked(shape, pose, prediction, out, Some(points))
-    }
-
-    /// [`Terrain::contacts_with_points`] for a shape that keeps what it found between queries, as
-    /// a physics engine's contact pair does: while the terrain is unchanged and no point of the
-    /// shape has moved more than the cache's slack, the query replays the candidate triangles the
-    /// cache kept instead of picking chunks and searching their trees, and skips those too far to
-    /// touch. The answer is the same as [`Terrain::contacts_with_points`]', bit for bit. A cache
+    /// [`Terrain::contacts`] for a shape that keeps what it found between queries, as a physics
+    /// engine's contact pair does, and every point its manifolds were reduced from (world units,
+    /// grouped by chunk, internal contacts already dropped), replacing `points`' contents: an
+    /// integration that keeps contacts between steps moves these points with the shape and hands
+    /// them to [`reduce_points`](crate::reduce_points), so the manifolds keep every point the
+    /// query saw, not only the four a manifold kept. While the terrain is unchanged and no point
+    /// of the shape has moved more than the cache's slack, the query replays the candidate
+    /// triangles the cache kept instead of picking chunks and searching their trees, and skips
+    /// those too far to touch. The manifolds are the same as [`Terrain::contacts`]', bit for bit,
+    /// whatever the cache holds (a fresh [`TerrainContactCache`] for a one-off query). A cache
     /// belongs to one shape against one terrain.
     ///
     /// ```
@@ -194,7 +182,7 @@ impl Terrain {
         check_distance("prediction", prediction)?;
         voxterra_narrowphase::check_supported(shape)?;
         // The layers below work in voxel units.
-        let k = 1.0 / self.voxel_size;
+        let k = 1.0 / self.voxel_size();
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
@@ -228,8 +216,8 @@ impl Terrain {
                 let loose = cache.inner.start(local_shape, &local_pose, prediction * k)?;
                 // In world units for the masks (which add a voxel's spill, far past rounding).
                 let world = Aabb::new(
-                    Point3::from(loose.mins.coords * self.voxel_size),
-                    Point3::from(loose.maxs.coords * self.voxel_size),
+                    Point3::from(loose.mins.coords * self.voxel_size()),
+                    Point3::from(loose.maxs.coords * self.voxel_size()),
                 );
                 cache.keys = self.solid_chunks(&world);
                 let inner = &mut cache.inner;
@@ -241,11 +229,11 @@ impl Terrain {
             cache.last = Some((pose.translation, revision));
             let keys = if !kept && fast { &fresh_keys } else { &cache.keys };
             contact.finish(|i, m| {
-                out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size) });
+                out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size()) });
             });
             points.extend(contact.reduced_points().map(|(i, p)| TerrainContactPoint {
                 chunk: keys[i as usize],
-                point: p.scaled(self.voxel_size),
+                point: p.scaled(self.voxel_size()),
             }));
             Ok::<(), QueryError>(())
         })?;
@@ -311,7 +299,7 @@ impl Terrain {
             return Ok(0);
         }
         // The layers below work in voxel units.
-        let k = 1.0 / self.voxel_size;
+        let k = 1.0 / self.voxel_size();
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
@@ -325,12 +313,12 @@ impl Terrain {
             })?;
             // Internal contacts are dropped across chunks: a seam is a crease like any other.
             contact.finish(|i, m| {
-                out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size) });
+                out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size()) });
             });
             if let Some(points) = points.as_deref_mut() {
                 points.extend(contact.reduced_points().map(|(i, p)| TerrainContactPoint {
                     chunk: keys[i as usize],
-                    point: p.scaled(self.voxel_size),
+                    point: p.scaled(self.voxel_size()),
                 }));
             }
             Ok::<(), QueryError>(())
@@ -399,7 +387,7 @@ impl Terrain {
         let d = velocity * max_toi;
         let swept = start.swept(&voxterra_core::nalgebra::Vector3::new(d.x, d.y, d.z));
         let keys = self.solid_chunks(&swept.loosened(options.target_distance));
-        let k = 1.0 / self.voxel_size;
+        let k = 1.0 / self.voxel_size();
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
@@ -430,7 +418,7 @@ impl Terrain {
             }
             Ok::<(), QueryError>(())
         })?;
-        let vs = self.voxel_size;
+        let vs = self.voxel_size();
         Ok(best.map(|(key, h)| {
             let w = ShapeCastHit {
                 on_shape: Point3::from(h.on_shape.coords * vs),
@@ -470,7 +458,7 @@ impl Terrain {
         let reach = (sphere.center - sweep.local_center).length() + sphere.radius;
         let chord = (2.0 - 2.0 * sweep.q1.dot(sweep.q2).abs()).max(0.0).sqrt();
         let keys = self.solid_chunks(&swept.loosened(linear_slop + reach * chord));
-        let k = 1.0 / self.voxel_size;
+        let k = 1.0 / self.voxel_size();
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let local =
@@ -494,7 +482,7 @@ impl Terrain {
             Ok::<(), QueryError>(())
         })?;
         Ok(best
-            .map(|(key, h)| (key, SweepHit { point: Point3::from(h.point.coords * self.voxel_size), ..h })))
+            .map(|(key, h)| (key, SweepHit { point: Point3::from(h.point.coords * self.voxel_size()), ..h })))
     }
 
     /// The material of `triangle` in `chunk`'s physics mesh at its vertex nearest `point` (world
@@ -505,7 +493,7 @@ impl Terrain {
         triangle: u32,
         point: &Point3<f32>,
     ) -> Material {
-        let local = Point3::from(point.coords / self.voxel_size);
+        let local = Point3::from(point.coords / self.voxel_size());
         with_workspace(|ws| {
             self.reader()
                 .with(chunk, &mut ws.mesh, |data| {

@@ -9,7 +9,6 @@
 
 use crate::brush::Brush;
 use crate::error::{EditError, QueryError};
-use crate::reach::CONTACT_REACH;
 use crate::terrain::{EditReport, Terrain};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -444,12 +443,7 @@ impl World {
     }
 
     fn note_edit(&mut self, r: &EditReport) {
-        if let Some(d) = r.dirty {
-            // Every body whose contacts or cached chunks the change alters lies this close to it.
-            let (vs, reach) = (self.terrain.voxel_size(), CONTACT_REACH as f32);
-            let lo = d.min().map(|v| (v as f32 - reach) * vs);
-            let hi = d.max().map(|v| (v as f32 + reach) * vs);
-            self.edited.push(Aabb::new(lo, hi));
-        }
+        // Every body whose contacts or cached chunks the change alters lies in its reach.
+        self.edited.extend(r.reach);
     }
 }

@@ -188,7 +188,8 @@ impl World {
         let c = &self.config;
         let ahead = if c.lookahead > 0.0 && c.lookahead_chunks > 0 && !boxes.is_empty() {
             let around: Vec<Aabb> = boxes.iter().map(|b| b.1.loosened(c.lookahead)).collect();
-            self.terrain.prepare_around(&around, c.lookahead_chunks, c.lookahead_time).0
+            let budget = crate::PrepareBudget::new(c.lookahead_chunks, c.lookahead_time);
+            self.terrain.prepare(&around, budget).built
         } else {
             0
         };

@@ -168,7 +168,7 @@ proptest! {
             kept.clear();
             fresh.clear();
             t.contacts_kept(&*s, &pose, 0.02, &mut cache, &mut kept, &mut kept_points).unwrap();
-            t.contacts_with_points(&*s, &pose, 0.02, &mut fresh, &mut fresh_points).unwrap();
+            t.contacts_kept(&*s, &pose, 0.02, &mut TerrainContactCache::new(), &mut fresh, &mut fresh_points).unwrap();
             prop_assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
             prop_assert_eq!(format!("{kept_points:?}"), format!("{fresh_points:?}"));
             p += Vector3::from(*dp) * vs;

@@ -9,7 +9,10 @@ use voxterra::core::nalgebra::Point3;
 use voxterra::core::{MaterialTable, PhysicsChunkKey, Region, Voxel, VoxelPos, VoxelRead, materials as m};
 use voxterra::terrain_broadphase::BitBroadphase;
 use voxterra::worldgen::WorldParams;
-use voxterra::{Brush, BrushOp, BrushShape, ConfigError, EditError, QueryError, Terrain};
+use voxterra::{
+    Brush, BrushOp, BrushShape, ConfigError, EditError, HistoryStats, PrepareBudget, QueryError, Readiness,
+    Terrain, TerrainContactCache,
+};
 
 fn world() -> Terrain {
     Terrain::generate(&WorldParams::new(5, [64, 48, 64]), TerrainConfig::default()).unwrap()
@@ -98,7 +101,7 @@ proptest! {
                 states.push(after);
             }
         }
-        let (undos, _) = t.history_len();
+        let HistoryStats { undo: undos, redo: _, .. } = t.history();
         prop_assert_eq!(undos, states.len() - 1);
         for k in (0..undos).rev() {
             t.undo().unwrap();
@@ -137,7 +140,7 @@ fn brushes_do_what_they_say() {
     assert!(t.voxel(VoxelPos::new(10, 10, 10)).is_air());
     assert!(!t.voxel(VoxelPos::new(10, 10, 13)).is_air());
     // A no-op edit changes nothing and records nothing.
-    let (undos, _) = t.history_len();
+    let HistoryStats { undo: undos, redo: _, .. } = t.history();
     let r = t
         .apply_brush(&Brush {
             shape: BrushShape::Sphere { center: Point3::new(40.0, 40.0, 40.0), radius: 1.0 },
@@ -145,7 +148,7 @@ fn brushes_do_what_they_say() {
         })
         .unwrap();
     assert_eq!((r.dirty, r.masks_rebuilt), (None, 0));
-    assert_eq!(t.history_len().0, undos);
+    assert_eq!(t.history().undo, undos);
 }
 
 #[test]
@@ -193,7 +196,7 @@ fn bad_edits_are_refused_and_change_nothing() {
     assert!(matches!(t.redo(), Err(EditError::NoHistory(_))));
     assert!(voxels(&t) == before);
     assert_eq!(t.masks().chunks(), masks);
-    assert_eq!(t.history_len(), (0, 0));
+    assert_eq!((t.history().undo, t.history().redo), (0, 0));
 }
 
 #[test]
@@ -204,9 +207,9 @@ fn the_history_keeps_the_newest_edits_within_its_budget() {
         let c = Point3::new(10.0 + i as f32 * 2.0, 20.0, 30.0);
         t.apply_brush(&Brush { shape: BrushShape::Sphere { center: c, radius: 3.0 }, op: BrushOp::Subtract })
             .unwrap();
-        assert!(t.history_bytes() <= 4096);
+        assert!(t.history().bytes <= 4096);
     }
-    let (undos, _) = t.history_len();
+    let HistoryStats { undo: undos, redo: _, .. } = t.history();
     assert!(undos > 0 && undos < 20, "{undos}");
     for _ in 0..undos {
         t.undo().unwrap();
@@ -226,11 +229,11 @@ fn reconfiguring_keeps_the_redo_stack_and_the_voxel_size() {
     }
     t.undo().unwrap();
     t.undo().unwrap();
-    assert_eq!(t.history_len(), (6, 2));
-    let half = t.history_bytes() / 2;
+    assert_eq!((t.history().undo, t.history().redo), (6, 2));
+    let half = t.history().bytes / 2;
     t.reconfigure(TerrainConfig { history_bytes: half, ..t.config() }).unwrap();
-    let (undos, redos) = t.history_len();
-    assert!(undos < 6 && redos == 2 && t.history_bytes() <= half, "{undos} undo, {redos} redo");
+    let HistoryStats { undo: undos, redo: redos, .. } = t.history();
+    assert!(undos < 6 && redos == 2 && t.history().bytes <= half, "{undos} undo, {redos} redo");
     t.redo().unwrap();
     t.redo().unwrap();
     assert!(matches!(
@@ -364,7 +367,10 @@ mod contacts {
         runner
             .run(&proptest::collection::vec(arb_brush(), 1..4), |brushes| {
                 let mut t = world();
-                t.prepare(&Aabb::new(Point3::new(-8.0, -8.0, -8.0), Point3::new(72.0, 56.0, 72.0)));
+                t.prepare(
+                    &[Aabb::new(Point3::new(-8.0, -8.0, -8.0), Point3::new(72.0, 56.0, 72.0))],
+                    PrepareBudget::UNLIMITED,
+                );
                 let mesher = Mesher::new(t.materials());
                 for b in &brushes {
                     t.apply_brush(b).unwrap();
@@ -400,9 +406,9 @@ mod contacts {
     fn prepared_regions_build_nothing_on_query() {
         let mut t = world();
         let area = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(64.0, 48.0, 64.0));
-        assert!(!t.is_ready(&area));
-        let built = t.prepare(&area);
-        assert!(built > 0 && t.is_ready(&area));
+        assert!(!t.prepare(&[area], PrepareBudget::NONE).ready);
+        let built = t.prepare(&[area], PrepareBudget::UNLIMITED).built;
+        assert!(built > 0 && t.prepare(&[area], PrepareBudget::NONE).ready);
         let before = t.cache_stats();
         for (s, p) in probes() {
             ours(&t, &s, &p, 0.05);
@@ -429,10 +435,10 @@ mod contacts {
         let t = world();
         let boxes: Vec<Aabb> =
             probes().iter().map(|(s, p)| Aabb::from_parry(&s.compute_aabb(p)).loosened(0.05)).collect();
-        let built = t.prepare_boxes(&boxes);
-        assert!(boxes.iter().all(|b| t.is_ready(b)));
+        let built = t.prepare(&boxes, PrepareBudget::UNLIMITED).built;
+        assert!(boxes.iter().all(|b| t.prepare(&[*b], PrepareBudget::NONE).ready));
         assert_eq!(built as u64, t.cache_stats().builds, "each chunk once");
-        assert_eq!(t.prepare_boxes(&boxes), 0);
+        assert_eq!(t.prepare(&boxes, PrepareBudget::UNLIMITED).built, 0);
         for (s, p) in probes() {
             let before = t.cache_stats().builds;
             let mut out = Vec::new();
@@ -475,7 +481,10 @@ mod contacts {
         let want: Vec<Answers> = probes.iter().map(|q| ask(&cold, q)).collect();
         assert!(want.iter().filter(|a| !a.contacts.is_empty()).count() > 10);
         let prepared = world();
-        prepared.prepare(&Aabb::new(Point3::new(-16.0, -16.0, -16.0), Point3::new(80.0, 64.0, 80.0)));
+        prepared.prepare(
+            &[Aabb::new(Point3::new(-16.0, -16.0, -16.0), Point3::new(80.0, 64.0, 80.0))],
+            PrepareBudget::UNLIMITED,
+        );
         let built = prepared.cache_stats().builds;
         assert!(probes.iter().map(|q| ask(&prepared, q)).collect::<Vec<_>>() == want);
         assert_eq!(prepared.cache_stats().builds, built, "a prepared terrain builds nothing");
@@ -495,22 +504,27 @@ mod contacts {
     }
 
     #[test]
-    fn prepare_around_builds_nearest_first_within_its_budget() {
+    fn prepare_within_a_budget_builds_nearest_first() {
         let t = world();
         let bodies = [
             Aabb::new(Point3::new(10.0, 10.0, 10.0), Point3::new(12.0, 40.0, 12.0)),
             Aabb::new(Point3::new(40.0, 10.0, 50.0), Point3::new(42.0, 40.0, 52.0)),
         ];
-        let (first, ready) = t.prepare_around(&bodies, 3, std::time::Duration::from_secs(60));
+        let Readiness { built: first, ready } =
+            t.prepare(&bodies, PrepareBudget::new(3, std::time::Duration::from_secs(60)));
         assert_eq!(first, 3);
         assert!(!ready);
-        let (rest, ready) = t.prepare_around(&bodies, usize::MAX, std::time::Duration::from_secs(60));
+        let Readiness { built: rest, ready } =
+            t.prepare(&bodies, PrepareBudget::new(usize::MAX, std::time::Duration::from_secs(60)));
         assert!(rest > 0 && ready);
-        assert!(bodies.iter().all(|b| t.is_ready(b)));
-        assert_eq!(t.prepare_around(&bodies, usize::MAX, std::time::Duration::ZERO), (0, true));
+        assert!(bodies.iter().all(|b| t.prepare(&[*b], PrepareBudget::NONE).ready));
+        assert_eq!(
+            t.prepare(&bodies, PrepareBudget::new(usize::MAX, std::time::Duration::ZERO)),
+            Readiness { built: 0, ready: true }
+        );
         // No time at all: nothing is built.
         let cold = world();
-        assert_eq!(cold.prepare_around(&bodies, usize::MAX, std::time::Duration::ZERO).0, 0);
+        assert_eq!(cold.prepare(&bodies, PrepareBudget::new(usize::MAX, std::time::Duration::ZERO)).built, 0);
     }
 
     #[test]
@@ -570,7 +584,15 @@ mod contacts {
                         point: want.first().map_or_else(fake_point, |m| m.manifold.points()[0]),
                     }],
                 );
-                t.contacts_with_points(&*s.0, &p, prediction, &mut got, &mut points).unwrap();
+                t.contacts_kept(
+                    &*s.0,
+                    &p,
+                    prediction,
+                    &mut TerrainContactCache::new(),
+                    &mut got,
+                    &mut points,
+                )
+                .unwrap();
                 assert_eq!(got, want);
                 let mut again = Vec::new();
                 voxterra::reduce_points(&points, &mut again);
@@ -778,7 +800,7 @@ mod rays {
         let prepared = world();
         let whole =
             voxterra::core::Aabb::new(Point3::new(-16.0, -16.0, -16.0), Point3::new(80.0, 64.0, 80.0));
-        assert!(prepared.prepare(&whole) > 0);
+        assert!(prepared.prepare(&[whole], PrepareBudget::UNLIMITED).built > 0);
         let before = prepared.cache_stats().builds;
         let got: Vec<_> = rays.iter().map(|r| prepared.cast_ray(r, 200.0).unwrap()).collect();
         assert!(got == want);

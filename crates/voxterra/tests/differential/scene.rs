@@ -8,7 +8,7 @@ use voxterra::parry3d::math::{Pose, Vector};
 use voxterra::parry3d::shape::SharedShape;
 use voxterra::prelude::ToParry;
 use voxterra::store::VoxelStore;
-use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainConfig};
+use voxterra::{Brush, BrushOp, BrushShape, PrepareBudget, Terrain, TerrainConfig};
 use voxterra_test_support::Rng;
 use voxterra_test_support::ground::{Ground, GroundOptions, random_ground, table};
 use voxterra_test_support::reference::{P, Polytope, Tri, V, normal, tri64};
@@ -105,7 +105,7 @@ impl Scene {
             extent.min().map(|v| (v - 2) as f32 * voxel_size),
             extent.max().map(|v| (v + 2) as f32 * voxel_size),
         );
-        terrain.prepare(&world);
+        terrain.prepare(&[world], PrepareBudget::UNLIMITED);
         let (mut tris, mut boxes, mut ids) = (Vec::new(), Vec::new(), Vec::new());
         for key in terrain.cached_chunks() {
             let Some(Some(c)) = terrain.cached_chunk(key) else { continue };
