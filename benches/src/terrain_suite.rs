@@ -316,7 +316,7 @@ pub fn run(quick: bool) -> Report {
         let d = peer_brush(&mut s, points[0], true).expect("the peer's edit changes voxels");
         assert_eq!(r.dirty, Some(d), "the two voxel writes differ");
         let peer_tris = peer_rebuild(&s, &mesher, &mut MeshWorkspace::new(), &d);
-        t.prepare(&[brush_box(points[0])], PrepareBudget::UNLIMITED).built;
+        t.prepare(&[brush_box(points[0])], PrepareBudget::UNLIMITED);
         let ours: usize = PhysicsChunkKey::range(&d.expanded(1))
             .expect("non-empty")
             .iter()
