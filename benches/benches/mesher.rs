@@ -8,10 +8,10 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use voxterra_core::{DenseVoxels, MaterialTable, PhysicsChunkKey, StoreChunkKey, VoxelRead};
 use voxterra_mesher::{MeshWorkspace, Mesher, PhysicsMesh, RenderMesh, ShapeMode};
 use voxterra_voxel_store::VoxelStore;
-use voxterra_worldgen::{WorldParams, generate};
+use voxterra_worldgen::{GenParams, generate};
 
 fn mesher(c: &mut Criterion) {
-    let params = WorldParams::new(1, [64, 128, 64]);
+    let params = GenParams::new(1, [64, 128, 64]);
     let mut store = VoxelStore::new();
     generate(&params, &mut store, |_, _| {}).unwrap();
     let table = MaterialTable::default();

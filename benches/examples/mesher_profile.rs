@@ -6,11 +6,11 @@
 use voxterra_core::{DenseVoxels, MaterialTable, StoreChunkKey, VoxelRead};
 use voxterra_mesher::{MeshWorkspace, Mesher, PhysicsMesh, RenderMesh, ShapeMode};
 use voxterra_voxel_store::VoxelStore;
-use voxterra_worldgen::{WorldParams, generate};
+use voxterra_worldgen::{GenParams, generate};
 
 fn main() {
     let sharp = std::env::args().any(|a| a == "--sharp");
-    let params = WorldParams::new(1, [256, 128, 256]);
+    let params = GenParams::new(1, [256, 128, 256]);
     let mut store = VoxelStore::new();
     generate(&params, &mut store, |_, _| {}).unwrap();
     let table = MaterialTable::default();

@@ -181,11 +181,12 @@ pub fn run(quick: bool) -> Report {
     let t = Instant::now();
     let file = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));
     let (file, saved) =
-        voxterra_codec::write_world(file, store, &keys, &table, Default::default(), |_, _| {}).expect("save");
+        voxterra_codec::write_terrain_file(file, store, &keys, &table, Default::default(), |_, _| {})
+            .expect("save");
     file.into_inner().expect("flush").sync_all().expect("sync");
     let save_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let mut reader = voxterra_codec::WorldReader::open_path(&path, Default::default()).expect("open");
+    let mut reader = voxterra_codec::TerrainFileReader::open_path(&path, Default::default()).expect("open");
     let mut loaded = VoxelStore::new();
     reader.read_all(&mut loaded, |_, _| {}).expect("load");
     let load_seconds = t.elapsed().as_secs_f64();
@@ -197,7 +198,7 @@ pub fn run(quick: bool) -> Report {
     assert!(a == b, "the loaded world differs from the saved one");
     std::fs::remove_dir_all(&dir).expect("cleanup");
     report.metrics.push(Metric {
-        name: "world file bytes/non-empty".into(),
+        name: "terrain file bytes/non-empty".into(),
         voxterra: saved.bytes as f64 / non_empty,
         peer: sum(&lz4_raw) / non_empty,
         peer_name: PEER.into(),

@@ -14,7 +14,7 @@ use voxterra::parry3d::shape::SharedShape;
 use voxterra::{Brush, BrushOp, BrushShape, DetachConfig, Terrain, TerrainConfig};
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{MaterialTable, Ray, Region, Voxel, VoxelPos, materials};
-use voxterra_worldgen::WorldParams;
+use voxterra_worldgen::GenParams;
 
 const PEER: &str = "flood fill of the grown box";
 
@@ -73,7 +73,7 @@ fn surface_carve(t: &mut Terrain, rng: &mut Rng, size: [u32; 3]) -> Option<Regio
 pub fn run(quick: bool) -> Report {
     let budget = Budget::new(quick);
     let size = if quick { [256, 128, 256] } else { [512, 128, 512] };
-    let mut t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).expect("world");
+    let mut t = Terrain::generate(&GenParams::new(1, size), TerrainConfig::default()).expect("world");
     let reach = (DEFAULT_DETACH_BUDGET as f64).cbrt().ceil() as u32;
     let mut report = Report {
         suite: "detach".into(),

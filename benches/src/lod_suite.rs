@@ -23,7 +23,7 @@ use voxterra_mesher::{
     cluster_chunks,
 };
 
-use voxterra_worldgen::WorldParams;
+use voxterra_worldgen::GenParams;
 
 const TRANSVOXEL: &str = "transvoxel 2.0";
 const MESHOPT: &str = "meshopt 0.7 simplify";
@@ -159,7 +159,7 @@ fn from_tables(mesher: &Mesher, node: LodNode, tables: &ChunkClusterMap) -> usiz
 /// surface and the time per such chunk. A profiling target.
 pub fn profile_chunk_clusters(level: u32, rounds: usize) -> (usize, std::time::Duration) {
     let size = [512, 128, 512];
-    let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).expect("world");
+    let t = Terrain::generate(&GenParams::new(1, size), TerrainConfig::default()).expect("world");
     let mesher = Mesher::new(t.materials());
     let node = node_at_ground(&t, size, level);
     let mut ws = MeshWorkspace::new();
@@ -180,7 +180,7 @@ pub fn profile_chunk_clusters(level: u32, rounds: usize) -> (usize, std::time::D
 /// target.
 pub fn profile_node(level: u32, rounds: usize, held: bool) -> (usize, std::time::Duration) {
     let size = [512, 128, 512];
-    let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).expect("world");
+    let t = Terrain::generate(&GenParams::new(1, size), TerrainConfig::default()).expect("world");
     let mesher = Mesher::new(t.materials());
     let node = node_at_ground(&t, size, level);
     let mut ws = MeshWorkspace::new();
@@ -202,7 +202,7 @@ pub fn profile_node(level: u32, rounds: usize, held: bool) -> (usize, std::time:
 pub fn run(quick: bool) -> Report {
     let budget = Budget::new(quick);
     let size = if quick { [256, 96, 256] } else { [512, 128, 512] };
-    let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).expect("world");
+    let t = Terrain::generate(&GenParams::new(1, size), TerrainConfig::default()).expect("world");
     let mesher = Mesher::new(t.materials());
     let mut report = Report {
         suite: "lod".into(),
@@ -424,7 +424,7 @@ pub fn run(quick: bool) -> Report {
 /// The viewer at the centre of a 2048×256×2048 world, everything in view; then one chunk over.
 fn whole_view(report: &mut Report) {
     let size = [2048, 256, 2048];
-    let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).expect("world");
+    let t = Terrain::generate(&GenParams::new(1, size), TerrainConfig::default()).expect("world");
     let mesher = Mesher::new(t.materials());
     let keys = t.render_chunks();
     let mut full = 0usize;

@@ -1,5 +1,5 @@
-//! Fuzz target `decode_rle`: the body is `voxterra_codec::fuzz::decode_rle`, which the codec's tests also run
+//! Fuzz target `decode_rle`: the body is `voxterra_codec::fuzz::check_decode_rle`, which the codec's tests also run
 //! over the committed corpus.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| voxterra_codec::fuzz::decode_rle(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| voxterra_codec::fuzz::check_decode_rle(data));

@@ -1,5 +1,5 @@
-//! Fuzz target `roundtrip`: the body is `voxterra_codec::fuzz::roundtrip`, which the codec's tests also run
+//! Fuzz target `roundtrip`: the body is `voxterra_codec::fuzz::check_roundtrip`, which the codec's tests also run
 //! over the committed corpus.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| voxterra_codec::fuzz::roundtrip(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| voxterra_codec::fuzz::check_roundtrip(data));

@@ -4,7 +4,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::time::Instant;
 use voxterra::store::VoxelStore;
-use voxterra::worldgen::{WorldParams, generate};
+use voxterra::worldgen::{GenParams, generate};
 
 /// Arguments of `voxterra gen`.
 #[derive(clap::Args, Debug)]
@@ -85,7 +85,7 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
         builder = builder.num_threads(n);
     }
     let pool = builder.build().context("starting the worker threads")?;
-    let params = WorldParams::new(args.seed, args.size);
+    let params = GenParams::new(args.seed, args.size);
     params.region().context("checking the world size")?;
 
     let bar = progress_bar(0, "generating", "tiles", args.json)?;

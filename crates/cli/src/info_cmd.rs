@@ -1,14 +1,14 @@
-//! `voxterra info FILE`: what a world file holds.
+//! `voxterra info FILE`: what a terrain file holds.
 
 use anyhow::Context;
 use std::path::PathBuf;
-use voxterra::codec::{ReadLimits, WorldReader};
+use voxterra::codec::{ReadLimits, TerrainFileReader};
 use voxterra::core::Voxel;
 
 /// Arguments of `voxterra info`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct InfoArgs {
-    /// The world file.
+    /// The terrain file.
     file: PathBuf,
     /// Print one JSON object on stdout.
     #[arg(long)]
@@ -44,7 +44,7 @@ struct Info {
 }
 
 pub(crate) fn run(args: &InfoArgs) -> anyhow::Result<()> {
-    let mut reader = WorldReader::open_path(&args.file, ReadLimits::default())
+    let mut reader = TerrainFileReader::open_path(&args.file, ReadLimits::default())
         .with_context(|| format!("opening {}", args.file.display()))?;
     let mut counts = [0u64; 64];
     let mut voxels = vec![Voxel::AIR; reader.chunk_voxels()];

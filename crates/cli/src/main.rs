@@ -1,11 +1,11 @@
 //! `voxterra`: the command-line face of voxterra.
 //!
 //! - `voxterra gen`: make a procedural world, report its size and memory, optionally save it.
-//! - `voxterra info FILE`: what a world file holds.
-//! - `voxterra mesh`: mesh a world file or a generated world and write OBJ or PLY.
+//! - `voxterra info FILE`: what a terrain file holds.
+//! - `voxterra mesh`: mesh a terrain file or a generated world and write OBJ or PLY.
 //! - `voxterra demo`: bodies on live-edited terrain through rapier, optionally beside per-chunk
 //!   TriMesh colliders, with a table and a picture.
-//! - `voxterra render`: ray cast a world file or a generated world into a PNG; `--lod` draws it
+//! - `voxterra render`: ray cast a terrain file or a generated world into a PNG; `--lod` draws it
 //!   through levels of detail around the eye.
 //! - `voxterra serve-sim`: a replication server with live edits and three simulated clients in one
 //!   process: bytes per tick, time to full detail, a hash check against the server.
@@ -38,7 +38,7 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Generate a procedural world in memory and print a summary.
     Gen(gen_cmd::GenArgs),
-    /// Describe a world file: size, chunks, compression ratio, voxels per material.
+    /// Describe a terrain file: size, chunks, compression ratio, voxels per material.
     Info(info_cmd::InfoArgs),
     /// Mesh a world (a file, or generated) and write it as OBJ or PLY with material colors.
     Mesh(mesh_cmd::MeshArgs),

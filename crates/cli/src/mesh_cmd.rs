@@ -12,7 +12,7 @@ use voxterra::TerrainConfig;
 use voxterra::core::MaterialTable;
 use voxterra::mesher::{Mesher, RenderMesh, ShapeMode, Surface};
 use voxterra::store::VoxelStore;
-use voxterra::worldgen::{WorldParams, generate};
+use voxterra::worldgen::{GenParams, generate};
 use voxterra::{AtomicFile, Terrain};
 
 /// Vertex placement, as on the command line.
@@ -29,7 +29,7 @@ pub(crate) enum Shape {
 /// Arguments of `voxterra mesh`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct MeshArgs {
-    /// Mesh this world file; without it a world is generated from --size and --seed.
+    /// Mesh this terrain file; without it a world is generated from --size and --seed.
     #[arg(long = "in", value_name = "FILE")]
     input: Option<PathBuf>,
     /// Size of the generated world, X×Y×Z.
@@ -91,7 +91,7 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
             voxterra::load(path, |_, _| {}).with_context(|| format!("loading {}", path.display()))?
         }
         None => {
-            let params = WorldParams::new(args.seed, args.size);
+            let params = GenParams::new(args.seed, args.size);
             params.region().context("checking the world size")?;
             let bar = progress_bar(0, "generating", "tiles", args.json)?;
             let mut store = VoxelStore::new();

@@ -1,4 +1,4 @@
-//! `voxterra render`: a world file or a generated world, ray cast into a PNG from a camera given by
+//! `voxterra render`: a terrain file or a generated world, ray cast into a PNG from a camera given by
 //! flags.
 
 use crate::gen_cmd::{parse_size, progress_bar};
@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use voxterra::TerrainConfig;
 use voxterra::core::nalgebra::Point3;
 use voxterra::mesher::Mesher;
-use voxterra::worldgen::WorldParams;
+use voxterra::worldgen::GenParams;
 use voxterra::{Terrain, World};
 
 /// Arguments of `voxterra render`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct RenderArgs {
-    /// Render this world file; without it a world is generated from --size and --seed.
+    /// Render this terrain file; without it a world is generated from --size and --seed.
     #[arg(long = "in", value_name = "FILE")]
     input: Option<PathBuf>,
     /// Size of the generated world, X×Y×Z.
@@ -124,7 +124,7 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
             None => {
                 let bar = progress_bar(0, "generating", "tiles", false)?;
                 let t = Terrain::generate_with_progress(
-                    &WorldParams::new(args.seed, args.size),
+                    &GenParams::new(args.seed, args.size),
                     TerrainConfig::default(),
                     |d, n| {
                         bar.set_length(n);

@@ -10,7 +10,7 @@ use std::time::Instant;
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{Ray, Region, Voxel, VoxelRead, materials};
 use voxterra::replication::{ClientId, ReplicaClient, ReplicationConfig, ReplicationServer, client_terrain};
-use voxterra::worldgen::WorldParams;
+use voxterra::worldgen::GenParams;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainConfig};
 
 /// Arguments of `voxterra serve-sim`.
@@ -121,7 +121,7 @@ pub(crate) fn run(args: &ServeSimArgs) -> anyhow::Result<()> {
         args.full_radius.is_finite() && args.full_radius > 0.0 && args.full_radius <= 1e6,
         "--full-radius must be positive and at most 1e6"
     );
-    let params = WorldParams::new(args.seed, args.size);
+    let params = GenParams::new(args.seed, args.size);
     let mut server = Terrain::generate(&params, TerrainConfig::default()).context("generating the world")?;
     let r = args.full_radius;
     let config =

@@ -37,7 +37,7 @@ fn hostile_values_do_not_panic() {
     check(&["mesh", "--size", "1x1x1", "--out", &ply, "--json"], true);
     check(&["mesh", "--size", "2x2x2", "--out", &file("m.txt")], false);
     check(&["render", "--size", "1x1x1", "--resolution", "16x8", "--out", &png], true);
-    // Files that are not world files.
+    // Files that are not terrain files.
     let empty = file("empty.vxt");
     std::fs::write(&empty, b"").unwrap();
     let noise = file("noise.vxt");

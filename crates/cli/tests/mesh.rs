@@ -1,5 +1,5 @@
 //! `voxterra mesh` end to end: PLY and OBJ files agree with the summary and with each other, are
-//! the same for any thread count, and a world file meshes like the world it was saved from.
+//! the same for any thread count, and a terrain file meshes like the world it was saved from.
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 

@@ -1,7 +1,7 @@
 //! Writes the seed corpus for the fuzz targets into fuzz/corpus/: small valid inputs the fuzzer
 //! mutates from. Run once when the formats change: `cargo run -p voxterra-codec --example fuzz_seeds`.
 
-use voxterra_codec::{Compression, WorldWriter, WriteOptions, rle};
+use voxterra_codec::{Compression, TerrainFileWriter, WriteOptions, rle};
 use voxterra_core::{MaterialTable, Region, Voxel, VoxelPos, materials as m};
 use voxterra_voxel_store::VoxelStore;
 
@@ -34,7 +34,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     store.fill(&Region::from_min_size(VoxelPos::new(-3, 0, 0), [40, 4, 6])?, Voxel::full(m::SAND))?;
     store.set(VoxelPos::new(1, 4, 1), Voxel::new(m::GRASS, 77))?;
     for (name, c) in [("lz4", Compression::Lz4), ("plain", Compression::None)] {
-        let mut w = WorldWriter::new(Vec::new(), &MaterialTable::default(), WriteOptions { compression: c })?;
+        let mut w =
+            TerrainFileWriter::new(Vec::new(), &MaterialTable::default(), WriteOptions { compression: c })?;
         for k in store.chunk_keys() {
             w.write_chunk(k, &store)?;
         }

@@ -1,4 +1,4 @@
-//! Error types, one per layer: RLE decoding, compressed blocks, world files, snapshots.
+//! Error types, one per layer: RLE decoding, compressed blocks, terrain files, snapshots.
 
 use std::io;
 use thiserror::Error;
@@ -109,24 +109,24 @@ pub enum BlockError {
     Rle(#[from] DecodeError),
 }
 
-/// A world file that cannot be read or written. Offsets are bytes into the file.
+/// A terrain file that cannot be read or written. Offsets are bytes into the file.
 #[derive(Debug, Error)]
 #[non_exhaustive]
-pub enum WorldFileError {
+pub enum TerrainFileError {
     /// The operating system refused.
     #[error("I/O: {0}")]
     Io(#[from] io::Error),
-    /// Not a voxterra world file.
-    #[error("not a voxterra world file (bad magic at byte {offset})")]
+    /// Not a voxterra terrain file.
+    #[error("not a voxterra terrain file (bad magic at byte {offset})")]
     BadMagic {
         /// Where the magic was expected.
         offset: u64,
     },
     /// A format version this build cannot read.
-    #[error("unsupported world file version {0}")]
+    #[error("unsupported terrain file version {0}")]
     UnsupportedVersion(u16),
     /// A chunk size other than the store's 32³ chunks (chunk shift 5).
-    #[error("unsupported chunk shift {0}: world files hold 32³ chunks (shift 5)")]
+    #[error("unsupported chunk shift {0}: terrain files hold 32³ chunks (shift 5)")]
     UnsupportedChunkShift(u8),
     /// A structural field out of range or inconsistent.
     #[error("corrupt {what} at byte {offset}")]

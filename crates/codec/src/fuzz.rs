@@ -3,8 +3,8 @@
 
 use crate::block::{BlockScratch, Compression, decode_block, encode_voxels};
 use crate::delta::{self, encode_delta};
+use crate::file::{ReadLimits, TerrainFileReader};
 use crate::rle;
-use crate::world::{ReadLimits, WorldReader};
 use voxterra_core::{Material, Voxel};
 
 /// Box dimensions from the first three bytes (1..=16 each), the rest is the payload.
@@ -16,7 +16,7 @@ fn split_dims(data: &[u8]) -> Option<(usize, &[u8])> {
 
 /// Decodes arbitrary bytes as an RLE box; whatever decodes must re-encode to a stream that decodes
 /// to the same voxels.
-pub fn decode_rle(data: &[u8]) {
+pub fn check_decode_rle(data: &[u8]) {
     let Some((n, stream)) = split_dims(data) else { return };
     let mut out = vec![Voxel::AIR; n];
     if rle::decode_exact(stream, &mut out, u64::MAX).is_ok() {
@@ -32,7 +32,7 @@ pub fn decode_rle(data: &[u8]) {
 }
 
 /// Arbitrary voxel boxes round-trip exactly through RLE and both block compressors.
-pub fn roundtrip(data: &[u8]) {
+pub fn check_roundtrip(data: &[u8]) {
     let voxels: Vec<Voxel> =
         data.chunks_exact(2).map(|p| Voxel::new(Material::from_low_bits(p[0] % 8), p[1])).collect();
     let mut scratch = BlockScratch::default();
@@ -45,10 +45,10 @@ pub fn roundtrip(data: &[u8]) {
     }
 }
 
-/// Opens arbitrary bytes as a world file and reads every chunk it lists: errors, never panics.
-pub fn open_world(data: &[u8]) {
+/// Opens arbitrary bytes as a terrain file and reads every chunk it lists: errors, never panics.
+pub fn check_open_world(data: &[u8]) {
     let limits = ReadLimits { max_chunks: 4096 };
-    if let Ok(mut r) = WorldReader::open(std::io::Cursor::new(data), limits) {
+    if let Ok(mut r) = TerrainFileReader::open(std::io::Cursor::new(data), limits) {
         let mut out = vec![Voxel::AIR; r.chunk_voxels()];
         let keys: Vec<_> = r.entries().iter().map(|e| e.key).collect();
         for k in keys {
@@ -60,7 +60,7 @@ pub fn open_world(data: &[u8]) {
 /// Decodes arbitrary bytes as an edit delta (within a 2^18-voxel limit, every material known):
 /// errors or succeeds, never panics; what decodes re-encodes (voxels re-blocked) to bytes that
 /// decode to the same delta.
-pub fn decode_delta(data: &[u8]) {
+pub fn check_decode_delta(data: &[u8]) {
     if let Ok(d) = decode_delta_bytes(data) {
         let mut block = Vec::new();
         encode_voxels(&d.voxels, Compression::Lz4, &mut BlockScratch::default(), &mut block);
@@ -75,7 +75,7 @@ fn decode_delta_bytes(data: &[u8]) -> Result<crate::Delta, crate::DeltaFormatErr
 
 /// Decodes arbitrary bytes as a network packet of the box they declare (every material known):
 /// errors, never panics; whatever decodes re-encodes to a packet that decodes alike.
-pub fn decode_packet(data: &[u8]) {
+pub fn check_decode_packet(data: &[u8]) {
     let Ok(size) = crate::packet::packet_size(data) else { return };
     let mut out = vec![Voxel::AIR; size.iter().product()];
     if crate::packet::decode_packet(data, size, u64::MAX, &mut out).is_ok() {

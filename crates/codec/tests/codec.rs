@@ -1,5 +1,5 @@
 //! The codec against the store and a dense reference: round trips, exact bytes (insta), every
-//! byte flip and truncation of a world file, interrupted saves.
+//! byte flip and truncation of a terrain file, interrupted saves.
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
@@ -7,7 +7,8 @@ use proptest::prelude::*;
 use std::io::Cursor;
 use voxterra_codec::block::{BlockScratch, decode_block, encode_voxels};
 use voxterra_codec::{
-    Compression, ReadLimits, Snapshot, WorldFileError, WorldReader, WorldWriter, WriteOptions, rle,
+    Compression, ReadLimits, Snapshot, TerrainFileError, TerrainFileReader, TerrainFileWriter, WriteOptions,
+    rle,
 };
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{
@@ -110,7 +111,7 @@ fn exact_bytes_of_small_boxes() {
 
 fn small_world() -> (VoxelStore, Vec<StoreChunkKey>) {
     let mut store = VoxelStore::new();
-    let params = voxterra_worldgen::WorldParams::new(9, [40, 40, 36]);
+    let params = voxterra_worldgen::GenParams::new(9, [40, 40, 36]);
     voxterra_worldgen::generate(&params, &mut store, |_, _| {}).unwrap();
     let keys = store.chunk_keys();
     (store, keys)
@@ -118,15 +119,16 @@ fn small_world() -> (VoxelStore, Vec<StoreChunkKey>) {
 
 fn file_of(store: &VoxelStore, keys: &[StoreChunkKey], c: Compression) -> Vec<u8> {
     let mut w =
-        WorldWriter::new(Vec::new(), &MaterialTable::default(), WriteOptions { compression: c }).unwrap();
+        TerrainFileWriter::new(Vec::new(), &MaterialTable::default(), WriteOptions { compression: c })
+            .unwrap();
     for k in keys {
         w.write_chunk(*k, store).unwrap();
     }
     w.finish().unwrap().0
 }
 
-fn load(bytes: &[u8]) -> Result<VoxelStore, WorldFileError> {
-    let mut r = WorldReader::open(Cursor::new(bytes), ReadLimits::default())?;
+fn load(bytes: &[u8]) -> Result<VoxelStore, TerrainFileError> {
+    let mut r = TerrainFileReader::open(Cursor::new(bytes), ReadLimits::default())?;
     let mut out = VoxelStore::new();
     r.read_all(&mut out, |_, _| {})?;
     Ok(out)
@@ -141,14 +143,14 @@ fn same_voxels(a: &VoxelStore, b: &VoxelStore) -> bool {
 }
 
 #[test]
-fn world_files_load_exactly_what_was_saved() {
+fn terrain_files_load_exactly_what_was_saved() {
     let (store, keys) = small_world();
     for c in [Compression::None, Compression::Lz4] {
         let bytes = file_of(&store, &keys, c);
         let loaded = load(&bytes).unwrap();
         assert!(same_voxels(&store, &loaded));
         // One chunk alone, through the directory.
-        let mut r = WorldReader::open(Cursor::new(&bytes), ReadLimits::default()).unwrap();
+        let mut r = TerrainFileReader::open(Cursor::new(&bytes), ReadLimits::default()).unwrap();
         let mut chunk = vec![Voxel::AIR; r.chunk_voxels()];
         assert!(r.read_chunk(keys[1], &mut chunk).unwrap());
         let mut expect = vec![Voxel::AIR; chunk.len()];
@@ -192,7 +194,7 @@ fn every_byte_flip_and_truncation_errors_or_decodes_exactly() {
         // A cut header or trailer loses a magic; a cut anywhere else leaves a structure short.
         let e = load(&bytes[..len]);
         assert!(
-            matches!(e, Err(WorldFileError::BadMagic { .. } | WorldFileError::Corrupt { .. })),
+            matches!(e, Err(TerrainFileError::BadMagic { .. } | TerrainFileError::Corrupt { .. })),
             "truncation to {len} bytes: {e:?}"
         );
     }
@@ -210,7 +212,7 @@ fn other_chunk_sizes_are_rejected_by_name() {
     let body = 16 + json_len;
     let crc = crc32fast::hash(&bytes[..body]);
     bytes[body..body + 4].copy_from_slice(&crc.to_le_bytes());
-    assert!(matches!(load(&bytes), Err(WorldFileError::UnsupportedChunkShift(4))));
+    assert!(matches!(load(&bytes), Err(TerrainFileError::UnsupportedChunkShift(4))));
 }
 
 #[test]

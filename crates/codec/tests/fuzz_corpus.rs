@@ -4,25 +4,25 @@ use voxterra_test_support::replay_corpus as replay;
 
 #[test]
 fn decode_rle_corpus() {
-    replay("decode_rle", voxterra_codec::fuzz::decode_rle);
+    replay("decode_rle", voxterra_codec::fuzz::check_decode_rle);
 }
 
 #[test]
 fn roundtrip_corpus() {
-    replay("roundtrip", voxterra_codec::fuzz::roundtrip);
+    replay("roundtrip", voxterra_codec::fuzz::check_roundtrip);
 }
 
 #[test]
 fn open_world_corpus() {
-    replay("open_world", voxterra_codec::fuzz::open_world);
+    replay("open_world", voxterra_codec::fuzz::check_open_world);
 }
 
 #[test]
 fn decode_delta_corpus() {
-    replay("decode_delta", voxterra_codec::fuzz::decode_delta);
+    replay("decode_delta", voxterra_codec::fuzz::check_decode_delta);
 }
 
 #[test]
 fn decode_packet_corpus() {
-    replay("decode_packet", voxterra_codec::fuzz::decode_packet);
+    replay("decode_packet", voxterra_codec::fuzz::check_decode_packet);
 }

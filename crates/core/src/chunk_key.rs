@@ -7,11 +7,11 @@ use nalgebra::Point3;
 /// The key of a cubic chunk of `2^SHIFT` voxels a side: its voxel coordinates shifted right by
 /// `SHIFT` (arithmetic shift, so negative coordinates land in negative chunks).
 ///
-/// Use the aliases: [`StoreChunkKey`] (the store's and the world file's 32³ chunks) and
+/// Use the aliases: [`StoreChunkKey`] (the store's and the terrain file's 32³ chunks) and
 /// [`PhysicsChunkKey`] (the bit broadphase's and the collision cache's 8³ chunks).
 ///
 /// Keys order by `(y, z, x)`: layer by layer, then row by row, the order of the store's buffers,
-/// of world files and of every list of chunks voxterra returns.
+/// of terrain files and of every list of chunks voxterra returns.
 ///
 /// PERF: hashes as one packed u64 — one hasher round. nalgebra's `Hash` for `Point3` writes the
 /// shape and each coordinate (five rounds), which cost the store 4× in random reads. Equality
@@ -41,7 +41,7 @@ pub const STORE_CHUNK_SHIFT: u32 = 5;
 /// log2 of a physics chunk's side.
 pub const PHYSICS_CHUNK_SHIFT: u32 = 3;
 
-/// A storage chunk (32³ voxels): the unit of the voxel store and of world files.
+/// A storage chunk (32³ voxels): the unit of the voxel store and of terrain files.
 pub type StoreChunkKey = ChunkKey<STORE_CHUNK_SHIFT>;
 /// A physics chunk (8³ voxels): the unit of the bit broadphase and the collision cache.
 pub type PhysicsChunkKey = ChunkKey<PHYSICS_CHUNK_SHIFT>;

@@ -6,12 +6,12 @@
 use rapier3d::prelude::*;
 use voxterra::TerrainConfig;
 use voxterra::core::nalgebra::{Point3, Vector3};
-use voxterra::worldgen::WorldParams;
+use voxterra::worldgen::GenParams;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain};
 use voxterra_rapier::{RapierTerrain, SharedTerrain, dispatcher};
 
 fn main() -> Result<(), voxterra::TerrainError> {
-    let terrain = Terrain::generate(&WorldParams::new(7, [96, 64, 96]), TerrainConfig::default())?;
+    let terrain = Terrain::generate(&GenParams::new(7, [96, 64, 96]), TerrainConfig::default())?;
     let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
     let ground = RapierTerrain::insert(SharedTerrain::new(terrain), &mut colliders);
     let surface = |x: f32, z: f32| {

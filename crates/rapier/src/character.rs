@@ -33,10 +33,10 @@ use std::ops::{Deref, DerefMut};
 /// use rapier3d::control::KinematicCharacterController;
 /// use rapier3d::prelude::*;
 /// use voxterra::core::nalgebra::{Point3, Vector3};
-/// use voxterra::worldgen::WorldParams;
+/// use voxterra::worldgen::GenParams;
 /// use voxterra_rapier::{CharacterController, RapierTerrain, SharedTerrain, dispatcher};
 ///
-/// let terrain = voxterra::Terrain::generate(&WorldParams::new(3, [64, 48, 64]), voxterra::TerrainConfig::default())?;
+/// let terrain = voxterra::Terrain::generate(&GenParams::new(3, [64, 48, 64]), voxterra::TerrainConfig::default())?;
 /// let mut world = PhysicsWorld::default();
 /// world.narrow_phase = NarrowPhase::with_query_dispatcher(dispatcher());
 /// let ground = RapierTerrain::insert(SharedTerrain::new(terrain), &mut world.colliders);

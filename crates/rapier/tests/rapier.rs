@@ -12,12 +12,12 @@ use voxterra::TerrainConfig;
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 use voxterra::core::{Ray as VRay, Region, Voxel, VoxelPos, materials};
-use voxterra::worldgen::WorldParams;
+use voxterra::worldgen::GenParams;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain};
 use voxterra_rapier::{RapierTerrain, SharedTerrain, TerrainShape, dispatcher};
 
 fn terrain() -> Terrain {
-    Terrain::generate(&WorldParams::new(3, [64, 48, 64]), TerrainConfig::default()).unwrap()
+    Terrain::generate(&GenParams::new(3, [64, 48, 64]), TerrainConfig::default()).unwrap()
 }
 
 fn ground_at(t: &Terrain, x: f32, z: f32) -> f32 {

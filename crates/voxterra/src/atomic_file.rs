@@ -1,4 +1,4 @@
-//! Atomic file replacement, for world files, pictures and exported meshes: write a temporary file
+//! Atomic file replacement, for terrain files, pictures and exported meshes: write a temporary file
 //! beside the target, flush and fsync it, rename it over the target ([`tempfile`]'s `persist`,
 //! which replaces on every platform), then, on Unix, fsync the directory so the rename itself is
 //! durable. A crash or an error at any point leaves either the old file or the new one, never a

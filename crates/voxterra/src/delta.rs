@@ -18,7 +18,7 @@ use voxterra_codec::delta::decode_delta;
 impl Terrain {
     /// The serialized deltas of every logged edit with a sequence number of at least `seq`, in
     /// order: send them to a client that has applied everything before `seq`. Edits older than the
-    /// log's byte budget are gone (a client that far behind needs the world file).
+    /// log's byte budget are gone (a client that far behind needs the terrain file).
     pub fn edits_since(&self, seq: u64) -> Vec<Vec<u8>> {
         self.log.since(seq).map(LoggedEdit::to_bytes).collect()
     }

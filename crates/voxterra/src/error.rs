@@ -5,12 +5,12 @@
 
 use crate::brush::Brush;
 use voxterra_bit_broadphase::BroadphaseError;
-use voxterra_codec::{SnapshotError, WorldFileError};
+use voxterra_codec::{SnapshotError, TerrainFileError};
 use voxterra_core::CoreError;
 use voxterra_mesher::MeshError;
 use voxterra_narrowphase::NarrowphaseError;
 use voxterra_voxel_store::StoreError;
-use voxterra_worldgen::WorldgenError;
+use voxterra_worldgen::GenError;
 
 /// Why a terrain could not be made or reconfigured.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -39,12 +39,12 @@ pub enum LoadError {
     /// The configuration was refused.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The world file could not be read.
+    /// The terrain file could not be read.
     #[error(transparent)]
-    WorldFile(#[from] WorldFileError),
+    File(#[from] TerrainFileError),
     /// World generation failed.
     #[error(transparent)]
-    Generate(#[from] WorldgenError<StoreError>),
+    Generate(#[from] GenError<StoreError>),
     /// The store refused the voxels (limits).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -170,9 +170,9 @@ pub enum TerrainError {
     /// Loading or generating one.
     #[error(transparent)]
     Load(#[from] LoadError),
-    /// Writing a world file.
+    /// Writing a terrain file.
     #[error(transparent)]
-    Save(#[from] WorldFileError),
+    Save(#[from] TerrainFileError),
     /// An edit.
     #[error(transparent)]
     Edit(#[from] EditError),

@@ -28,7 +28,7 @@ fn state(t: &Terrain) -> (Vec<Voxel>, usize, u64) {
 /// chunks, masks, sequence); nothing panics or allocates past the edit limit. A well-formed delta
 /// for another sequence number is refused as out of order, then tried again on the target made a
 /// replica at that number, so every decodable input reaches the write path.
-pub fn apply_delta(data: &[u8]) {
+pub fn check_apply_delta(data: &[u8]) {
     let mut t = delta_target();
     if let Err(DeltaError::Stale { delta, .. } | DeltaError::Gap { delta, .. }) =
         applied_or_unchanged(&mut t, data)
@@ -63,7 +63,7 @@ fn applied_or_unchanged(t: &mut Terrain, data: &[u8]) -> Result<(), DeltaError> 
 /// A replication client fed arbitrary bytes: as they are, then framed as its next message with a
 /// valid checksum (so the packet decoder and the writes run). A refused or ignored message leaves
 /// the client as it was; nothing panics.
-pub fn apply_message(data: &[u8]) {
+pub fn check_apply_message(data: &[u8]) {
     let config = TerrainConfig { max_edit_voxels: 1 << 18, ..TerrainConfig::default() };
     let mut c =
         ReplicaClient::new(Terrain::new(MaterialTable::default(), config).expect("a valid voxel size"));

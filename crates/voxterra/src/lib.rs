@@ -7,7 +7,7 @@
 //! | --- | --- | --- |
 //! | [`core`] | voxterra-core | voxels, materials, regions, AABBs, rays, the small traits |
 //! | [`store`] | voxterra-voxel-store | sparse row-packed 32³ chunks with mips; fast reads, dirty regions |
-//! | [`codec`] | voxterra-codec | the RLE voxel format, LZ4, world files, undo snapshots |
+//! | [`codec`] | voxterra-codec | the RLE voxel format, LZ4, terrain files, undo snapshots |
 //! | [`terrain_broadphase`] | voxterra-bit-broadphase | dilated 8³ solid/water masks, bit-parallel box queries, contacts |
 //! | [`kdtree`] | voxterra-kdtree | the loose kD tree over triangles (8-byte nodes): AABB and ray queries |
 //! | [`mesher`] | voxterra-mesher | dual surface extraction: smooth or sharp vertices, seamless chunks, render and physics meshes |
@@ -22,9 +22,9 @@
 //!
 //! ```
 //! use voxterra::prelude::*;
-//! use voxterra::worldgen::WorldParams;
+//! use voxterra::worldgen::GenParams;
 //!
-//! let mut terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
+//! let mut terrain = Terrain::generate(&GenParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
 //! let crater = Brush { shape: BrushShape::Sphere { center: Point3::new(32.0, 20.0, 32.0), radius: 4.0 }, op: BrushOp::Subtract };
 //! let report = terrain.apply_brush(&crater)?;
 //! assert!(report.dirty.is_some() && report.masks_rebuilt > 0);
@@ -86,10 +86,10 @@
 //! ```
 //! use voxterra::core::{VoxelPos, VoxelRead};
 //! use voxterra::store::VoxelStore;
-//! use voxterra::worldgen::{generate, WorldParams};
+//! use voxterra::worldgen::{generate, GenParams};
 //!
 //! let mut store = VoxelStore::new();
-//! let params = WorldParams::new(3, [64, 64, 64]);
+//! let params = GenParams::new(3, [64, 64, 64]);
 //! generate(&params, &mut store, |_, _| {}).unwrap();
 //! assert!(!store.voxel(VoxelPos::new(5, 0, 5)).is_air());
 //! println!("{:.2} bytes per non-empty voxel", store.stats().bytes_per_non_empty_voxel());
@@ -103,7 +103,7 @@
 //! let table = voxterra::core::MaterialTable::default();
 //! voxterra::save("world.vxt", &store, &table, |_, _| {})?;
 //! let (store, table) = voxterra::load("world.vxt", |_, _| {})?;
-//! # Ok::<(), voxterra::codec::WorldFileError>(())
+//! # Ok::<(), voxterra::codec::TerrainFileError>(())
 //! ```
 
 #![forbid(unsafe_code)]
@@ -118,6 +118,7 @@ mod delta;
 mod delta_log;
 pub mod detach;
 mod error;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod history;
 pub mod lod;
@@ -164,7 +165,9 @@ pub use voxterra_voxel_store as store;
 pub use voxterra_worldgen as worldgen;
 
 use std::path::Path;
-use voxterra_codec::{ReadLimits, SaveStats, WorldFileError, WorldReader, WriteOptions, write_world};
+use voxterra_codec::{
+    ReadLimits, SaveStats, TerrainFileError, TerrainFileReader, WriteOptions, write_terrain_file,
+};
 use voxterra_core::MaterialTable;
 use voxterra_voxel_store::VoxelStore;
 
@@ -175,20 +178,20 @@ pub fn save(
     store: &VoxelStore,
     table: &MaterialTable,
     progress: impl FnMut(u64, u64),
-) -> Result<SaveStats, WorldFileError> {
+) -> Result<SaveStats, TerrainFileError> {
     let keys = store.chunk_keys();
     let file = AtomicFile::create(path)?;
-    let (file, stats) = write_world(file, store, &keys, table, WriteOptions::default(), progress)?;
+    let (file, stats) = write_terrain_file(file, store, &keys, table, WriteOptions::default(), progress)?;
     file.commit()?;
     Ok(stats)
 }
 
-/// Loads the world file at `path` into a new store, with its material table.
+/// Loads the terrain file at `path` into a new store, with its material table.
 pub fn load(
     path: impl AsRef<Path>,
     progress: impl FnMut(u64, u64),
-) -> Result<(VoxelStore, MaterialTable), WorldFileError> {
-    let mut reader = WorldReader::open_path(path, ReadLimits::default())?;
+) -> Result<(VoxelStore, MaterialTable), TerrainFileError> {
+    let mut reader = TerrainFileReader::open_path(path, ReadLimits::default())?;
     let mut store = VoxelStore::new();
     reader.read_all(&mut store, progress)?;
     Ok((store, reader.material_table().clone()))

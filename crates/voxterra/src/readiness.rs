@@ -85,9 +85,9 @@ impl Terrain {
     /// ```
     /// use voxterra::prelude::*;
     /// use voxterra::{PrepareBudget, TerrainConfig};
-    /// use voxterra::worldgen::WorldParams;
+    /// use voxterra::worldgen::GenParams;
     ///
-    /// let terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
+    /// let terrain = Terrain::generate(&GenParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
     /// let around = Aabb::new(Point3::new(20.0, 0.0, 20.0), Point3::new(40.0, 48.0, 40.0));
     /// assert!(!terrain.prepare(&[around], PrepareBudget::NONE).ready);
     /// let r = terrain.prepare(&[around], PrepareBudget::UNLIMITED);

@@ -15,13 +15,13 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::BitBroadphase;
-use voxterra_codec::{Compression, Snapshot, WorldFileError};
+use voxterra_codec::{Compression, Snapshot, TerrainFileError};
 use voxterra_core::{Aabb, StoreChunkKey};
 use voxterra_core::{Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
 use voxterra_mesher::{MeshError, RenderMesh};
 use voxterra_mesher::{MeshWorkspace, Mesher};
 use voxterra_voxel_store::{StoreError, VoxelStore};
-use voxterra_worldgen::WorldParams;
+use voxterra_worldgen::GenParams;
 
 /// What a terrain's undo history holds ([`Terrain::history`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -131,13 +131,13 @@ impl Terrain {
     }
 
     /// Generates the world of `params` (default materials).
-    pub fn generate(params: &WorldParams, config: TerrainConfig) -> Result<Self, LoadError> {
+    pub fn generate(params: &GenParams, config: TerrainConfig) -> Result<Self, LoadError> {
         Self::generate_with_progress(params, config, |_, _| {})
     }
 
     /// [`Terrain::generate`], calling `progress(done, total)` as tiles finish.
     pub fn generate_with_progress(
-        params: &WorldParams,
+        params: &GenParams,
         config: TerrainConfig,
         progress: impl FnMut(u64, u64),
     ) -> Result<Self, LoadError> {
@@ -146,7 +146,7 @@ impl Terrain {
         Ok(Self::from_store(store, MaterialTable::default(), config)?)
     }
 
-    /// Loads a world file (see [`crate::load`]).
+    /// Loads a terrain file (see [`crate::load`]).
     pub fn load(path: impl AsRef<Path>, config: TerrainConfig) -> Result<Self, LoadError> {
         Self::load_with_progress(path, config, |_, _| {})
     }
@@ -162,7 +162,7 @@ impl Terrain {
     }
 
     /// Saves the voxels atomically (see [`crate::save`]); the history is not saved.
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), WorldFileError> {
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), TerrainFileError> {
         self.save_with_progress(path, |_, _| {})
     }
 
@@ -171,7 +171,7 @@ impl Terrain {
         &self,
         path: impl AsRef<Path>,
         progress: impl FnMut(u64, u64),
-    ) -> Result<(), WorldFileError> {
+    ) -> Result<(), TerrainFileError> {
         crate::save(path, &self.store, &self.table, progress)?;
         Ok(())
     }

@@ -148,10 +148,10 @@ impl Terrain {
     ///
     /// ```
     /// use voxterra::prelude::*;
-    /// use voxterra::worldgen::WorldParams;
+    /// use voxterra::worldgen::GenParams;
     /// use voxterra::TerrainContactCache;
     ///
-    /// let terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
+    /// let terrain = Terrain::generate(&GenParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
     /// let down = Ray::new(Point3::new(32.0, 60.0, 32.0), -Vector3::y());
     /// let ground = terrain.cast_ray(&down, 100.0)?.expect("ground").point.y;
     /// let ball = SharedShape::ball(1.0);

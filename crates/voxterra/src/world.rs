@@ -201,10 +201,10 @@ pub(crate) struct Slot {
 /// ```
 /// use voxterra::narrowphase::parry3d::math::Pose;
 /// use voxterra::narrowphase::parry3d::shape::SharedShape;
-/// use voxterra::worldgen::WorldParams;
+/// use voxterra::worldgen::GenParams;
 /// use voxterra::{BodyDesc, Terrain, TerrainConfig, World, WorldEvent};
 ///
-/// let terrain = Terrain::generate(&WorldParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
+/// let terrain = Terrain::generate(&GenParams::new(3, [64, 48, 64]), TerrainConfig::default())?;
 /// let mut world = World::new(terrain);
 /// let ball = world.insert(BodyDesc {
 ///     shape: SharedShape::ball(0.5),

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use voxterra::core::nalgebra::{Matrix3, Point3, Vector3};
 use voxterra::core::{MaterialTable, Region, Voxel, VoxelPos, VoxelRead, materials};
 use voxterra::detach::{DetachedPiece, DetachedRegion};
-use voxterra::worldgen::WorldParams;
+use voxterra::worldgen::GenParams;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain};
 use voxterra::{DetachConfig, TerrainConfig};
 
@@ -86,7 +86,7 @@ proptest! {
         rocks in proptest::collection::vec((proptest::array::uniform3(4.0f32..60.0), 1.5f32..5.0), 1..4),
         carve in (proptest::array::uniform3(0.0f32..64.0), 2.0f32..8.0),
     ) {
-        let mut t = Terrain::generate(&WorldParams::new(seed, [64, 48, 64]), TerrainConfig::default()).unwrap();
+        let mut t = Terrain::generate(&GenParams::new(seed, [64, 48, 64]), TerrainConfig::default()).unwrap();
         for (c, r) in &rocks {
             let rock = BrushShape::Sphere { center: Point3::new(c[0], 30.0 + c[1] * 0.3, c[2]), radius: *r };
             t.apply_brush(&Brush { shape: rock, op: BrushOp::Add(materials::ROCK) }).unwrap();
@@ -191,7 +191,7 @@ proptest! {
         carve_r in 2.0f32..6.0,
         pick in 0usize..4,
     ) {
-        let mut t = Terrain::generate(&WorldParams::new(seed, [64, 48, 64]), TerrainConfig::default()).unwrap();
+        let mut t = Terrain::generate(&GenParams::new(seed, [64, 48, 64]), TerrainConfig::default()).unwrap();
         // Rocks on stalks rising from the ground; the carve cuts one stalk.
         let mut stalks = Vec::new();
         for (c, r) in &rocks {
@@ -448,7 +448,7 @@ fn the_anchor_depends_on_the_voxels_not_on_how_the_terrain_was_made() {
 /// or rebuilt voxel by voxel through edits.
 #[test]
 fn a_generated_world_away_from_the_origin_keeps_its_ground() {
-    let mut params = WorldParams::new(7, [48, 40, 48]);
+    let mut params = GenParams::new(7, [48, 40, 48]);
     params.origin = VoxelPos::new(3, 5, -7);
     let mut generated = Terrain::generate(&params, detaching(1 << 20)).unwrap();
     let box_ = Region::from_min_size(params.origin, params.size).unwrap();

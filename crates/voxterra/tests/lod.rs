@@ -12,13 +12,13 @@ use voxterra::mesher::{MeshWorkspace, Mesher, RenderMesh};
 use voxterra::parry3d::math::Vector;
 use voxterra::parry3d::query::PointQuery;
 use voxterra::parry3d::shape::TriMesh;
-use voxterra::worldgen::WorldParams;
+use voxterra::worldgen::GenParams;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain};
 
 const SIZE: [u32; 3] = [256, 96, 256];
 
 fn world(seed: u64) -> Terrain {
-    Terrain::generate(&WorldParams::new(seed, SIZE), TerrainConfig::default()).unwrap()
+    Terrain::generate(&GenParams::new(seed, SIZE), TerrainConfig::default()).unwrap()
 }
 
 /// Every node of `level` over the world (one node of margin below and around: surfaces facing
@@ -301,7 +301,7 @@ mod clustered {
 
     #[test]
     fn level_zero_is_the_mesher() {
-        let t = Terrain::generate(&WorldParams::new(2, [128, 64, 128]), TerrainConfig::default()).unwrap();
+        let t = Terrain::generate(&GenParams::new(2, [128, 64, 128]), TerrainConfig::default()).unwrap();
         let zero = |_: VoxelPos| 0;
         let ours = mesh_all(&t, [128, 64, 128], &zero);
         let mesher = Mesher::new(t.materials());
@@ -323,7 +323,7 @@ mod clustered {
     #[test]
     fn each_clustered_level_stays_near_the_full_surface() {
         let size = [256, 96, 256];
-        let t = Terrain::generate(&WorldParams::new(1, size), TerrainConfig::default()).unwrap();
+        let t = Terrain::generate(&GenParams::new(1, size), TerrainConfig::default()).unwrap();
         let full = mesh_all(&t, size, &|_| 0);
         let full_tri = trimesh(&full);
         let counted =
@@ -342,7 +342,7 @@ mod clustered {
     #[test]
     fn interior_and_border_make_the_whole() {
         let size = [128, 64, 128];
-        let t = Terrain::generate(&WorldParams::new(4, size), TerrainConfig::default()).unwrap();
+        let t = Terrain::generate(&GenParams::new(4, size), TerrainConfig::default()).unwrap();
         let mesher = Mesher::new(t.materials());
         let mut ws = MeshWorkspace::new();
         let levels = |p: VoxelPos| {
@@ -374,7 +374,7 @@ mod clustered {
     #[test]
     fn borders_stitched_from_summaries_equal_fresh_ones() {
         let size = [128, 64, 128];
-        let t = Terrain::generate(&WorldParams::new(8, size), TerrainConfig::default()).unwrap();
+        let t = Terrain::generate(&GenParams::new(8, size), TerrainConfig::default()).unwrap();
         let mesher = Mesher::new(t.materials());
         let mut ws = MeshWorkspace::new();
         let before = |p: VoxelPos| {
@@ -429,7 +429,7 @@ mod clustered {
     #[test]
     fn chunk_clusters_missing_or_trimmed_are_errors() {
         use voxterra::mesher::{ChunkClusters, MeshError};
-        let t = Terrain::generate(&WorldParams::new(4, [128, 64, 128]), TerrainConfig::default()).unwrap();
+        let t = Terrain::generate(&GenParams::new(4, [128, 64, 128]), TerrainConfig::default()).unwrap();
         let mesher = Mesher::new(t.materials());
         let mut ws = MeshWorkspace::new();
         let node = ClusterNode { region: block_region([0, 0, 0]), level: 2 };
@@ -477,7 +477,7 @@ mod clustered {
         #[test]
         fn nodes_from_chunk_clusters_equal_nodes_from_voxels(seed in 1u64..1000, picks in proptest::collection::vec(0u32..=5, 48), crater in proptest::array::uniform3(0.0f32..128.0)) {
             let size = [128, 64, 128];
-            let mut t = Terrain::generate(&WorldParams::new(seed, size), TerrainConfig::default()).unwrap();
+            let mut t = Terrain::generate(&GenParams::new(seed, size), TerrainConfig::default()).unwrap();
             let hole = BrushShape::Sphere { center: Point3::new(crater[0], crater[1] * 0.5, crater[2]), radius: 9.0 };
             t.apply_brush(&Brush { shape: hole, op: BrushOp::Subtract }).unwrap();
             let mesher = Mesher::new(t.materials());
@@ -521,7 +521,7 @@ mod clustered {
         #[test]
         fn mixed_levels_are_watertight(seed in 1u64..1000, picks in proptest::collection::vec(0u32..=5, 48), crater in proptest::array::uniform3(0.0f32..128.0)) {
             let size = [128, 64, 128];
-            let mut t = Terrain::generate(&WorldParams::new(seed, size), TerrainConfig::default()).unwrap();
+            let mut t = Terrain::generate(&GenParams::new(seed, size), TerrainConfig::default()).unwrap();
             let hole = BrushShape::Sphere { center: Point3::new(crater[0], crater[1] * 0.5, crater[2]), radius: 9.0 };
             t.apply_brush(&Brush { shape: hole, op: BrushOp::Subtract }).unwrap();
             let all = blocks(size);
@@ -590,8 +590,7 @@ mod view {
 
     #[test]
     fn moves_and_edits_hand_out_what_a_fresh_view_draws() {
-        let mut t =
-            Terrain::generate(&WorldParams::new(5, [128, 64, 128]), TerrainConfig::default()).unwrap();
+        let mut t = Terrain::generate(&GenParams::new(5, [128, 64, 128]), TerrainConfig::default()).unwrap();
         let mesher = Mesher::new(t.materials());
         let mut view = LodView::new(small()).unwrap();
         let mut held = BTreeMap::new();
@@ -623,7 +622,7 @@ mod view {
     /// viewed from its middle gets no fine nodes outside it.
     #[test]
     fn nodes_past_the_world_stay_whole() {
-        let t = Terrain::generate(&WorldParams::new(3, [64, 64, 64]), TerrainConfig::default()).unwrap();
+        let t = Terrain::generate(&GenParams::new(3, [64, 64, 64]), TerrainConfig::default()).unwrap();
         let mesher = Mesher::new(t.materials());
         let mut view = LodView::new(LodConfig::default()).unwrap();
         view.update(&t, &mesher, &[Point3::new(32.0, 32.0, 32.0)]).unwrap();
@@ -651,7 +650,7 @@ mod view {
 
     #[test]
     fn a_viewer_pacing_across_a_boundary_changes_nothing() {
-        let t = Terrain::generate(&WorldParams::new(6, [128, 64, 128]), TerrainConfig::default()).unwrap();
+        let t = Terrain::generate(&GenParams::new(6, [128, 64, 128]), TerrainConfig::default()).unwrap();
         let mesher = Mesher::new(t.materials());
         let mut view = LodView::new(small()).unwrap();
         // Find a step that changes the selection, then pace across it.
@@ -673,7 +672,7 @@ mod view {
 
     #[test]
     fn one_and_two_threads_hand_out_the_same() {
-        let t = Terrain::generate(&WorldParams::new(7, [128, 64, 128]), TerrainConfig::default()).unwrap();
+        let t = Terrain::generate(&GenParams::new(7, [128, 64, 128]), TerrainConfig::default()).unwrap();
         let run = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             pool.install(|| {
@@ -691,7 +690,7 @@ mod view {
 
     #[test]
     fn bad_configs_and_viewers_are_errors() {
-        let t = Terrain::generate(&WorldParams::new(1, [64, 48, 64]), TerrainConfig::default()).unwrap();
+        let t = Terrain::generate(&GenParams::new(1, [64, 48, 64]), TerrainConfig::default()).unwrap();
         let mesher = Mesher::new(t.materials());
         assert!(matches!(
             LodView::new(LodConfig { distances: vec![1.0; 9], hysteresis: 0.0 }),

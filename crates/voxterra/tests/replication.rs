@@ -14,13 +14,13 @@ use voxterra::replication::{
     Applied, MIN_TICK_BUDGET, ReplicaClient, ReplicationConfig, ReplicationError, ReplicationServer,
     client_terrain,
 };
-use voxterra::worldgen::WorldParams;
+use voxterra::worldgen::GenParams;
 use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainConfig};
 
 const SIZE: [u32; 3] = [96, 48, 96];
 
 fn server(seed: u64) -> Terrain {
-    Terrain::generate(&WorldParams::new(seed, SIZE), TerrainConfig::default()).unwrap()
+    Terrain::generate(&GenParams::new(seed, SIZE), TerrainConfig::default()).unwrap()
 }
 
 fn client(t: &Terrain) -> ReplicaClient {
@@ -200,7 +200,7 @@ fn duplicated_reordered_and_dropped_messages_never_corrupt_a_client() {
 fn a_lagging_client_never_calls_stale_regions_ready() {
     let size = [224, 48, 64];
     let config_t = TerrainConfig { delta_log_bytes: 16 << 10, ..TerrainConfig::default() };
-    let mut t = Terrain::generate(&WorldParams::new(4, size), config_t).unwrap();
+    let mut t = Terrain::generate(&GenParams::new(4, size), config_t).unwrap();
     let mut srv = ReplicationServer::new(config());
     let id = srv.add_client(&t);
     let mut c = client(&t);
@@ -440,5 +440,5 @@ fn the_same_input_gives_the_same_bytes_on_one_and_two_threads() {
 
 #[test]
 fn the_fuzz_corpus_replays() {
-    voxterra_test_support::replay_corpus("apply_message", voxterra::fuzz::apply_message);
+    voxterra_test_support::replay_corpus("apply_message", voxterra::fuzz::check_apply_message);
 }

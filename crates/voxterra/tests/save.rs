@@ -72,8 +72,8 @@ fn a_failing_save_reports_and_keeps_the_previous_file() {
     let file = AtomicFile::create(&path).unwrap();
     let bad = [voxterra::core::StoreChunkKey::new(i32::MAX, 0, 0)];
     let store = VoxelStore::new();
-    let got = voxterra::codec::write_world(file, &store, &bad, &table, Default::default(), |_, _| {});
-    assert!(matches!(got, Err(voxterra::codec::WorldFileError::ChunkOutOfRange { .. })), "{:?}", got.err());
+    let got = voxterra::codec::write_terrain_file(file, &store, &bad, &table, Default::default(), |_, _| {});
+    assert!(matches!(got, Err(voxterra::codec::TerrainFileError::ChunkOutOfRange { .. })), "{:?}", got.err());
     assert_eq!(std::fs::read(&path).unwrap(), saved);
     assert_eq!(files_in(dir.path()), 1);
     // A target that is a directory is refused before anything is written.

@@ -8,14 +8,14 @@ use voxterra::TerrainConfig;
 use voxterra::core::nalgebra::Point3;
 use voxterra::core::{MaterialTable, PhysicsChunkKey, Region, Voxel, VoxelPos, VoxelRead, materials as m};
 use voxterra::terrain_broadphase::BitBroadphase;
-use voxterra::worldgen::WorldParams;
+use voxterra::worldgen::GenParams;
 use voxterra::{
     Brush, BrushOp, BrushShape, ConfigError, EditError, HistoryStats, PrepareBudget, QueryError, Readiness,
     Terrain, TerrainContactCache,
 };
 
 fn world() -> Terrain {
-    Terrain::generate(&WorldParams::new(5, [64, 48, 64]), TerrainConfig::default()).unwrap()
+    Terrain::generate(&GenParams::new(5, [64, 48, 64]), TerrainConfig::default()).unwrap()
 }
 
 /// Everything edits may touch in these tests.
@@ -1237,11 +1237,11 @@ mod deltas {
                     matches!(t.apply_delta(&bad), Err(voxterra::DeltaError::Format(_))),
                     "flip {flip:#x} at {i} accepted"
                 );
-                voxterra::fuzz::apply_delta(&bad);
+                voxterra::fuzz::check_apply_delta(&bad);
             }
         }
         for len in 0..delta.len() {
-            voxterra::fuzz::apply_delta(&delta[..len]);
+            voxterra::fuzz::check_apply_delta(&delta[..len]);
             assert!(matches!(
                 voxterra::fuzz::delta_target().apply_delta(&delta[..len]),
                 Err(voxterra::DeltaError::Format(_))
@@ -1256,7 +1256,7 @@ mod deltas {
 
     #[test]
     fn the_fuzz_corpus_replays() {
-        voxterra_test_support::replay_corpus("apply_delta", voxterra::fuzz::apply_delta);
+        voxterra_test_support::replay_corpus("apply_delta", voxterra::fuzz::check_apply_delta);
     }
 }
 

@@ -15,14 +15,14 @@ use voxterra::parry3d::math::{Pose, Vector};
 use voxterra::parry3d::query;
 use voxterra::parry3d::shape::SharedShape;
 use voxterra::terrain_broadphase::{ContactKind, reference};
-use voxterra::worldgen::WorldParams;
+use voxterra::worldgen::GenParams;
 use voxterra::{
     BodyDesc, BodyHandle, Brush, BrushOp, BrushShape, HitTarget, Terrain, World, WorldContacts, WorldError,
     WorldEvent,
 };
 
 fn terrain() -> Terrain {
-    Terrain::generate(&WorldParams::new(5, [64, 48, 64]), TerrainConfig::default()).unwrap()
+    Terrain::generate(&GenParams::new(5, [64, 48, 64]), TerrainConfig::default()).unwrap()
 }
 
 fn shape(kind: u8, size: f32) -> SharedShape {

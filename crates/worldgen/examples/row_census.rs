@@ -5,11 +5,11 @@
 
 use voxterra_core::materials;
 use voxterra_voxel_store::{CHUNK_SIZE, VoxelStore};
-use voxterra_worldgen::{WorldParams, generate};
+use voxterra_worldgen::{GenParams, generate};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(512);
-    let params = WorldParams::new(1, [size, 128, size]);
+    let params = GenParams::new(1, [size, 128, size]);
     let mut store = VoxelStore::new();
     generate(&params, &mut store, |_, _| {})?;
     let s = store.stats();

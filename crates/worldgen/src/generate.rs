@@ -1,7 +1,7 @@
 //! Making a world: tiles of 32 × 32 columns generated in parallel, written in a fixed order.
 
 use crate::terrain_model::{Column, TerrainModel};
-use crate::{WorldParams, WorldgenError};
+use crate::{GenError, GenParams};
 use rayon::prelude::*;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Region, Voxel, VoxelWrite};
@@ -28,11 +28,11 @@ pub struct GenStats {
 /// written depend only on `params`, never on the thread count: tiles are pure functions of their
 /// coordinates and are written in a fixed order.
 pub fn generate<W: VoxelWrite>(
-    params: &WorldParams,
+    params: &GenParams,
     dest: &mut W,
     mut progress: impl FnMut(u64, u64),
-) -> Result<GenStats, WorldgenError<W::Error>> {
-    let world = params.region().map_err(WorldgenError::widen)?;
+) -> Result<GenStats, GenError<W::Error>> {
+    let world = params.region().map_err(GenError::widen)?;
     let terrain = TerrainModel::new(params.seed, params.size[1]);
     let tiles_x = params.size[0].div_ceil(TILE as u32) as i32;
     let tiles_z = params.size[2].div_ceil(TILE as u32) as i32;
@@ -47,7 +47,7 @@ pub fn generate<W: VoxelWrite>(
         for (region, voxels) in made.into_iter().flatten() {
             stats.non_empty_voxels += voxels.iter().filter(|v| !v.is_air()).count() as u64;
             stats.boxes_written += 1;
-            dest.write_box(&region, &voxels).map_err(WorldgenError::Write)?;
+            dest.write_box(&region, &voxels).map_err(GenError::Write)?;
         }
         progress(((i * batch + chunk.len()) as u64).min(total), total);
     }

@@ -6,21 +6,21 @@
 //! water level (frozen in cold regions), materials by biome, depth and slope, and fractional
 //! occupancy at every surface so the meshed surface is smooth.
 //!
-//! - [`WorldParams`]: seed, size, origin, and a guard against sizes that exhaust memory.
+//! - [`GenParams`]: seed, size, origin, and a guard against sizes that exhaust memory.
 //! - [`generate`]: writes the world into anything that implements [`voxterra_core::VoxelWrite`],
 //!   generating tiles in parallel (rayon). Same parameters, identical voxels, whatever the thread count.
 //! - [`TerrainModel`]: the model itself, for callers that want single columns or voxels.
 //!
 //! ```
 //! use voxterra_core::{DenseVoxels, VoxelRead};
-//! use voxterra_worldgen::{generate, WorldParams};
+//! use voxterra_worldgen::{generate, GenParams};
 //!
-//! let params = WorldParams::new(7, [48, 48, 48]);
+//! let params = GenParams::new(7, [48, 48, 48]);
 //! let mut dense = DenseVoxels::new(params.region()?, 1 << 20).unwrap();
 //! let stats = generate(&params, &mut dense, |_, _| {}).unwrap();
 //! assert!(stats.non_empty_voxels > 0);
 //! assert!(!dense.voxel(voxterra_core::VoxelPos::new(10, 0, 10)).is_air()); // solid at the bottom
-//! # Ok::<(), voxterra_worldgen::WorldgenError>(())
+//! # Ok::<(), voxterra_worldgen::GenError>(())
 //! ```
 
 #![forbid(unsafe_code)]
@@ -30,5 +30,5 @@ mod params;
 mod terrain_model;
 
 pub use generate::{GenStats, generate};
-pub use params::{WorldParams, WorldgenError};
+pub use params::{GenError, GenParams};
 pub use terrain_model::{Biome, Column, TerrainModel};

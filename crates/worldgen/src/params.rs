@@ -4,7 +4,7 @@ use voxterra_core::{Region, StoreChunkKey, VoxelPos};
 
 /// The parameters of a world. Same parameters, same voxels, on every machine and thread count.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct WorldParams {
+pub struct GenParams {
     /// Seeds every noise field.
     pub seed: u64,
     /// Voxels along X, Y (up), Z. Any size from one voxel up is made: a world under two voxels
@@ -19,7 +19,7 @@ pub struct WorldParams {
     pub max_chunks: u64,
 }
 
-impl WorldParams {
+impl GenParams {
     /// The default world's size: 512 × 128 × 512 voxels (33.5 M), a few seconds on 2 cores.
     pub const DEFAULT_SIZE: [u32; 3] = [512, 128, 512];
     /// The default guard: 2^34 voxels (about 17 G; ~7 GB at the store's ~0.4 bytes per voxel).
@@ -29,7 +29,7 @@ impl WorldParams {
 
     /// A world of `size` with `seed` at the origin.
     pub fn new(seed: u64, size: [u32; 3]) -> Self {
-        WorldParams {
+        GenParams {
             seed,
             size,
             origin: VoxelPos::origin(),
@@ -40,39 +40,42 @@ impl WorldParams {
 
     /// A smaller world for tests and examples: 96 × 64 × 96.
     pub fn small(seed: u64) -> Self {
-        WorldParams::new(seed, [96, 64, 96])
+        GenParams::new(seed, [96, 64, 96])
     }
 
     /// The region the world fills, checked: no zero or oversized dimension, inside the i32 space.
-    pub fn region(&self) -> Result<Region, WorldgenError> {
+    pub fn region(&self) -> Result<Region, GenError> {
         if self.size.contains(&0) {
-            return Err(WorldgenError::EmptySize(self.size));
+            return Err(GenError::EmptySize(self.size));
         }
         let voxels = self.size.iter().map(|&s| s as u128).product::<u128>();
         if voxels > self.max_voxels as u128 {
-            return Err(WorldgenError::TooLarge { size: self.size, voxels, limit: self.max_voxels });
+            return Err(GenError::TooLarge { size: self.size, voxels, limit: self.max_voxels });
         }
-        let region = Region::from_min_size(self.origin, self.size)
-            .map_err(|source| WorldgenError::Placement { origin: self.origin, size: self.size, source })?;
+        let region = Region::from_min_size(self.origin, self.size).map_err(|source| GenError::Placement {
+            origin: self.origin,
+            size: self.size,
+            source,
+        })?;
         let chunks = StoreChunkKey::range(&region).map_or(0, |r| r.count());
         if chunks > self.max_chunks as u128 {
-            return Err(WorldgenError::TooManyChunks { size: self.size, chunks, limit: self.max_chunks });
+            return Err(GenError::TooManyChunks { size: self.size, chunks, limit: self.max_chunks });
         }
         Ok(region)
     }
 }
 
-impl Default for WorldParams {
-    /// The default world: seed 1, [`WorldParams::DEFAULT_SIZE`].
+impl Default for GenParams {
+    /// The default world: seed 1, [`GenParams::DEFAULT_SIZE`].
     fn default() -> Self {
-        WorldParams::new(1, Self::DEFAULT_SIZE)
+        GenParams::new(1, Self::DEFAULT_SIZE)
     }
 }
 
 /// Why a world could not be made.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum WorldgenError<E: std::error::Error = std::convert::Infallible> {
+pub enum GenError<E: std::error::Error = std::convert::Infallible> {
     /// Some dimension is zero.
     #[error("world size {0:?} has a zero dimension")]
     EmptySize([u32; 3]),
@@ -112,21 +115,17 @@ pub enum WorldgenError<E: std::error::Error = std::convert::Infallible> {
     Write(#[source] E),
 }
 
-impl WorldgenError {
+impl GenError {
     /// Carries a parameter error over to any destination error type.
-    pub(crate) fn widen<E: std::error::Error>(self) -> WorldgenError<E> {
+    pub(crate) fn widen<E: std::error::Error>(self) -> GenError<E> {
         match self {
-            WorldgenError::EmptySize(s) => WorldgenError::EmptySize(s),
-            WorldgenError::TooLarge { size, voxels, limit } => {
-                WorldgenError::TooLarge { size, voxels, limit }
+            GenError::EmptySize(s) => GenError::EmptySize(s),
+            GenError::TooLarge { size, voxels, limit } => GenError::TooLarge { size, voxels, limit },
+            GenError::TooManyChunks { size, chunks, limit } => {
+                GenError::TooManyChunks { size, chunks, limit }
             }
-            WorldgenError::TooManyChunks { size, chunks, limit } => {
-                WorldgenError::TooManyChunks { size, chunks, limit }
-            }
-            WorldgenError::Placement { origin, size, source } => {
-                WorldgenError::Placement { origin, size, source }
-            }
-            WorldgenError::Write(e) => match e {},
+            GenError::Placement { origin, size, source } => GenError::Placement { origin, size, source },
+            GenError::Write(e) => match e {},
         }
     }
 }

@@ -4,9 +4,9 @@
 
 use voxterra_core::{Region, Voxel, VoxelRead, materials as m};
 use voxterra_voxel_store::VoxelStore;
-use voxterra_worldgen::{WorldParams, WorldgenError, generate};
+use voxterra_worldgen::{GenError, GenParams, generate};
 
-fn world_with_threads(params: &WorldParams, threads: usize) -> Vec<Voxel> {
+fn world_with_threads(params: &GenParams, threads: usize) -> Vec<Voxel> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
     let mut store = VoxelStore::new();
     pool.install(|| generate(params, &mut store, |_, _| {})).unwrap();
@@ -20,7 +20,7 @@ fn world_with_threads(params: &WorldParams, threads: usize) -> Vec<Voxel> {
 #[test]
 fn same_voxels_with_one_and_two_threads() {
     // Not chunk-aligned, off the origin, several tiles: every seam of the tiling is exercised.
-    let mut params = WorldParams::new(42, [150, 80, 110]);
+    let mut params = GenParams::new(42, [150, 80, 110]);
     params.origin = voxterra_core::VoxelPos::new(-77, -20, 13);
     let one = world_with_threads(&params, 1);
     let two = world_with_threads(&params, 2);
@@ -30,7 +30,7 @@ fn same_voxels_with_one_and_two_threads() {
 
 #[test]
 fn the_default_content_has_its_features() {
-    let params = WorldParams::new(1, [384, 128, 384]);
+    let params = GenParams::new(1, [384, 128, 384]);
     let mut store = VoxelStore::new();
     let stats = generate(&params, &mut store, |_, _| {}).unwrap();
     let mut counts = [0u64; 64];
@@ -72,28 +72,28 @@ fn the_default_content_has_its_features() {
 fn bad_sizes_are_typed_errors() {
     let mut store = VoxelStore::new();
     assert!(matches!(
-        generate(&WorldParams::new(1, [0, 10, 10]), &mut store, |_, _| {}),
-        Err(WorldgenError::EmptySize(_))
+        generate(&GenParams::new(1, [0, 10, 10]), &mut store, |_, _| {}),
+        Err(GenError::EmptySize(_))
     ));
     assert!(matches!(
-        generate(&WorldParams::new(1, [1 << 20, 1 << 10, 1 << 20]), &mut store, |_, _| {}),
-        Err(WorldgenError::TooLarge { .. })
+        generate(&GenParams::new(1, [1 << 20, 1 << 10, 1 << 20]), &mut store, |_, _| {}),
+        Err(GenError::TooLarge { .. })
     ));
     // Few voxels, millions of chunks: refused before any is made.
     assert!(matches!(
-        generate(&WorldParams::new(1, [99_999_999, 1, 1]), &mut store, |_, _| {}),
-        Err(WorldgenError::TooManyChunks { chunks: 3_125_000, .. })
+        generate(&GenParams::new(1, [99_999_999, 1, 1]), &mut store, |_, _| {}),
+        Err(GenError::TooManyChunks { chunks: 3_125_000, .. })
     ));
-    let mut p = WorldParams::new(1, [64, 64, 64]);
+    let mut p = GenParams::new(1, [64, 64, 64]);
     p.origin = voxterra_core::VoxelPos::new(i32::MAX - 10, 0, 0);
-    assert!(matches!(generate(&p, &mut store, |_, _| {}), Err(WorldgenError::Placement { .. })));
+    assert!(matches!(generate(&p, &mut store, |_, _| {}), Err(GenError::Placement { .. })));
     // A destination that refuses writes: the error comes back typed.
     let mut small =
         voxterra_core::DenseVoxels::new(Region::from_min_size(Default::default(), [8, 8, 8]).unwrap(), 1000)
             .unwrap();
     assert!(matches!(
-        generate(&WorldParams::new(1, [64, 64, 64]), &mut small, |_, _| {}),
-        Err(WorldgenError::Write(_))
+        generate(&GenParams::new(1, [64, 64, 64]), &mut small, |_, _| {}),
+        Err(GenError::Write(_))
     ));
     assert_eq!(store.chunk_count(), 0);
 }
@@ -104,8 +104,8 @@ fn bad_sizes_are_typed_errors() {
 fn tiny_and_thin_sizes_make_worlds() {
     for size in [[1, 1, 1], [1, 2, 1], [3, 1, 200], [200, 1, 3], [1, 64, 1], [2, 3, 2], [40_000, 1, 1]] {
         let mut store = VoxelStore::new();
-        generate(&WorldParams::new(7, size), &mut store, |_, _| {}).unwrap();
-        let region = WorldParams::new(7, size).region().unwrap();
+        generate(&GenParams::new(7, size), &mut store, |_, _| {}).unwrap();
+        let region = GenParams::new(7, size).region().unwrap();
         let mut v = vec![voxterra_core::Voxel::AIR; region.len().unwrap()];
         store.read_box(&region, &mut v).unwrap();
         assert!(v.iter().any(|v| !v.is_air()), "{size:?} has ground");

@@ -15,7 +15,7 @@ use std::time::Instant;
 use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::Vector3;
 use voxterra::mesher::Mesher;
-use voxterra::worldgen::WorldParams;
+use voxterra::worldgen::GenParams;
 use voxterra::{Brush, Terrain};
 use voxterra::{DetachConfig, TerrainConfig};
 use voxterra_rapier::{CharacterController, RapierTerrain, SharedTerrain, dispatcher, spawn_piece};
@@ -75,7 +75,7 @@ pub(crate) fn chunk_collider(
 /// course built beside it and the overhang on the other side; edits then detach what they cut
 /// loose.
 pub(crate) fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza, Course, Overhang)> {
-    let mut t = Terrain::generate(&WorldParams::new(args.seed, args.size), TerrainConfig::default())
+    let mut t = Terrain::generate(&GenParams::new(args.seed, args.size), TerrainConfig::default())
         .context("generating the world")?;
     let plaza = scene::build_plaza(&mut t, args.size)?;
     let course = scene::build_course(&mut t, &plaza)?;

@@ -1,17 +1,17 @@
-//! World files: a header with the material table, one record per chunk, a directory and a trailer.
+//! Terrain files: a header with the material table, one record per chunk, a directory and a trailer.
 //! The byte layout is specified in `docs/format.md`; every byte of a valid file is covered by a
 //! CRC-32 or an exact structural check, so a damaged file is an error, never a different world.
 
-use crate::WorldFileError;
+use crate::TerrainFileError;
 use crate::block::{BlockScratch, Compression, decode_block, encode_block};
 use crate::rle::RleEncoder;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use voxterra_core::{MaterialTable, StoreChunkKey, Voxel, VoxelRead, VoxelWrite};
 
-/// First bytes of every world file.
+/// First bytes of every terrain file.
 pub const MAGIC: [u8; 8] = *b"VOXTERRA";
-/// Last bytes of every world file.
+/// Last bytes of every terrain file.
 pub const END_MAGIC: [u8; 8] = *b"VXTEND01";
 /// The format version this build writes (and the only one it reads).
 pub const VERSION: u16 = 1;
@@ -70,11 +70,11 @@ fn crc(bytes: &[u8]) -> u32 {
 /// The chunk shift byte of the header: files hold the store's 32³ chunks.
 const CHUNK_SHIFT: u8 = StoreChunkKey::SHIFT as u8;
 
-/// Streams a world file: header first, then chunks one by one, then [`finish`](Self::finish)
+/// Streams a terrain file: header first, then chunks one by one, then [`finish`](Self::finish)
 /// writes the directory and trailer. Memory holds one chunk's encoding and a 24-byte directory
 /// entry per chunk, whatever the world's size.
 #[derive(Debug)]
-pub struct WorldWriter<W: Write> {
+pub struct TerrainFileWriter<W: Write> {
     out: W,
     pos: u64,
     options: WriteOptions,
@@ -84,11 +84,11 @@ pub struct WorldWriter<W: Write> {
     block: Vec<u8>,
 }
 
-impl<W: Write> WorldWriter<W> {
+impl<W: Write> TerrainFileWriter<W> {
     /// Writes the header (magic, version, chunk size, material table).
-    pub fn new(mut out: W, table: &MaterialTable, options: WriteOptions) -> Result<Self, WorldFileError> {
+    pub fn new(mut out: W, table: &MaterialTable, options: WriteOptions) -> Result<Self, TerrainFileError> {
         let json = serde_json::to_vec(table)
-            .map_err(|source| WorldFileError::MaterialTable { offset: HEADER_FIXED, source })?;
+            .map_err(|source| TerrainFileError::MaterialTable { offset: HEADER_FIXED, source })?;
         let mut header = Vec::with_capacity(json.len() + 20);
         header.extend_from_slice(&MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
@@ -99,7 +99,7 @@ impl<W: Write> WorldWriter<W> {
         let c = crc(&header);
         header.extend_from_slice(&c.to_le_bytes());
         out.write_all(&header)?;
-        Ok(WorldWriter {
+        Ok(TerrainFileWriter {
             out,
             pos: header.len() as u64,
             options,
@@ -116,10 +116,10 @@ impl<W: Write> WorldWriter<W> {
         &mut self,
         key: StoreChunkKey,
         source: &impl VoxelRead,
-    ) -> Result<bool, WorldFileError> {
+    ) -> Result<bool, TerrainFileError> {
         let region = key
             .region()
-            .map_err(|source| WorldFileError::ChunkOutOfRange { key: [key.x, key.y, key.z], source })?;
+            .map_err(|source| TerrainFileError::ChunkOutOfRange { key: [key.x, key.y, key.z], source })?;
         self.rle.clear();
         let mut all_air = true;
         let mut enc = RleEncoder::new(&mut self.rle);
@@ -132,7 +132,7 @@ impl<W: Write> WorldWriter<W> {
             return Ok(false);
         }
         if !self.written.insert([key.x, key.y, key.z]) {
-            return Err(WorldFileError::ChunkWrittenTwice([key.x, key.y, key.z]));
+            return Err(TerrainFileError::ChunkWrittenTwice([key.x, key.y, key.z]));
         }
         self.block.clear();
         encode_block(&self.rle, self.options.compression, &mut self.block);
@@ -151,7 +151,7 @@ impl<W: Write> WorldWriter<W> {
     }
 
     /// Writes the directory and trailer; returns the writer and the file's length.
-    pub fn finish(mut self) -> Result<(W, u64), WorldFileError> {
+    pub fn finish(mut self) -> Result<(W, u64), TerrainFileError> {
         let mut dir = Vec::with_capacity(self.entries.len() * DIR_ENTRY as usize);
         for e in &self.entries {
             for v in [e.key.x, e.key.y, e.key.z] {
@@ -190,17 +190,17 @@ pub struct SaveStats {
     pub bytes: u64,
 }
 
-/// Writes chunks `keys` of `source` as a whole world file into `out`; returns `out` (to commit,
+/// Writes chunks `keys` of `source` as a whole terrain file into `out`; returns `out` (to commit,
 /// for an atomic file) and what was written. `progress(done, total)` is called after each chunk.
-pub fn write_world<W: Write>(
+pub fn write_terrain_file<W: Write>(
     out: W,
     source: &impl VoxelRead,
     keys: &[StoreChunkKey],
     table: &MaterialTable,
     options: WriteOptions,
     mut progress: impl FnMut(u64, u64),
-) -> Result<(W, SaveStats), WorldFileError> {
-    let mut w = WorldWriter::new(out, table, options)?;
+) -> Result<(W, SaveStats), TerrainFileError> {
+    let mut w = TerrainFileWriter::new(out, table, options)?;
     for (i, key) in keys.iter().enumerate() {
         w.write_chunk(*key, source)?;
         progress(i as u64 + 1, keys.len() as u64);
@@ -210,10 +210,10 @@ pub fn write_world<W: Write>(
     Ok((out, SaveStats { chunks, bytes }))
 }
 
-/// Reads a world file: header, trailer and directory at open, then chunks on demand, each checked
+/// Reads a terrain file: header, trailer and directory at open, then chunks on demand, each checked
 /// against its CRC before it is decoded.
 #[derive(Debug)]
-pub struct WorldReader<R: Read + Seek> {
+pub struct TerrainFileReader<R: Read + Seek> {
     input: R,
     table: MaterialTable,
     known: u64,
@@ -223,7 +223,7 @@ pub struct WorldReader<R: Read + Seek> {
     buf: Vec<u8>,
 }
 
-fn read_exact_at<R: Read + Seek>(r: &mut R, offset: u64, buf: &mut [u8]) -> Result<(), WorldFileError> {
+fn read_exact_at<R: Read + Seek>(r: &mut R, offset: u64, buf: &mut [u8]) -> Result<(), TerrainFileError> {
     r.seek(SeekFrom::Start(offset))?;
     r.read_exact(buf)?;
     Ok(())
@@ -241,30 +241,30 @@ fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
 }
 
-impl WorldReader<std::io::BufReader<std::fs::File>> {
-    /// Opens the world file at `path`.
-    pub fn open_path(path: impl AsRef<Path>, limits: ReadLimits) -> Result<Self, WorldFileError> {
-        WorldReader::open(std::io::BufReader::new(std::fs::File::open(path)?), limits)
+impl TerrainFileReader<std::io::BufReader<std::fs::File>> {
+    /// Opens the terrain file at `path`.
+    pub fn open_path(path: impl AsRef<Path>, limits: ReadLimits) -> Result<Self, TerrainFileError> {
+        TerrainFileReader::open(std::io::BufReader::new(std::fs::File::open(path)?), limits)
     }
 }
 
-impl<R: Read + Seek> WorldReader<R> {
+impl<R: Read + Seek> TerrainFileReader<R> {
     /// Reads and checks the header, trailer and directory. Allocation is bounded by the file's
     /// length and `limits`, never by a length field alone.
-    pub fn open(mut input: R, limits: ReadLimits) -> Result<Self, WorldFileError> {
+    pub fn open(mut input: R, limits: ReadLimits) -> Result<Self, TerrainFileError> {
         let file_len = input.seek(SeekFrom::End(0))?;
-        let corrupt = |what, offset| WorldFileError::Corrupt { what, offset };
+        let corrupt = |what, offset| TerrainFileError::Corrupt { what, offset };
         if file_len < HEADER_FIXED + 4 + TRAILER {
             return Err(corrupt("file length (too short for header and trailer)", 0));
         }
         let mut fixed = [0u8; HEADER_FIXED as usize];
         read_exact_at(&mut input, 0, &mut fixed)?;
         if fixed[0..8] != MAGIC {
-            return Err(WorldFileError::BadMagic { offset: 0 });
+            return Err(TerrainFileError::BadMagic { offset: 0 });
         }
         let version = u16::from_le_bytes([fixed[8], fixed[9]]);
         if version != VERSION {
-            return Err(WorldFileError::UnsupportedVersion(version));
+            return Err(TerrainFileError::UnsupportedVersion(version));
         }
         let table_len = le_u32(&fixed[12..16]) as u64;
         let header_end = HEADER_FIXED + table_len + 4;
@@ -275,25 +275,25 @@ impl<R: Read + Seek> WorldReader<R> {
         read_exact_at(&mut input, 0, &mut header)?;
         let body = header_end as usize - 4;
         if crc(&header[..body]) != le_u32(&header[body..]) {
-            return Err(WorldFileError::Checksum { what: "header", offset: 0 });
+            return Err(TerrainFileError::Checksum { what: "header", offset: 0 });
         }
         if fixed[10] != CHUNK_SHIFT {
-            return Err(WorldFileError::UnsupportedChunkShift(fixed[10]));
+            return Err(TerrainFileError::UnsupportedChunkShift(fixed[10]));
         }
         if fixed[11] != 0 {
             return Err(corrupt("reserved header byte", 11));
         }
         let table: MaterialTable = serde_json::from_slice(&header[HEADER_FIXED as usize..body])
-            .map_err(|source| WorldFileError::MaterialTable { offset: HEADER_FIXED, source })?;
+            .map_err(|source| TerrainFileError::MaterialTable { offset: HEADER_FIXED, source })?;
         let known = if table.len() >= 64 { u64::MAX } else { (1u64 << table.len()) - 1 };
 
         let mut trailer = [0u8; TRAILER as usize];
         read_exact_at(&mut input, file_len - TRAILER, &mut trailer)?;
         if trailer[24..32] != END_MAGIC {
-            return Err(WorldFileError::BadMagic { offset: file_len - 8 });
+            return Err(TerrainFileError::BadMagic { offset: file_len - 8 });
         }
         if crc(&trailer[..20]) != le_u32(&trailer[20..24]) {
-            return Err(WorldFileError::Checksum { what: "trailer", offset: file_len - TRAILER });
+            return Err(TerrainFileError::Checksum { what: "trailer", offset: file_len - TRAILER });
         }
         let dir_offset = le_u64(&trailer[0..8]);
         let count = le_u32(&trailer[8..12]) as u64;
@@ -301,7 +301,7 @@ impl<R: Read + Seek> WorldReader<R> {
             return Err(corrupt("reserved trailer field", file_len - TRAILER + 16));
         }
         if count > limits.max_chunks {
-            return Err(WorldFileError::TooManyChunks { count, limit: limits.max_chunks });
+            return Err(TerrainFileError::TooManyChunks { count, limit: limits.max_chunks });
         }
         // The directory must sit exactly between the records and the trailer.
         if dir_offset < header_end || dir_offset.checked_add(count * DIR_ENTRY) != Some(file_len - TRAILER) {
@@ -310,7 +310,7 @@ impl<R: Read + Seek> WorldReader<R> {
         let mut dir = vec![0u8; (count * DIR_ENTRY) as usize];
         read_exact_at(&mut input, dir_offset, &mut dir)?;
         if crc(&dir) != le_u32(&trailer[12..16]) {
-            return Err(WorldFileError::Checksum { what: "directory", offset: dir_offset });
+            return Err(TerrainFileError::Checksum { what: "directory", offset: dir_offset });
         }
         // Records tile [header_end, dir_offset) exactly, in order: no gaps, no overlaps.
         let mut entries = Vec::with_capacity(count as usize);
@@ -337,7 +337,7 @@ impl<R: Read + Seek> WorldReader<R> {
         if let Some(w) = entries.windows(2).find(|w| w[0].key == w[1].key) {
             return Err(corrupt("directory (a chunk is listed twice)", w[1].offset));
         }
-        Ok(WorldReader {
+        Ok(TerrainFileReader {
             input,
             table,
             known,
@@ -370,7 +370,7 @@ impl<R: Read + Seek> WorldReader<R> {
 
     /// Reads and decodes chunk `key` into `out` (`chunk_voxels()` long, buffer order). Returns
     /// `false` (and leaves `out` alone) if the file has no such chunk: it is all Air.
-    pub fn read_chunk(&mut self, key: StoreChunkKey, out: &mut [Voxel]) -> Result<bool, WorldFileError> {
+    pub fn read_chunk(&mut self, key: StoreChunkKey, out: &mut [Voxel]) -> Result<bool, TerrainFileError> {
         let Ok(i) =
             self.entries.binary_search_by_key(&(key.x, key.y, key.z), |e| (e.key.x, e.key.y, e.key.z))
         else {
@@ -381,9 +381,9 @@ impl<R: Read + Seek> WorldReader<R> {
         Ok(true)
     }
 
-    fn read_entry(&mut self, e: &ChunkEntry, out: &mut [Voxel]) -> Result<(), WorldFileError> {
+    fn read_entry(&mut self, e: &ChunkEntry, out: &mut [Voxel]) -> Result<(), TerrainFileError> {
         if out.len() != self.chunk_voxels() {
-            return Err(WorldFileError::BufferSize { got: out.len(), expected: self.chunk_voxels() });
+            return Err(TerrainFileError::BufferSize { got: out.len(), expected: self.chunk_voxels() });
         }
         self.buf.resize(e.len as usize, 0);
         read_exact_at(&mut self.input, e.offset, &mut self.buf)?;
@@ -391,16 +391,16 @@ impl<R: Read + Seek> WorldReader<R> {
         let key = [le_i32(&head[0..4]), le_i32(&head[4..8]), le_i32(&head[8..12])];
         if key != [e.key.x, e.key.y, e.key.z] || le_u32(&head[12..16]) as u64 + RECORD_HEADER != e.len as u64
         {
-            return Err(WorldFileError::Corrupt {
+            return Err(TerrainFileError::Corrupt {
                 what: "record header (disagrees with the directory)",
                 offset: e.offset,
             });
         }
         let block = &self.buf[RECORD_HEADER as usize..];
         if crc(block) != le_u32(&head[16..20]) {
-            return Err(WorldFileError::Checksum { what: "chunk record", offset: e.offset });
+            return Err(TerrainFileError::Checksum { what: "chunk record", offset: e.offset });
         }
-        decode_block(block, out, self.known, &mut self.scratch).map_err(|source| WorldFileError::Chunk {
+        decode_block(block, out, self.known, &mut self.scratch).map_err(|source| TerrainFileError::Chunk {
             key,
             offset: e.offset,
             source,
@@ -412,15 +412,16 @@ impl<R: Read + Seek> WorldReader<R> {
         &mut self,
         dest: &mut W,
         mut progress: impl FnMut(u64, u64),
-    ) -> Result<usize, WorldFileError> {
+    ) -> Result<usize, TerrainFileError> {
         let mut voxels = vec![Voxel::AIR; self.chunk_voxels()];
         let entries = self.entries.clone();
         for (i, e) in entries.iter().enumerate() {
             self.read_entry(e, &mut voxels)?;
             let key = [e.key.x, e.key.y, e.key.z];
-            let region = e.key.region().map_err(|source| WorldFileError::ChunkOutOfRange { key, source })?;
+            let region =
+                e.key.region().map_err(|source| TerrainFileError::ChunkOutOfRange { key, source })?;
             dest.write_box(&region, &voxels)
-                .map_err(|err| WorldFileError::Destination { key, source: err.to_string().into() })?;
+                .map_err(|err| TerrainFileError::Destination { key, source: err.to_string().into() })?;
             progress(i as u64 + 1, entries.len() as u64);
         }
         Ok(entries.len())
