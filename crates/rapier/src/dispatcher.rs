@@ -16,7 +16,7 @@ use voxterra::convert::{FromParry, ToParry};
 use voxterra::core::nalgebra::Vector3;
 use voxterra::narrowphase::NarrowphaseError;
 use voxterra::narrowphase::{CastOptions, ContactPoint, Correction, FeatureId, SweepHit, TriangleFeature};
-use voxterra::{QueryError, TerrainContactCache, TerrainContactPoint, TerrainManifold, reduce_points};
+use voxterra::{QueryError, TerrainContactCache, TerrainContactPoint, TerrainManifold};
 
 /// The query dispatcher that routes every pair with a [`TerrainShape`] to voxterra: contact
 /// manifolds (ghost-free across chunk seams, feature ids stable for warm starting), contacts,
@@ -444,7 +444,7 @@ impl<M: Default + Clone, C: Default + Copy> PersistentQueryDispatcher<M, C> for 
             && move_points(&p.pose, points, moved)
         {
             drop(terrain);
-            reduce_points(moved, found);
+            TerrainContactPoint::reduce(moved, found);
         } else {
             // The query reaches a margin past the prediction: its points hold every contact that
             // can come within the prediction while the shape moves less than the margin.

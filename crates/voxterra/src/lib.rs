@@ -127,6 +127,12 @@ pub mod reach;
 mod readiness;
 mod render_updates;
 pub mod replication;
+
+/// What the collision cache holds, for debug drawing and tests ([`Terrain::cache_stats`],
+/// [`Terrain::cached_chunk`]).
+pub mod cache {
+    pub use crate::collision_cache::{CacheStats, ChunkCollision, ChunkData};
+}
 mod terrain;
 mod terrain_point;
 mod terrain_query;
@@ -138,7 +144,6 @@ mod world_step;
 
 pub use atomic_file::AtomicFile;
 pub use brush::{Brush, BrushOp, BrushShape};
-pub use collision_cache::{CacheStats, ChunkCollision, ChunkData};
 pub use config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS,
     DetachConfig, TerrainConfig,
@@ -147,7 +152,7 @@ pub use error::{ConfigError, DeltaError, EditError, HistoryStep, LoadError, Quer
 pub use readiness::{PrepareBudget, Readiness};
 pub use terrain::{EditReport, HistoryStats, Terrain};
 pub use terrain_point::TerrainProjection;
-pub use terrain_query::{TerrainContactCache, TerrainContactPoint, TerrainManifold, reduce_points};
+pub use terrain_query::{TerrainContactCache, TerrainContactPoint, TerrainManifold};
 pub use terrain_ray::TerrainRayHit;
 pub use world::{Body, BodyDesc, BodyHandle, World, WorldConfig, WorldError, WorldEvent};
 pub use world_query::{BodyManifold, HitTarget, WorldContacts, WorldRayHit, WorldShapeHit};

@@ -91,30 +91,32 @@ pub struct TerrainContactPoint {
     pub point: ContactPoint,
 }
 
-/// Reduces `points` as [`Terrain::contacts`] does (each run of one chunk's points to manifolds of
-/// at most four points per normal) and appends the manifolds to `out`: the points of
-/// [`Terrain::contacts_kept`] give its manifolds back. For contacts kept between steps:
-/// the points moved with the shape, then reduced again.
-pub fn reduce_points(points: &[TerrainContactPoint], out: &mut Vec<TerrainManifold>) {
-    thread_local! {
-        static SCRATCH: RefCell<(ReduceScratch, Vec<ContactPoint>, Vec<Manifold>)> =
-            RefCell::default();
-    }
-    SCRATCH.with_borrow_mut(|(scratch, run, manifolds)| {
-        let mut start = 0;
-        while start < points.len() {
-            // The contact toward the surface of a shape deep in the solid is a manifold of its own.
-            let run_of = |p: &TerrainContactPoint| (p.chunk, p.point.correction == Correction::Interior);
-            let (chunk, first) = (points[start].chunk, run_of(&points[start]));
-            let len = points[start..].iter().take_while(|p| run_of(p) == first).count();
-            run.clear();
-            run.extend(points[start..start + len].iter().map(|p| p.point));
-            manifolds.clear();
-            reduce(run, scratch, manifolds);
-            out.extend(manifolds.iter().map(|&manifold| TerrainManifold { chunk, manifold }));
-            start += len;
+impl TerrainContactPoint {
+    /// Reduces `points` as [`Terrain::contacts`] does (each run of one chunk's points to manifolds of
+    /// at most four points per normal) and appends the manifolds to `out`: the points of
+    /// [`Terrain::contacts_kept`] give its manifolds back. For contacts kept between steps:
+    /// the points moved with the shape, then reduced again.
+    pub fn reduce(points: &[TerrainContactPoint], out: &mut Vec<TerrainManifold>) {
+        thread_local! {
+            static SCRATCH: RefCell<(ReduceScratch, Vec<ContactPoint>, Vec<Manifold>)> =
+                RefCell::default();
         }
-    });
+        SCRATCH.with_borrow_mut(|(scratch, run, manifolds)| {
+            let mut start = 0;
+            while start < points.len() {
+                // The contact toward the surface of a shape deep in the solid is a manifold of its own.
+                let run_of = |p: &TerrainContactPoint| (p.chunk, p.point.correction == Correction::Interior);
+                let (chunk, first) = (points[start].chunk, run_of(&points[start]));
+                let len = points[start..].iter().take_while(|p| run_of(p) == first).count();
+                run.clear();
+                run.extend(points[start..start + len].iter().map(|p| p.point));
+                manifolds.clear();
+                reduce(run, scratch, manifolds);
+                out.extend(manifolds.iter().map(|&manifold| TerrainManifold { chunk, manifold }));
+                start += len;
+            }
+        });
+    }
 }
 
 impl Terrain {
@@ -138,7 +140,7 @@ impl Terrain {
     /// engine's contact pair does, and every point its manifolds were reduced from (world units,
     /// grouped by chunk, internal contacts already dropped), replacing `points`' contents: an
     /// integration that keeps contacts between steps moves these points with the shape and hands
-    /// them to [`reduce_points`](crate::reduce_points), so the manifolds keep every point the
+    /// them to [`TerrainContactPoint::reduce`], so the manifolds keep every point the
     /// query saw, not only the four a manifold kept. While the terrain is unchanged and no point
     /// of the shape has moved more than the cache's slack, the query replays the candidate
     /// triangles the cache kept instead of picking chunks and searching their trees, and skips

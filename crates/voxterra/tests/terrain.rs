@@ -11,7 +11,7 @@ use voxterra::terrain_broadphase::BitBroadphase;
 use voxterra::worldgen::GenParams;
 use voxterra::{
     Brush, BrushOp, BrushShape, ConfigError, EditError, HistoryStats, PrepareBudget, QueryError, Readiness,
-    Terrain, TerrainContactCache,
+    Terrain, TerrainContactCache, TerrainContactPoint,
 };
 
 fn world() -> Terrain {
@@ -595,7 +595,7 @@ mod contacts {
                 .unwrap();
                 assert_eq!(got, want);
                 let mut again = Vec::new();
-                voxterra::reduce_points(&points, &mut again);
+                TerrainContactPoint::reduce(&points, &mut again);
                 assert_eq!(again, want);
                 for m in &want {
                     for c in m.manifold.points() {
