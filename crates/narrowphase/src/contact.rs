@@ -91,13 +91,26 @@ impl ContactPoint {
     }
 }
 
-/// At most four contact points sharing one normal (within the grouping tolerance).
-#[derive(Clone, Copy, PartialEq, Debug)]
+/// At most four contact points sharing one normal (within the grouping tolerance). Equality and
+/// `Debug` look at its points only ([`Manifold::points`]), not the unused slots.
+#[derive(Clone, Copy)]
 pub struct Manifold {
     /// The group's normal: that of its deepest point.
     pub normal: Unit<Vector3<f32>>,
     points: [ContactPoint; 4],
     len: u8,
+}
+
+impl PartialEq for Manifold {
+    fn eq(&self, other: &Self) -> bool {
+        self.normal == other.normal && self.points() == other.points()
+    }
+}
+
+impl std::fmt::Debug for Manifold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manifold").field("normal", &self.normal).field("points", &self.points()).finish()
+    }
 }
 
 impl Manifold {

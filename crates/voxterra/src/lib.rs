@@ -15,8 +15,8 @@
 //! | [`dynamic_aabb_tree`] | voxterra-dynamic-aabb-tree | the broadphase between moving bodies |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
 //!
-//! [`Terrain`] is the value a game holds: the voxels, the material table, the voxel size (world
-//! units live here only), the terrain broadphase's masks kept current by every edit, and an undo
+//! [`Terrain`] is the value a game holds: the voxels, the material table, the voxel size (the
+//! one factor between world units and voxel indices), the terrain broadphase's masks kept current by every edit, and an undo
 //! history of RLE snapshots. Brushes (sphere, box, capsule; add, subtract, paint, smooth), fills
 //! and voxel writes report the dirty region and the physics chunks whose masks they rebuilt.
 //!
@@ -47,31 +47,44 @@
 //! # Ok::<(), voxterra::TerrainError>(())
 //! ```
 //!
-//! Contacts go through the masks (only chunks showing solid near the shape), a lazy collision
-//! cache (per physics chunk: the physics mesh with its edge flags and its kD tree, LRU under a
-//! byte budget, dropped by edits) and the narrowphase; [`Terrain::prepare`] builds the cache
-//! around boxes ahead of time, within a budget, and says whether they are ready. [`Terrain::cast_ray`] walks the chunks in ray
-//! order, skipping empty ones by their masks; [`Terrain::cast_shape`], [`Terrain::intersects`]
-//! and [`Terrain::overlap`] complete the queries. [`Terrain::take_render_updates`] hands out the
-//! render meshes edits changed, re-meshed in parallel, and [`Terrain::lod_mesh`] a
-//! [`lod::LodNode`]'s mesh at a coarser level (the store's mips: about a quarter of the triangles
-//! a level); [`Terrain::find_detached`] finds the solid pieces an edit cut loose (reaching no
-//! [`detach::Anchor`], within a search budget), and with [`TerrainConfig::detach`] set edits take
-//! them out themselves and hand them out by [`Terrain::take_detached`] as
-//! [`detach::DetachedPiece`]s (voxels, mesh, collision shape, mass) for the game to drop as bodies; [`Terrain::edits_since`] and
-//! [`Terrain::apply_delta`] replicate edits to another terrain, and [`replication`] streams a whole
-//! world to clients (full detail near their viewers, mips far, edits as stale notices and
-//! patches, within a byte budget); [`Terrain::cast_rays`] casts batches in parallel; [`Terrain::sweep_shape`] is continuous collision over a step, rotation
-//! included. Every query works from `&self`: a chunk the cache lacks is built into it by the
-//! query that meets it, so physics engines and parallel callers share the one cache. Contact
-//! points say how they were made ([`narrowphase::Correction`]): a body deep in the solid (a hill
-//! raised over it) gets one contact toward the nearest surface.
+//! ## Which entry point
+//!
+//! | you want | use |
+//! | --- | --- |
+//! | terrain you edit and collide against, with your own physics | [`Terrain`] |
+//! | bodies over it without a physics engine (pairs, contact events, rays over both) | [`World`] (owns a `Terrain`) |
+//! | the terrain as a rapier collider | the `voxterra-rapier` crate (`RapierTerrain`, `dispatcher()`) |
+//! | far terrain to draw, around viewers | [`lod::LodView`] |
+//! | a server streaming terrain and edits to clients | [`replication::ReplicationServer`], [`replication::ReplicaClient`] |
+//!
+//! ## [`Terrain`] by theme
+//!
+//! | theme | calls |
+//! | --- | --- |
+//! | make, load, save | [`Terrain::new`], [`Terrain::from_store`], [`Terrain::generate`], [`Terrain::load`], [`Terrain::save`] (each `_with_progress` too), [`Terrain::config`], [`Terrain::reconfigure`] |
+//! | read | [`Terrain::voxel`], [`Terrain::store`], [`Terrain::materials`], [`Terrain::voxel_size`], [`Terrain::extent`], [`Terrain::revision`] |
+//! | edit | [`Terrain::apply_brush`], [`Terrain::fill`], [`Terrain::set_voxel`], [`Terrain::undo`], [`Terrain::redo`], [`Terrain::history`] |
+//! | collision readiness | [`Terrain::prepare`] (within a [`PrepareBudget`]), [`Terrain::cache_stats`], [`Terrain::cached_chunk`], [`Terrain::cached_chunks`] |
+//! | contacts | [`Terrain::contacts`], [`Terrain::contacts_kept`] (with a [`TerrainContactCache`], and the points), [`Terrain::intersects`] |
+//! | rays, casts, points | [`Terrain::cast_ray`], [`Terrain::cast_rays`], [`Terrain::cast_shape`] (characters), [`Terrain::sweep_shape`] (continuous collision), [`Terrain::project_point`] |
+//! | masks | [`Terrain::masks`], [`Terrain::solid_chunks`], [`Terrain::overlap`] |
+//! | pieces cut loose | [`Terrain::find_detached`], [`Terrain::take_detached`], [`Terrain::is_holding`], [`Terrain::anchor_layer`] |
+//! | render | [`Terrain::take_render_updates`], [`Terrain::render_meshes_of`], [`Terrain::render_chunks`], [`Terrain::lod_mesh`] |
+//! | replicas | [`Terrain::edits_since`], [`Terrain::apply_delta`], [`Terrain::sequence`], [`Terrain::set_sequence`] |
+//!
+//! Units: everything physical is in world units (poses, boxes, rays, distances, the prediction,
+//! contact points); voxel addresses ([`core::VoxelPos`], [`core::Region`]: `fill`, `set_voxel`,
+//! `voxel`, an edit's `dirty` box) are voxel indices; [`TerrainConfig::voxel_size`] is the one
+//! factor between them. A ray's `t` is in units of its direction's length. Every query works
+//! from `&self`: a chunk the cache lacks is built by the query that meets it, so physics engines
+//! and parallel callers share one cache. Errors are per operation ([`ConfigError`],
+//! [`LoadError`], [`EditError`], [`QueryError`], [`DeltaError`]; [`TerrainError`] is any).
 //!
 //! [`World`] holds bodies over a terrain: each [`World::step`] settles the moved bodies' boxes in
 //! the dynamic AABB tree (body–body pairs), tracks each body's terrain contacts per physics chunk
-//! (solid and water, from its old and new boxes), builds the collision data those contacts need,
-//! and reports what started and stopped as [`WorldEvent`]s; [`World::contacts`] gives the
-//! manifolds, [`World::cast_ray`] and [`World::cast_shape`] cover bodies and terrain together.
+//! (solid and water), builds the collision data those contacts need, and reports what started and
+//! stopped as [`WorldEvent`]s; [`World::contacts`] gives the manifolds, [`World::cast_ray`] and
+//! [`World::cast_shape`] cover bodies and terrain together.
 //!
 //! ## Whose types
 //!

@@ -1,4 +1,30 @@
-//! Levels of detail for rendering: render nodes meshed from the store at a coarser level.
+//! Levels of detail for rendering. [`LodView`] is the clipmap a renderer keeps: render nodes
+//! ([`LodNode`]) that grow with distance from the viewers, meshed so that nodes of any two levels
+//! meet without cracks; each [`LodView::update`] hands out only the meshes to add, replace and
+//! drop, and edits re-mesh the nodes that show them ([`LodView::mark_edited`]).
+//!
+//! ```
+//! use voxterra::lod::{LodConfig, LodView};
+//! use voxterra::mesher::Mesher;
+//! use voxterra::prelude::*;
+//! use voxterra::worldgen::GenParams;
+//!
+//! let mut terrain = Terrain::generate(&GenParams::new(5, [256, 64, 256]), TerrainConfig::default())?;
+//! let mesher = Mesher::new(terrain.materials());
+//! // Level 0 within 32 voxels of the viewer, 1 within 64, 2 beyond.
+//! let mut view = LodView::new(LodConfig { distances: vec![32.0, 64.0], hysteresis: 0.25 })?;
+//! let viewer = Point3::new(128.0, 40.0, 128.0);
+//! let first = view.update(&terrain, &mesher, &[viewer])?;
+//! assert!(!first.meshes.is_empty() && first.dropped.is_empty());
+//! assert!(view.nodes().any(|n| n.level == 0) && view.nodes().any(|n| n.level == 2));
+//! // A crater near the viewer: only the nodes showing it are meshed again.
+//! let crater = BrushShape::Sphere { center: Point3::new(128.0, 30.0, 128.0), radius: 5.0 };
+//! let report = terrain.apply_brush(&Brush { shape: crater, op: BrushOp::Subtract })?;
+//! view.mark_edited(&report.dirty.expect("voxels changed"));
+//! let next = view.update(&terrain, &mesher, &[viewer])?;
+//! assert!(!next.meshes.is_empty() && next.meshes.len() < first.meshes.len());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! A [`LodNode`] is a cube of [`NODE_CELLS`]³ voxels of its level `k`, each standing for a cube of
 //! `2^k` voxels (the store's mips and what is merged from them, [`VoxelStore::level`]): far

@@ -25,6 +25,35 @@
 //! for exactly what it lacks ([`ReplicaClient::resend_request`], [`ReplicationServer::resend`]). A
 //! malformed message is refused with a typed error and changes nothing.
 //!
+//! ```
+//! use voxterra::prelude::*;
+//! use voxterra::replication::{client_terrain, MIN_TICK_BUDGET, ReplicaClient, ReplicationConfig, ReplicationServer};
+//! use voxterra::worldgen::GenParams;
+//!
+//! let mut world = Terrain::generate(&GenParams::new(2, [96, 48, 96]), TerrainConfig::default())?;
+//! let config = ReplicationConfig { full_radius: 24.0, mip_radii: [48.0, 96.0, 160.0], resend_messages: 1024 };
+//! let mut server = ReplicationServer::new(config);
+//! let id = server.add_client(&world);
+//! let mut client = ReplicaClient::new(client_terrain(world.materials().clone(), world.voxel_size())?);
+//! server.set_viewers(id, &[Point3::new(48.0, 30.0, 48.0)])?;
+//! // Each tick the server sends what is due within the budget; the bytes would cross a socket.
+//! for _ in 0..64 {
+//!     for msg in server.tick(&world, id, MIN_TICK_BUDGET)? {
+//!         client.apply(&msg)?;
+//!     }
+//! }
+//! let near = Region::from_min_size(VoxelPos::new(40, 24, 40), [16, 16, 16])?;
+//! assert!(client.is_ready(&near)); // full detail around the viewer, equal to the server's
+//! // An edit reaches the client as a stale notice, then a patch.
+//! let dig = BrushShape::Sphere { center: Point3::new(48.0, 30.0, 48.0), radius: 3.0 };
+//! world.apply_brush(&Brush { shape: dig, op: BrushOp::Subtract })?;
+//! for msg in server.tick(&world, id, MIN_TICK_BUDGET)? {
+//!     client.apply(&msg)?;
+//! }
+//! assert_eq!(client.server_sequence(), world.sequence());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! A message, all integers little-endian (`docs/format.md` has the rules):
 //!
 //! | bytes | field |
