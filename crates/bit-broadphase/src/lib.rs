@@ -48,7 +48,9 @@ mod contacts;
 mod mask_map;
 mod masks;
 pub mod reference;
+mod validate;
 
 pub use contacts::{BodyContacts, Contact, ContactEvent, ContactKind};
 pub use mask_map::{BitBroadphase, BroadphaseError, BroadphaseStats, Touch};
 pub use masks::{ChunkState, Masks, PHYS_SHIFT, PHYS_SIZE, neighborhood};
+pub use validate::InvalidMasks;

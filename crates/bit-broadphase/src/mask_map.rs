@@ -27,7 +27,7 @@ pub enum BroadphaseError {
 
 /// A chunk's entry: tagged uniform, or an index into the mask slab.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Entry {
+pub(crate) enum Entry {
     Solid,
     Water,
     Masks(u32),
@@ -38,15 +38,15 @@ enum Entry {
 /// lookups; through the window each is a bounds check and a load instead of a hash probe (41 → 25
 /// → 13 ns in a hot loop). Kept only while dense (see [`BitBroadphase::refresh_window`]).
 #[derive(Clone, Debug)]
-struct Window {
-    min: [i64; 3],
-    size: [i64; 3],
-    slots: Vec<u32>,
+pub(crate) struct Window {
+    pub(crate) min: [i64; 3],
+    pub(crate) size: [i64; 3],
+    pub(crate) slots: Vec<u32>,
 }
 
 impl Window {
     #[inline]
-    fn index(&self, key: [i64; 3]) -> Option<usize> {
+    pub(crate) fn index(&self, key: [i64; 3]) -> Option<usize> {
         let d = [0, 1, 2].map(|i| key[i] - self.min[i]);
         if (0..3).all(|i| d[i] >= 0 && d[i] < self.size[i]) {
             Some((d[0] + self.size[0] * (d[2] + self.size[2] * d[1])) as usize)
@@ -56,7 +56,7 @@ impl Window {
     }
 }
 
-fn encode(e: Entry) -> u32 {
+pub(crate) fn encode(e: Entry) -> u32 {
     match e {
         Entry::Solid => 1,
         Entry::Water => 2,
@@ -104,17 +104,17 @@ impl BroadphaseStats {
 /// bit-parallel box queries against them.
 #[derive(Clone, Debug)]
 pub struct BitBroadphase {
-    chunks: hashbrown::HashMap<Key, Entry, foldhash::fast::FixedState>,
-    slab: Vec<Masks>,
-    free: Vec<u32>,
-    window: Option<Window>,
+    pub(crate) chunks: hashbrown::HashMap<Key, Entry, foldhash::fast::FixedState>,
+    pub(crate) slab: Vec<Masks>,
+    pub(crate) free: Vec<u32>,
+    pub(crate) window: Option<Window>,
     /// A chunk was added outside the window (or a first window is due): queries take the hash
     /// path until [`BitBroadphase::optimize`] or the next region rebuild refreshes it.
-    window_stale: bool,
+    pub(crate) window_stale: bool,
     /// After a "too sparse" verdict, do not try again before the map holds this many chunks.
     window_retry_at: usize,
-    solid: u64,
-    liquid: u64,
+    pub(crate) solid: u64,
+    pub(crate) liquid: u64,
     inv_voxel_size: f32,
 }
 
@@ -190,7 +190,7 @@ impl BitBroadphase {
         e.map(|e| self.state(e))
     }
 
-    fn state(&self, e: Entry) -> ChunkState {
+    pub(crate) fn state(&self, e: Entry) -> ChunkState {
         match e {
             Entry::Solid => ChunkState::Solid,
             Entry::Water => ChunkState::Water,

@@ -7,6 +7,7 @@
 //! never changes an answer. Two threads missing the same chunk at once may both build it; the
 //! first insert is kept.
 
+use crate::error::InvalidTerrain;
 use crate::workspace::with_workspace;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -270,6 +271,44 @@ impl CollisionCache {
         held.entries.insert(key, Entry { data: data.clone(), bytes, used });
         self.trim(held, Some(key));
         data
+    }
+
+    /// Checks the cache: its byte count the sum of its entries' and within the budget (or one
+    /// entry alone over it), each entry's cost its data's, and each entry's data equal to a fresh
+    /// build of its chunk from `src` (mesh bit for bit, tree valid over it).
+    pub(crate) fn validate(
+        &self,
+        mesher: &Mesher,
+        src: &(impl VoxelRead + ?Sized),
+    ) -> Result<(), InvalidTerrain> {
+        let held = self.held.read().unwrap_or_else(PoisonError::into_inner);
+        let bad = |chunk: [i32; 3], what| InvalidTerrain::Cache { chunk, what };
+        if held.entries.values().map(|e| e.bytes).sum::<usize>() != held.bytes {
+            return Err(bad([0; 3], "the byte count differs from the entries'"));
+        }
+        let largest = held.entries.values().map(|e| e.bytes).max().unwrap_or(0);
+        if held.bytes > self.budget.load(Ordering::Relaxed) && held.bytes != largest {
+            return Err(bad([0; 3], "over the byte budget"));
+        }
+        let mut ws = MeshWorkspace::new();
+        let mut keys: Vec<PhysicsChunkKey> = held.entries.keys().copied().collect();
+        keys.sort_unstable();
+        for key in keys {
+            let e = &held.entries[&key];
+            let cost = e.data.as_ref().map_or(0, |d| d.bytes()) + ENTRY_BYTES;
+            if e.bytes != cost {
+                return Err(bad(key.to_array(), "its cost differs from its data's"));
+            }
+            let fresh = build(mesher, src, key, &mut ws);
+            match (&e.data, &fresh) {
+                (None, None) => {}
+                (Some(d), Some(f)) if d.mesh == f.mesh => {
+                    d.tree.validate(&d.mesh).map_err(|_| bad(key.to_array(), "its kD tree is invalid"))?;
+                }
+                _ => return Err(bad(key.to_array(), "differs from a fresh build")),
+            }
+        }
+        Ok(())
     }
 
     /// Evicts least recently used entries, never `keep`, until the cache is within its budget:

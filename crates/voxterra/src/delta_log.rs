@@ -3,7 +3,7 @@
 //!
 //! [`Terrain::edits_since`]: crate::Terrain::edits_since
 
-use crate::error::EditError;
+use crate::error::{EditError, InvalidTerrain};
 use voxterra_codec::Compression;
 use voxterra_codec::block::{BlockScratch, encode_voxels};
 use voxterra_codec::delta::{encode_delta, encoded_len};
@@ -91,5 +91,25 @@ impl DeltaLog {
     /// The logged edits numbered `seq` and after, oldest first.
     pub(crate) fn since(&self, seq: u64) -> impl Iterator<Item = &LoggedEdit> {
         self.entries.iter().filter(move |e| e.seq >= seq)
+    }
+
+    /// Checks the log: entries numbered consecutively, below the next number, their bytes summed,
+    /// within the budget.
+    pub(crate) fn validate(&self) -> Result<(), InvalidTerrain> {
+        for pair in self.entries.iter().collect::<Vec<_>>().windows(2) {
+            if pair[1].seq != pair[0].seq + 1 {
+                return Err(InvalidTerrain::DeltaLog("entries are not numbered consecutively"));
+            }
+        }
+        if self.entries.back().is_some_and(|e| e.seq >= self.next) {
+            return Err(InvalidTerrain::DeltaLog("an entry is numbered past the next edit"));
+        }
+        if self.entries.iter().map(LoggedEdit::bytes).sum::<usize>() != self.bytes {
+            return Err(InvalidTerrain::DeltaLog("the byte count differs from the entries'"));
+        }
+        if self.bytes > self.budget {
+            return Err(InvalidTerrain::DeltaLog("over the byte budget"));
+        }
+        Ok(())
     }
 }

@@ -4,12 +4,12 @@
 //! any of them, for callers that keep one error type. A refused operation changes nothing.
 
 use crate::brush::Brush;
-use voxterra_bit_broadphase::BroadphaseError;
+use voxterra_bit_broadphase::{BroadphaseError, InvalidMasks};
 use voxterra_codec::{SnapshotError, TerrainFileError};
 use voxterra_core::CoreError;
 use voxterra_mesher::MeshError;
 use voxterra_narrowphase::NarrowphaseError;
-use voxterra_voxel_store::StoreError;
+use voxterra_voxel_store::{InvalidStore, StoreError};
 use voxterra_worldgen::GenError;
 
 /// Why a terrain could not be made or reconfigured.
@@ -185,4 +185,28 @@ pub enum TerrainError {
     /// A region or voxel the core refuses (one made to pass to the terrain).
     #[error(transparent)]
     Core(#[from] CoreError),
+}
+
+/// A broken invariant of a [`Terrain`](crate::Terrain), found by
+/// [`Terrain::validate`](crate::Terrain::validate).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidTerrain {
+    /// The voxel store's.
+    #[error(transparent)]
+    Store(#[from] InvalidStore),
+    /// The masks': a chunk's differs from a rebuild from the voxels, or the map's bookkeeping.
+    #[error(transparent)]
+    Masks(#[from] InvalidMasks),
+    /// A collision cache entry differs from a fresh build of its chunk, or the cache's byte count.
+    #[error("collision cache: {what} (chunk {chunk:?})")]
+    Cache {
+        /// The chunk (`[0, 0, 0]` for the cache's own counts).
+        chunk: [i32; 3],
+        /// Which invariant.
+        what: &'static str,
+    },
+    /// The delta log's numbering or byte count.
+    #[error("delta log: {0}")]
+    DeltaLog(&'static str),
 }

@@ -150,6 +150,7 @@ mod terrain;
 mod terrain_point;
 mod terrain_query;
 mod terrain_ray;
+mod validate;
 mod workspace;
 mod world;
 mod world_query;
@@ -161,7 +162,9 @@ pub use config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS,
     DetachConfig, TerrainConfig,
 };
-pub use error::{ConfigError, DeltaError, EditError, HistoryStep, LoadError, QueryError, TerrainError};
+pub use error::{
+    ConfigError, DeltaError, EditError, HistoryStep, InvalidTerrain, LoadError, QueryError, TerrainError,
+};
 pub use readiness::{PrepareBudget, Readiness};
 pub use terrain::{EditReport, HistoryStats, Terrain};
 pub use terrain_point::TerrainProjection;

@@ -93,7 +93,37 @@ pub enum LodError {
     Viewer,
 }
 
+/// A broken invariant of a [`LodView`], found by [`LodView::validate`].
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("level-of-detail node {node:?}: {what}")]
+pub struct InvalidLodView {
+    /// The node at fault.
+    pub node: LodNode,
+    /// Which invariant.
+    pub what: &'static str,
+}
+
 impl LodNode {
+    /// Child `i` (0–7: bit 0 x, bit 1 y, bit 2 z) one level finer.
+    fn child(&self, i: i32) -> LodNode {
+        LodNode {
+            level: self.level - 1,
+            x: self.x * 2 + (i & 1),
+            y: self.y * 2 + (i >> 1 & 1),
+            z: self.z * 2 + (i >> 2 & 1),
+        }
+    }
+
+    /// Its eight children one level finer (level 1 and up).
+    fn children(&self) -> impl Iterator<Item = LodNode> + '_ {
+        (0..8).map(|i| self.child(i))
+    }
+
+    /// The node one level coarser holding it.
+    fn parent(&self) -> LodNode {
+        LodNode { level: self.level + 1, x: self.x >> 1, y: self.y >> 1, z: self.z >> 1 }
+    }
+
     /// The node of `level` holding terrain voxel `p`.
     pub fn containing(level: u32, p: Point3<i32>) -> LodNode {
         let s = level.min(MAX_LEVEL) + NODE_CELLS.trailing_zeros();
@@ -469,6 +499,45 @@ impl LodView {
         Ok(())
     }
 
+    /// Checks the octree: no node both drawn and split, every split node's eight children drawn or
+    /// split, every node below the top level under a split parent, levels within the top, and a
+    /// border summary for each drawn node. For tests, after updates.
+    pub fn validate(&self) -> Result<(), InvalidLodView> {
+        let top = self.top_level();
+        let bad = |node: LodNode, what| Err(InvalidLodView { node, what });
+        for &n in self.leaves.iter().chain(&self.split) {
+            if n.level > top {
+                return bad(n, "past the top level");
+            }
+            if n.level < top && !self.split.contains(&n.parent()) {
+                return bad(n, "its parent is not split");
+            }
+        }
+        for &n in &self.split {
+            if self.leaves.contains(&n) {
+                return bad(n, "both drawn and split");
+            }
+            if n.level == 0 {
+                return bad(n, "split at level 0");
+            }
+            for c in n.children() {
+                if !self.leaves.contains(&c) && !self.split.contains(&c) {
+                    return bad(c, "a split node's child is neither drawn nor split");
+                }
+            }
+        }
+        if self.summaries.len() != self.leaves.len()
+            || self.leaves.iter().any(|n| !self.summaries.contains_key(n))
+        {
+            let n = self.leaves.iter().find(|&n| !self.summaries.contains_key(n)).copied();
+            return bad(
+                n.unwrap_or(LodNode { level: 0, x: 0, y: 0, z: 0 }),
+                "border summaries differ from the drawn nodes",
+            );
+        }
+        Ok(())
+    }
+
     /// Splits `node` down to leaves around the viewers.
     fn select(
         &self,
@@ -486,13 +555,7 @@ impl LodView {
             let near = node.region().is_ok_and(|r| viewers.iter().any(|v| distance_to(&r, v) < reach));
             if near {
                 split.insert(node);
-                for i in 0..8 {
-                    let child = LodNode {
-                        level: node.level - 1,
-                        x: node.x * 2 + (i & 1),
-                        y: node.y * 2 + (i >> 1 & 1),
-                        z: node.z * 2 + (i >> 2 & 1),
-                    };
+                for child in node.children() {
                     self.select(child, viewers, stored, leaves, split);
                 }
                 return;

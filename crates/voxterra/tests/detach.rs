@@ -212,6 +212,7 @@ proptest! {
         plain.apply_brush(&hole).unwrap();
         let seq = t.sequence();
         let report = t.apply_brush(&hole).unwrap();
+        t.validate().unwrap();
 
         // The brute force on the same carve without detection.
         let lost: Vec<VoxelPos> = extent.iter().filter(|p| {
@@ -248,12 +249,15 @@ proptest! {
         for d in t.edits_since(seq) {
             replica.apply_delta(&d).unwrap();
         }
+        replica.validate().unwrap();
         let after = t.extent().unwrap().union(&extent);
         prop_assert!(dense(&replica, &after) == dense(&t, &after));
         // One undo step brings every voxel back.
         t.undo().unwrap();
+        t.validate().unwrap();
         prop_assert!(dense(&t, &extent) == before);
         t.redo().unwrap();
+        t.validate().unwrap();
         prop_assert!(dense(&t, &after) == dense(&replica, &after));
     }
 }

@@ -603,6 +603,7 @@ mod view {
                 view.mark_edited(&r.dirty.unwrap());
             }
             let u = view.update(&t, &mesher, &[Point3::new(p[0], p[1], p[2])]).unwrap();
+            view.validate().unwrap();
             apply(&mut held, u);
             levels_seen.extend(view.nodes().map(|n| n.level));
             check_fresh(&t, &view, &held);
@@ -613,8 +614,11 @@ mod view {
         let cfg = LodConfig { hysteresis: 0.0, ..small() };
         let (mut a, mut b) = (LodView::new(cfg.clone()).unwrap(), LodView::new(cfg).unwrap());
         a.update(&t, &mesher, &[Point3::new(10.0, 40.0, 10.0)]).unwrap();
+        a.validate().unwrap();
         a.update(&t, &mesher, &[Point3::new(100.0, 40.0, 90.0)]).unwrap();
+        a.validate().unwrap();
         b.update(&t, &mesher, &[Point3::new(100.0, 40.0, 90.0)]).unwrap();
+        b.validate().unwrap();
         assert_eq!(a.nodes().collect::<Vec<_>>(), b.nodes().collect::<Vec<_>>());
     }
 
@@ -626,6 +630,7 @@ mod view {
         let mesher = Mesher::new(t.materials());
         let mut view = LodView::new(LodConfig::default()).unwrap();
         view.update(&t, &mesher, &[Point3::new(32.0, 32.0, 32.0)]).unwrap();
+        view.validate().unwrap();
         let stored = t.extent().unwrap().expanded(2);
         let mut outside = 0;
         for n in view.nodes() {
@@ -656,16 +661,19 @@ mod view {
         // Find a step that changes the selection, then pace across it.
         let at = |x: f32| [Point3::new(x, 40.0, 20.0)];
         view.update(&t, &mesher, &at(0.0)).unwrap();
+        view.validate().unwrap();
         let mut x = 0.0;
         let before: Vec<_> = view.nodes().collect();
         while view.nodes().collect::<Vec<_>>() == before {
             x += 1.0;
             view.update(&t, &mesher, &at(x)).unwrap();
+            view.validate().unwrap();
             assert!(x < 200.0);
         }
         for step in 0..6 {
             let back = if step % 2 == 0 { x - 1.5 } else { x };
             let u = view.update(&t, &mesher, &at(back)).unwrap();
+            view.validate().unwrap();
             assert!(u.meshes.is_empty() && u.dropped.is_empty(), "step {step} at {back}");
         }
     }

@@ -88,6 +88,7 @@ proptest! {
         for b in &brushes {
             let before = voxels(&t);
             let report = t.apply_brush(b).unwrap();
+            t.validate().unwrap();
             let after = voxels(&t);
             for (i, p) in area().iter().enumerate() {
                 if before[i] != after[i] {
@@ -105,12 +106,14 @@ proptest! {
         prop_assert_eq!(undos, states.len() - 1);
         for k in (0..undos).rev() {
             t.undo().unwrap();
+            t.validate().unwrap();
             prop_assert!(voxels(&t) == states[k], "undo to state {} differs", k);
         }
         prop_assert!(matches!(t.undo(), Err(EditError::NoHistory(_))));
         prop_assert_eq!(t.masks().chunks(), fresh_masks(&t));
         for (k, state) in states.iter().enumerate().skip(1) {
             t.redo().unwrap();
+            t.validate().unwrap();
             prop_assert!(voxels(&t) == *state, "redo to state {} differs", k);
         }
         prop_assert_eq!(t.masks().chunks(), fresh_masks(&t));
@@ -213,6 +216,7 @@ fn the_history_keeps_the_newest_edits_within_its_budget() {
     assert!(undos > 0 && undos < 20, "{undos}");
     for _ in 0..undos {
         t.undo().unwrap();
+        t.validate().unwrap();
     }
     assert!(matches!(t.undo(), Err(EditError::NoHistory(_))));
 }
@@ -228,14 +232,18 @@ fn reconfiguring_keeps_the_redo_stack_and_the_voxel_size() {
             .unwrap();
     }
     t.undo().unwrap();
+    t.validate().unwrap();
     t.undo().unwrap();
+    t.validate().unwrap();
     assert_eq!((t.history().undo, t.history().redo), (6, 2));
     let half = t.history().bytes / 2;
     t.reconfigure(TerrainConfig { history_bytes: half, ..t.config() }).unwrap();
     let HistoryStats { undo: undos, redo: redos, .. } = t.history();
     assert!(undos < 6 && redos == 2 && t.history().bytes <= half, "{undos} undo, {redos} redo");
     t.redo().unwrap();
+    t.validate().unwrap();
     t.redo().unwrap();
+    t.validate().unwrap();
     assert!(matches!(
         t.reconfigure(TerrainConfig::with_voxel_size(0.5)),
         Err(ConfigError::VoxelSizeFixed { current: 1.0, asked: 0.5 })
@@ -345,6 +353,7 @@ mod contacts {
             prop_assert!(any > 0, "the probes touch the terrain");
             for b in &brushes {
                 let r = t.apply_brush(b).unwrap();
+                t.validate().unwrap();
                 if let Some(d) = r.dirty {
                     // Whatever was cached around the edit is gone.
                     prop_assert!(r.cache_dropped <= PhysicsChunkKey::range(&d.expanded(2)).unwrap().count() as usize);
@@ -374,6 +383,7 @@ mod contacts {
                 let mesher = Mesher::new(t.materials());
                 for b in &brushes {
                     t.apply_brush(b).unwrap();
+                    t.validate().unwrap();
                     for key in t.cached_chunks() {
                         let held = t.cached_chunk(key).unwrap();
                         let mut fresh = PhysicsMesh::default();
@@ -697,6 +707,7 @@ mod rays {
             let mut t = world();
             for b in &edits {
                 t.apply_brush(b).unwrap();
+                t.validate().unwrap();
             }
             let chunks = all_chunks(&t);
             let mut hits = 0;
@@ -1078,6 +1089,7 @@ mod render {
             t.fill(&Region::from_min_size(VoxelPos::new(26, 0, 10), [6, 48, 6]).unwrap(), Voxel::AIR).unwrap();
             for b in &brushes {
                 t.apply_brush(b).unwrap();
+                t.validate().unwrap();
             }
             t.undo().ok();
             for (k, m) in t.take_render_updates(&mesher).unwrap() {
@@ -1212,6 +1224,8 @@ mod deltas {
         for d in &relayed {
             client.apply_delta(d).unwrap();
         }
+        client.validate().unwrap();
+        replica.validate().unwrap();
         assert!(voxels(&client) == voxels(&server));
     }
 
@@ -1278,8 +1292,10 @@ fn the_revision_moves_on_exactly_when_voxels_change() {
     let r1 = t.revision();
     assert_ne!(r1, r0);
     t.undo().unwrap();
+    t.validate().unwrap();
     let r2 = t.revision();
     assert!(r2 != r1 && r2 != r0, "an undo restoring old voxels is still a new revision");
     t.redo().unwrap();
+    t.validate().unwrap();
     assert!(t.revision() != r2 && t.revision() != r1);
 }
