@@ -30,6 +30,16 @@ pub struct ContactCache {
     entries: Vec<Entry>,
 }
 
+/// A broken invariant of a [`ContactCache`], found by [`ContactCache::validate`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("contact cache candidate {entry}: {what}")]
+pub struct InvalidContactCache {
+    /// The candidate at fault, in keeping order.
+    pub entry: usize,
+    /// Which invariant.
+    pub what: &'static str,
+}
+
 /// The query the entries were made for.
 #[derive(Clone, Debug)]
 struct Kept {
@@ -97,6 +107,37 @@ impl ContactCache {
         let b = shape.compute_local_aabb();
         let e = b.maxs - b.mins;
         Self::new((e.max_element() / 10.0).min(0.1))
+    }
+
+    /// Checks the kept candidates: each of a part the kept query has, its box holding its
+    /// triangle and meeting that part's search box, its normal of unit length, and its bound no
+    /// further than the prediction plus the slack when it was kept within reach. For tests.
+    pub fn validate(&self) -> Result<(), InvalidContactCache> {
+        let Some(kept) = &self.kept else {
+            return if self.entries.is_empty() {
+                Ok(())
+            } else {
+                Err(InvalidContactCache { entry: 0, what: "candidates without a kept query" })
+            };
+        };
+        for (i, e) in self.entries.iter().enumerate() {
+            let bad = |what| Err(InvalidContactCache { entry: i, what });
+            let Some(search) = kept.boxes.get(e.part as usize) else {
+                return bad("a part the query does not have");
+            };
+            if e.corners.iter().all(|c| c.iter().all(|v| v.is_finite()))
+                && !e.corners.iter().all(|c| e.bounds.contains_point(c))
+            {
+                return bad("its box does not hold its triangle");
+            }
+            if !e.bounds.intersects(search) {
+                return bad("its box misses its part's search box");
+            }
+            if e.face.is_some_and(|n| (n.norm() - 1.0).abs() > 1e-4) {
+                return bad("its normal is not of unit length");
+            }
+        }
+        Ok(())
     }
 
     /// The motion the candidates hold for.

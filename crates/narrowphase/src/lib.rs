@@ -115,7 +115,7 @@ mod tri_tri;
 mod triangle_set;
 
 pub use contact::{ContactPoint, Correction, FeatureId, Manifold, TriangleFeature};
-pub use contact_cache::ContactCache;
+pub use contact_cache::{ContactCache, InvalidContactCache};
 pub use convex_triangles::{ContactWorkspace, contact_points, contacts};
 pub use error::NarrowphaseError;
 pub use mesh_mesh::{

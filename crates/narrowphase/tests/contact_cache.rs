@@ -75,11 +75,13 @@ fn kept(
     let mut ws = ContactWorkspace::new();
     ws.begin();
     let replayed = ws.collect_kept(shape, pose, prediction, cache).unwrap();
+    cache.validate().unwrap();
     if !replayed {
         cache.start(shape, pose, prediction).unwrap();
         for (g, m) in sets.iter().enumerate() {
             let index = BruteForceTriangles(m);
             ws.collect_keeping(shape, TriangleSet::new(m, &index).one_sided(), g as u32, cache).unwrap();
+            cache.validate().unwrap();
         }
     }
     let mut out = Vec::new();

@@ -62,6 +62,7 @@ fn drain(
 ) {
     loop {
         let msgs = srv.tick(t, id, 1 << 20).unwrap();
+        srv.validate().unwrap();
         if msgs.is_empty() {
             return;
         }
@@ -155,6 +156,7 @@ fn duplicated_reordered_and_dropped_messages_never_corrupt_a_client() {
         };
         t.apply_brush(&carve).unwrap();
         let msgs = srv.tick(&t, id, 3 * MIN_TICK_BUDGET).unwrap();
+        srv.validate().unwrap();
         // A hostile network: each message dropped, duplicated or delivered, in a shuffled order.
         let mut wire: Vec<&Vec<u8>> = Vec::new();
         for m in &msgs {
@@ -310,6 +312,7 @@ fn a_budget_under_the_largest_message_is_refused() {
     assert!(matches!(srv.tick(&t, id, 64), Err(ReplicationError::BudgetTooSmall { budget: 64, .. })));
     for _ in 0..4 {
         let msgs = srv.tick(&t, id, MIN_TICK_BUDGET).unwrap();
+        srv.validate().unwrap();
         assert!(msgs.iter().map(Vec::len).sum::<usize>() <= MIN_TICK_BUDGET);
     }
 }
@@ -322,6 +325,7 @@ fn malformed_messages_are_refused_and_change_nothing() {
     srv.set_viewers(id, &[Point3::new(48.0, 30.0, 48.0)]).unwrap();
     let mut c = client(&t);
     let msgs = srv.tick(&t, id, 1 << 20).unwrap();
+    srv.validate().unwrap();
     let m = &msgs[0];
     let mut rng = voxterra_test_support::Rng::new(1);
     for _ in 0..200 {
@@ -415,6 +419,7 @@ fn the_same_input_gives_the_same_bytes_on_one_and_two_threads() {
                 match o {
                     Op::Tick(budget) => {
                         let m = srv.tick(&t, id, *budget).unwrap();
+                        srv.validate().unwrap();
                         for x in &m {
                             c.apply(x).unwrap();
                         }
@@ -425,6 +430,7 @@ fn the_same_input_gives_the_same_bytes_on_one_and_two_threads() {
             }
             loop {
                 let m = srv.tick(&t, id, 1 << 16).unwrap();
+                srv.validate().unwrap();
                 if m.is_empty() {
                     break;
                 }

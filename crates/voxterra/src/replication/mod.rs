@@ -72,7 +72,7 @@ mod message;
 mod server;
 
 pub use client::{AHEAD_BYTES, AHEAD_MESSAGES, Applied, ReplicaClient};
-pub use server::{MIN_TICK_BUDGET, ReplicationServer};
+pub use server::{InvalidReplication, MIN_TICK_BUDGET, ReplicationServer};
 
 use crate::error::{ConfigError, EditError, QueryError};
 use crate::terrain::Terrain;

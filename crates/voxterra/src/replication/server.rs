@@ -52,7 +52,46 @@ pub struct ReplicationServer {
     clients: Vec<ClientState>,
 }
 
+/// A broken invariant of a [`ReplicationServer`], found by [`ReplicationServer::validate`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("replication client {client}: {what}")]
+pub struct InvalidReplication {
+    /// The client at fault.
+    pub client: usize,
+    /// Which invariant.
+    pub what: &'static str,
+}
+
 impl ReplicationServer {
+    /// Checks what it keeps per client: stale regions held, notices for stale regions only, each
+    /// patch box inside its region, mips at levels 1–3, the messages kept for resends numbered
+    /// consecutively up to the next and no more of them than configured. For tests.
+    pub fn validate(&self) -> Result<(), InvalidReplication> {
+        for (client, c) in self.clients.iter().enumerate() {
+            let bad = |what| Err(InvalidReplication { client, what });
+            if c.stale.keys().any(|k| !c.full.contains(k)) {
+                return bad("a stale region it does not hold");
+            }
+            if c.notice.iter().any(|k| !c.stale.contains_key(k)) {
+                return bad("a notice for a region that is not stale");
+            }
+            if c.stale.iter().any(|(k, b)| k.region().map_or(true, |r| r.intersection(b) != Some(*b))) {
+                return bad("a patch box outside its region");
+            }
+            if c.mips.values().any(|l| !(1..=3).contains(l)) {
+                return bad("a mip level outside 1-3");
+            }
+            if c.sent.len() > self.config.resend_messages {
+                return bad("more messages kept than configured");
+            }
+            let first = c.next - c.sent.len() as u64;
+            if c.sent.iter().enumerate().any(|(i, (n, _))| *n != first + i as u64) {
+                return bad("kept messages not numbered consecutively up to the next");
+            }
+        }
+        Ok(())
+    }
+
     /// A server with no clients.
     pub fn new(config: ReplicationConfig) -> Self {
         ReplicationServer { config, clients: Vec::new() }
