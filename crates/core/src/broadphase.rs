@@ -269,7 +269,10 @@ mod tests {
         bp.move_proxy(c, cube(0.9), Vector3::zeros()).unwrap();
         bp.update_pairs(&mut |x, y| pairs.push((x, y)));
         assert_eq!(pairs, vec![(a, c), (b, c)]);
-        assert!(bp.create_proxy(Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::origin()), 0).is_err());
+        assert!(matches!(
+            bp.create_proxy(Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::origin()), 0),
+            Err(ProxyError::InvalidAabb { .. })
+        ));
         bp.destroy_proxy(b).unwrap();
         assert_eq!(bp.destroy_proxy(b), Err(ProxyError::UnknownProxy(b.0)));
         assert_eq!(bp.user_data(c), Some(9));

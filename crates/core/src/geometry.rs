@@ -307,8 +307,14 @@ mod tests {
 
     #[test]
     fn invalid_inputs_are_rejected_or_miss() {
-        assert!(Aabb::try_new(Point3::new(1.0, 0.0, 0.0), Point3::origin()).is_err());
-        assert!(Aabb::try_new(Point3::new(f32::NAN, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0)).is_err());
+        assert!(matches!(
+            Aabb::try_new(Point3::new(1.0, 0.0, 0.0), Point3::origin()),
+            Err(CoreError::InvalidAabb { .. })
+        ));
+        assert!(matches!(
+            Aabb::try_new(Point3::new(f32::NAN, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0)),
+            Err(CoreError::InvalidAabb { .. })
+        ));
         let nan = Aabb::new(Point3::new(f32::NAN, 0.0, 0.0), Point3::new(1.0, 1.0, 1.0));
         let unit = Aabb::new(Point3::origin(), Point3::new(1.0, 1.0, 1.0));
         assert!(!nan.intersects(&unit) && !unit.intersects(&nan));
@@ -317,7 +323,10 @@ mod tests {
         let spanning = Aabb::new(Point3::new(2.0, 0.0, 0.0), Point3::new(6.0, 1.0, 1.0));
         assert!(!inverted.intersects(&spanning) && !spanning.intersects(&inverted));
         assert!(!inverted.intersects(&inverted));
-        assert!(Ray::try_new(Point3::origin(), Vector3::zeros()).is_err());
+        assert!(matches!(
+            Ray::try_new(Point3::origin(), Vector3::zeros()),
+            Err(CoreError::InvalidRay { .. })
+        ));
         let ray = Ray::new(Point3::new(0.5, 2.0, 0.5), Vector3::new(0.0, -1.0, 0.0));
         assert_eq!(unit.clip_ray(&ray, 10.0), Some((1.0, 2.0)));
         let tri = [Point3::origin(), Point3::new(1.0, 0.0, 0.0), Point3::new(2.0, 0.0, 0.0)];

@@ -271,18 +271,22 @@ mod tests {
     #[test]
     fn rejects_broken_tables() {
         let mut e: Vec<MaterialInfo> = MaterialTable::default().into();
+        let refused = |e: Vec<MaterialInfo>| match MaterialTable::new(e) {
+            Err(CoreError::InvalidMaterialTable { entry, .. }) => entry,
+            other => panic!("expected a refused table, got {other:?}"),
+        };
         e[3].friction = f32::NAN;
-        assert!(MaterialTable::new(e.clone()).is_err());
+        assert_eq!(refused(e.clone()), 3);
         e[3].friction = 0.5;
         e[3].density = 0.0;
-        assert!(MaterialTable::new(e.clone()).is_err());
+        assert_eq!(refused(e.clone()), 3);
         e[3].density = 2600.0;
         e[4].kind = MaterialKind::Air;
-        assert!(MaterialTable::new(e.clone()).is_err());
+        assert_eq!(refused(e.clone()), 4);
         e[4].kind = MaterialKind::Solid;
         e[5].name = "rock".into();
-        assert!(MaterialTable::new(e.clone()).is_err());
-        assert!(MaterialTable::new(vec![]).is_err());
+        assert_eq!(refused(e.clone()), 5);
+        assert_eq!(refused(vec![]), 0);
         let many = (0..65)
             .map(|i| {
                 MaterialInfo::new(
@@ -294,7 +298,7 @@ mod tests {
                 )
             })
             .collect();
-        assert!(MaterialTable::new(many).is_err());
+        assert_eq!(refused(many), 65);
     }
 
     #[cfg(feature = "serde")]
@@ -304,7 +308,8 @@ mod tests {
         let json = serde_json::to_string(&t).unwrap();
         assert_eq!(serde_json::from_str::<MaterialTable>(&json).unwrap(), t);
         let broken = json.replacen("\"solid\"", "\"air\"", 1);
-        assert!(serde_json::from_str::<MaterialTable>(&broken).is_err());
+        let err = serde_json::from_str::<MaterialTable>(&broken).unwrap_err();
+        assert!(err.to_string().contains("invalid material table"), "{err}");
         // Tables written before densities existed read with the default one.
         let old = json.replace(",\"density\":2600.0", "");
         let read = serde_json::from_str::<MaterialTable>(&old).unwrap();

@@ -15,7 +15,10 @@ pub type VoxelPos = Point3<i32>;
 /// use voxterra_core::{Region, VoxelPos};
 /// let r = Region::new(VoxelPos::new(-2, 0, 0), VoxelPos::new(2, 3, 1)).unwrap();
 /// assert_eq!(r.len().unwrap(), 12);
-/// assert!(Region::new(VoxelPos::new(1, 0, 0), VoxelPos::new(0, 0, 0)).is_err());
+/// assert!(matches!(
+///     Region::new(VoxelPos::new(1, 0, 0), VoxelPos::new(0, 0, 0)),
+///     Err(voxterra_core::CoreError::InvertedRegion { .. })
+/// ));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -169,7 +172,7 @@ mod tests {
         assert_eq!(r.size(), [u32::MAX; 3]);
         assert_eq!(r.volume(), (u32::MAX as u128).pow(3));
         assert!(matches!(r.len(), Err(CoreError::RegionOverflow { what: "voxel count", .. })));
-        assert!(Region::voxel(Point3::new(i32::MAX, 0, 0)).is_err());
+        assert!(matches!(Region::voxel(Point3::new(i32::MAX, 0, 0)), Err(CoreError::RegionOverflow { .. })));
         assert_eq!(r.expanded(5), r);
     }
 

@@ -250,9 +250,9 @@ mod tests {
             assert_eq!(out[q.index_of(p)], d.voxel(p));
         }
         assert_eq!(out.iter().filter(|v| !v.is_air()).count(), 1);
-        assert!(d.fill(&q, rock).is_err());
+        assert!(matches!(d.fill(&q, rock), Err(CoreError::OutsideRegion { .. })));
         assert!(matches!(d.read_box(&q, &mut out[1..]), Err(CoreError::BufferSize { .. })));
-        assert!(DenseVoxels::new(q, 10).is_err());
+        assert!(matches!(DenseVoxels::new(q, 10), Err(CoreError::TooManyVoxels { .. })));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use voxterra_core::nalgebra::{Isometry3, UnitQuaternion, Vector3};
 use voxterra_core::{BruteForceTriangles, TriangleMesh};
 use voxterra_narrowphase::convert::ToParry;
-use voxterra_narrowphase::{ContactCache, ContactWorkspace, Manifold, TriangleSet};
+use voxterra_narrowphase::{ContactCache, ContactWorkspace, Manifold, NarrowphaseError, TriangleSet};
 use voxterra_test_support::grid_mesh;
 
 fn shapes() -> Vec<SharedShape> {
@@ -165,5 +165,5 @@ fn keeping_without_a_start_is_an_error() {
         0,
         &mut cache,
     );
-    assert!(r.is_err());
+    assert!(matches!(r, Err(NarrowphaseError::InvalidParameter { what: "contact cache not started", .. })));
 }
