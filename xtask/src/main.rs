@@ -13,20 +13,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-// The same list, in the same order, as the `compare` binary's.
-const SUITES: &[&str] = &[
-    "store",
-    "codec",
-    "bit-broadphase",
-    "kdtree",
-    "mesher",
-    "dynamic-aabb-tree",
-    "narrowphase",
-    "terrain",
-    "lod",
-    "detach",
-    "replication",
-];
 const FUZZ_TARGETS: &[&str] = &[
     "decode_rle",
     "roundtrip",
@@ -72,7 +58,8 @@ fn ci() -> Result<(), String> {
 fn bench(args: &[String]) -> Result<(), String> {
     let quick = args.iter().any(|a| a == "--quick");
     let named: Vec<&str> = args.iter().filter(|a| !a.starts_with("--")).map(String::as_str).collect();
-    let suites = if named.is_empty() { SUITES.to_vec() } else { named };
+    // No suite named: `compare all` runs every suite it has.
+    let suites = if named.is_empty() { vec!["all"] } else { named };
     for suite in suites {
         let mut a = vec!["run", "--release", "-p", "voxterra-benches", "--bin", "compare", "--", suite];
         if quick {

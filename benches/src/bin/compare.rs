@@ -24,7 +24,7 @@ const SUITES: &[&str] = &[
 #[derive(Parser, Debug)]
 #[command(name = "compare")]
 struct Args {
-    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase, terrain, lod, detach, replication.
+    /// The suite to run: store, codec, bit-broadphase, kdtree, mesher, dynamic-aabb-tree, narrowphase, terrain, lod, detach, replication; or all of them, in that order.
     suite: String,
     /// Smaller world and fewer repetitions: a smoke run.
     #[arg(long)]
@@ -39,24 +39,40 @@ fn main() -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!("warning: compare was built without optimizations; run it with --release for real figures");
     }
-    let report = match args.suite.as_str() {
-        "store" => store_suite::run(args.quick),
-        "codec" => codec_suite::run(args.quick),
-        "bit-broadphase" => bit_broadphase_suite::run(args.quick),
-        "kdtree" => kdtree_suite::run(args.quick),
-        "mesher" => mesher_suite::run(args.quick),
-        "dynamic-aabb-tree" => dynamic_tree_suite::run(args.quick),
-        "narrowphase" => narrowphase_suite::run(args.quick),
-        "terrain" => terrain_suite::run(args.quick),
-        "lod" => lod_suite::run(args.quick),
-        "detach" => detach_suite::run(args.quick),
-        "replication" => replication_suite::run(args.quick),
-        other => anyhow::bail!("unknown suite {other:?}; suites: {}", SUITES.join(", ")),
-    };
+    let names: Vec<&str> = if args.suite == "all" { SUITES.to_vec() } else { vec![args.suite.as_str()] };
+    let mut reports = Vec::new();
+    for name in names {
+        let Some(report) = run(name, args.quick) else {
+            anyhow::bail!("unknown suite {name:?}; suites: {}, or all", SUITES.join(", "))
+        };
+        if !args.json {
+            print!("{}", report.to_table());
+        }
+        reports.push(report);
+    }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.to_table());
+        match reports.as_slice() {
+            [one] => println!("{}", serde_json::to_string_pretty(one)?),
+            all => println!("{}", serde_json::to_string_pretty(all)?),
+        }
     }
     Ok(())
+}
+
+/// Runs suite `name`; `None` for a name no suite has.
+fn run(name: &str, quick: bool) -> Option<voxterra_benches::harness::Report> {
+    Some(match name {
+        "store" => store_suite::run(quick),
+        "codec" => codec_suite::run(quick),
+        "bit-broadphase" => bit_broadphase_suite::run(quick),
+        "kdtree" => kdtree_suite::run(quick),
+        "mesher" => mesher_suite::run(quick),
+        "dynamic-aabb-tree" => dynamic_tree_suite::run(quick),
+        "narrowphase" => narrowphase_suite::run(quick),
+        "terrain" => terrain_suite::run(quick),
+        "lod" => lod_suite::run(quick),
+        "detach" => detach_suite::run(quick),
+        "replication" => replication_suite::run(quick),
+        _ => return None,
+    })
 }

@@ -20,6 +20,7 @@ mod mesh_cmd;
 mod render;
 mod render_cmd;
 mod serve_sim;
+mod source;
 
 use clap::{Parser, Subcommand};
 

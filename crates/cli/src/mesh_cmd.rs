@@ -2,18 +2,15 @@
 //! and write it as OBJ or PLY with material colors.
 
 use crate::export::{Format, write_obj, write_ply};
-use crate::gen_cmd::{parse_size, progress_bar};
+use crate::gen_cmd::progress_bar;
+use crate::source::WorldSource;
 use anyhow::{Context, bail};
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
-use voxterra::TerrainConfig;
-use voxterra::core::MaterialTable;
+use voxterra::AtomicFile;
 use voxterra::mesher::{Mesher, RenderMesh, ShapeMode, Surface};
-use voxterra::store::VoxelStore;
-use voxterra::worldgen::{GenParams, generate};
-use voxterra::{AtomicFile, Terrain};
 
 /// Vertex placement, as on the command line.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -29,15 +26,8 @@ pub(crate) enum Shape {
 /// Arguments of `voxterra mesh`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct MeshArgs {
-    /// Mesh this terrain file; without it a world is generated from --size and --seed.
-    #[arg(long = "in", value_name = "FILE")]
-    input: Option<PathBuf>,
-    /// Size of the generated world, X×Y×Z.
-    #[arg(long, default_value = "512x128x512", value_parser = parse_size, conflicts_with = "input")]
-    size: [u32; 3],
-    /// Seed of the generated world.
-    #[arg(long, default_value_t = 1, conflicts_with = "input")]
-    seed: u64,
+    #[command(flatten)]
+    source: WorldSource,
     /// The mesh file to write (atomically). Its extension picks the format unless --format does.
     #[arg(long)]
     out: PathBuf,
@@ -86,26 +76,8 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
     }
     let pool = builder.build().context("starting the worker threads")?;
 
-    let (store, table) = match &args.input {
-        Some(path) => {
-            voxterra::load(path, |_, _| {}).with_context(|| format!("loading {}", path.display()))?
-        }
-        None => {
-            let params = GenParams::new(args.seed, args.size);
-            params.region().context("checking the world size")?;
-            let bar = progress_bar(0, "generating", "tiles", args.json)?;
-            let mut store = VoxelStore::new();
-            pool.install(|| {
-                generate(&params, &mut store, |done, total| {
-                    bar.set_length(total);
-                    bar.set_position(done);
-                })
-            })
-            .context("generating the world")?;
-            bar.finish_and_clear();
-            (store, MaterialTable::default())
-        }
-    };
+    let terrain = pool.install(|| args.source.terrain(args.json))?;
+    let table = terrain.materials().clone();
 
     let mode = match args.shape {
         Shape::ByMaterial => ShapeMode::ByMaterial,
@@ -114,8 +86,6 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
     };
     let surface = if args.water { Surface::Liquid } else { Surface::Solid };
     let mesher = Mesher::new(&table).with_surface(surface).with_shape_mode(mode);
-    let terrain = Terrain::from_store(store, table.clone(), TerrainConfig::default())
-        .context("preparing the terrain")?;
     let start = Instant::now();
     let (chunks, meshes) = match args.lod_from {
         Some(p) => {

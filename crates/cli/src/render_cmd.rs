@@ -1,29 +1,21 @@
 //! `voxterra render`: a terrain file or a generated world, ray cast into a PNG from a camera given by
 //! flags.
 
-use crate::gen_cmd::{parse_size, progress_bar};
+use crate::gen_cmd::progress_bar;
 use crate::lod_render::{lod_scene, render_lod};
 use crate::render::{Camera, Picture, render};
+use crate::source::WorldSource;
 use anyhow::Context;
 use std::path::PathBuf;
-use voxterra::TerrainConfig;
 use voxterra::core::nalgebra::Point3;
 use voxterra::mesher::Mesher;
-use voxterra::worldgen::GenParams;
 use voxterra::{Terrain, World};
 
 /// Arguments of `voxterra render`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct RenderArgs {
-    /// Render this terrain file; without it a world is generated from --size and --seed.
-    #[arg(long = "in", value_name = "FILE")]
-    input: Option<PathBuf>,
-    /// Size of the generated world, X×Y×Z.
-    #[arg(long, default_value = "512x128x512", value_parser = parse_size, conflicts_with = "input")]
-    size: [u32; 3],
-    /// Seed of the generated world.
-    #[arg(long, default_value_t = 1, conflicts_with = "input")]
-    seed: u64,
+    #[command(flatten)]
+    source: WorldSource,
     /// The PNG to write (atomically).
     #[arg(long, default_value = "render.png")]
     out: PathBuf,
@@ -110,32 +102,7 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
         anyhow::ensure!(eye != target, "--eye and --target are the same point: the camera looks nowhere");
     }
     pool.install(|| {
-        let terrain = match &args.input {
-            Some(path) => {
-                let bar = progress_bar(0, "loading   ", "chunks", false)?;
-                let t = Terrain::load_with_progress(path, TerrainConfig::default(), |d, n| {
-                    bar.set_length(n);
-                    bar.set_position(d);
-                })
-                .with_context(|| format!("loading {}", path.display()))?;
-                bar.finish_and_clear();
-                t
-            }
-            None => {
-                let bar = progress_bar(0, "generating", "tiles", false)?;
-                let t = Terrain::generate_with_progress(
-                    &GenParams::new(args.seed, args.size),
-                    TerrainConfig::default(),
-                    |d, n| {
-                        bar.set_length(n);
-                        bar.set_position(d);
-                    },
-                )
-                .context("generating the world")?;
-                bar.finish_and_clear();
-                t
-            }
-        };
+        let terrain = args.source.terrain(false)?;
         if args.lod {
             return render_lod_picture(args, &terrain);
         }
