@@ -78,10 +78,7 @@ pub(crate) fn camera_for(
     fov: f32,
     [width, height]: [u32; 2],
 ) -> anyhow::Result<Camera> {
-    let (lo, hi) = terrain.extent().map_or(([0.0; 3], [64.0; 3]), |e| {
-        let s = terrain.voxel_size();
-        (e.min().map(|v| v as f32 * s).into(), e.max().map(|v| v as f32 * s).into())
-    });
+    let (lo, hi) = world_box(terrain);
     let size = [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]];
     let center = [lo[0] + size[0] * 0.5, lo[1] + size[1] * 0.4, lo[2] + size[2] * 0.5];
     let eye = eye.unwrap_or([lo[0] + size[0] * 0.05, hi[1] + size[1] * 0.9, lo[2] + size[2] * 0.05]);
@@ -125,22 +122,19 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
 /// picture.
 fn render_lod_picture(args: &RenderArgs, terrain: &Terrain) -> anyhow::Result<()> {
     // Over the world's center above its peaks, looking out past a far corner to the horizon.
-    let (lo, hi) = terrain.extent().map_or(([0.0; 3], [64.0; 3]), |e| {
-        let s = terrain.voxel_size();
-        (e.min().map(|v| v as f32 * s).into(), e.max().map(|v| v as f32 * s).into())
-    });
+    let (lo, hi) = world_box(terrain);
     let h = hi[1] - lo[1];
     let center = [(lo[0] + hi[0]) * 0.5, hi[1] + h * 0.15, (lo[2] + hi[2]) * 0.5];
     let eye = args.eye.unwrap_or(center);
     let target = args.target.unwrap_or([hi[0], lo[1] + h * 0.35, hi[2]]);
     let camera = camera_for(terrain, Some(eye), Some(target), args.fov, args.resolution)?;
     let mesher = Mesher::new(terrain.materials());
-    let scale = 1.0 / terrain.voxel_size();
-    let scene = lod_scene(terrain, &mesher, camera.eye.map(|c| c * scale))?;
+    let scale = terrain.scale();
+    let scene = lod_scene(terrain, &mesher, scale.point_to_voxels(&camera.eye))?;
     let mut camera = camera;
     // The scene is in voxel units.
-    camera.eye = camera.eye.map(|c| c * scale);
-    camera.target = camera.target.map(|c| c * scale);
+    camera.eye = scale.point_to_voxels(&camera.eye);
+    camera.target = scale.point_to_voxels(&camera.target);
     let bar = progress_bar(0, "rendering ", "rays", false)?;
     let picture = render_lod(&scene, terrain.materials(), &camera, args.tint_levels, |d, n| {
         bar.set_length(n);
@@ -171,4 +165,12 @@ fn report(out: &std::path::Path, picture: &crate::render::Picture) {
         picture.shadow_seconds,
         rayon::current_num_threads()
     );
+}
+
+/// The stored voxels' box in world units (64 units at the origin for an empty terrain).
+fn world_box(terrain: &Terrain) -> ([f32; 3], [f32; 3]) {
+    terrain.extent().map_or(([0.0; 3], [64.0; 3]), |e| {
+        let b = terrain.scale().region_to_world(&e, 0.0);
+        (b.mins.into(), b.maxs.into())
+    })
 }

@@ -11,7 +11,7 @@ use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{Ray, Region, Voxel, VoxelRead, materials};
 use voxterra::replication::{ClientId, ReplicaClient, ReplicationConfig, ReplicationServer, client_terrain};
 use voxterra::worldgen::GenParams;
-use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainConfig};
+use voxterra::{Brush, BrushOp, BrushShape, Terrain, TerrainConfig, VoxelScale};
 
 /// Arguments of `voxterra serve-sim`.
 #[derive(clap::Args, Debug)]
@@ -89,18 +89,19 @@ fn hash(t: &Terrain, regions: &[Region]) -> u64 {
 /// The world's voxels within `radius` world units of `v` (a box), if any.
 fn near(t: &Terrain, v: Point3<f32>, radius: f32) -> Option<Region> {
     let extent = t.extent()?;
-    let vs = t.voxel_size();
-    let clamp =
-        |c: f32, a: usize| (c / vs).floor().clamp(extent.min()[a] as f32, extent.max()[a] as f32) as i32;
+    let scale = t.scale();
+    let clamp = |c: f32, a: usize| {
+        scale.length_to_voxels(c).floor().clamp(extent.min()[a] as f32, extent.max()[a] as f32) as i32
+    };
     let lo = Point3::new(clamp(v.x - radius, 0), clamp(v.y - radius, 1), clamp(v.z - radius, 2));
     let hi = Point3::new(clamp(v.x + radius, 0) + 1, clamp(v.y + radius, 1) + 1, clamp(v.z + radius, 2) + 1);
     Region::new(lo, hi).ok()?.intersection(&extent)
 }
 
 /// The distance from `v` to a voxel box (world units).
-fn distance(v: Point3<f32>, r: &Region, vs: f32) -> f32 {
-    let (lo, hi) = (r.min().cast::<f32>() * vs, r.max().cast::<f32>() * vs);
-    v.coords.zip_zip_map(&lo.coords, &hi.coords, |p, l, h| (l - p).max(p - h).max(0.0)).norm()
+fn distance(v: Point3<f32>, r: &Region, scale: VoxelScale) -> f32 {
+    let b = scale.region_to_world(r, 0.0);
+    v.coords.zip_zip_map(&b.mins.coords, &b.maxs.coords, |p, l, h| (l - p).max(p - h).max(0.0)).norm()
 }
 
 /// Client `i`'s viewer at tick `k`: a circle around the world's middle, each client at its own
@@ -200,7 +201,7 @@ pub(crate) fn run(args: &ServeSimArgs) -> anyhow::Result<()> {
             voxterra::replication::RegionKey::range(&b).is_some_and(|keys| {
                 keys.iter().all(|k| {
                     let kr = k.region().expect("a key of the world");
-                    distance(v, &kr, server.voxel_size()) > r || c.is_ready(&kr)
+                    distance(v, &kr, server.scale()) > r || c.is_ready(&kr)
                 })
             })
         });

@@ -86,7 +86,7 @@ impl RapierTerrain {
     ) -> usize {
         let Some(frame) = colliders.get(self.collider).map(|c| *c.position()) else { return 0 };
         let terrain = self.terrain.read();
-        let margin = params.prediction_distance() + PREPARE_MARGIN_VOXELS * terrain.voxel_size();
+        let margin = params.prediction_distance() + terrain.scale().length_to_world(PREPARE_MARGIN_VOXELS);
         let mut boxes = Vec::new();
         for (_, co) in colliders.iter() {
             let Some(body) = co.parent().and_then(|p| bodies.get(p)) else { continue };

@@ -71,12 +71,8 @@ impl TerrainShape {
 /// The box holding every stored voxel (world units), grown by the voxel the geometry may spill;
 /// an empty terrain has a degenerate box at the origin.
 fn terrain_aabb(t: &Terrain) -> ParryAabb {
-    let vs = t.voxel_size();
     match t.extent() {
-        Some(e) => ParryAabb::new(
-            e.min().map(|v| (v as f32 - SURFACE_SPILL as f32) * vs).to_parry(),
-            e.max().map(|v| (v as f32 + SURFACE_SPILL as f32) * vs).to_parry(),
-        ),
+        Some(e) => t.scale().region_to_world(&e, SURFACE_SPILL as f32).to_parry(),
         None => ParryAabb::new(Vector::ZERO, Vector::ZERO),
     }
 }

@@ -62,7 +62,7 @@
 //! | theme | calls |
 //! | --- | --- |
 //! | make, load, save | [`Terrain::new`], [`Terrain::from_store`], [`Terrain::generate`], [`Terrain::load`], [`Terrain::save`] (each `_with_progress` too), [`Terrain::config`], [`Terrain::reconfigure`] |
-//! | read | [`Terrain::voxel`], [`Terrain::store`], [`Terrain::materials`], [`Terrain::voxel_size`], [`Terrain::extent`], [`Terrain::revision`] |
+//! | read | [`Terrain::voxel`], [`Terrain::store`], [`Terrain::materials`], [`Terrain::voxel_size`], [`Terrain::scale`], [`Terrain::extent`], [`Terrain::revision`] |
 //! | edit | [`Terrain::apply_brush`], [`Terrain::fill`], [`Terrain::set_voxel`], [`Terrain::undo`], [`Terrain::redo`], [`Terrain::history`] |
 //! | collision readiness | [`Terrain::prepare`] (within a [`PrepareBudget`]), [`Terrain::cache_stats`], [`Terrain::cached_chunk`], [`Terrain::cached_chunks`] |
 //! | contacts | [`Terrain::contacts`], [`Terrain::contacts_kept`] (with a [`TerrainContactCache`], and the points), [`Terrain::intersects`] |
@@ -75,7 +75,7 @@
 //! Units: everything physical is in world units (poses, boxes, rays, distances, the prediction,
 //! contact points); voxel addresses ([`core::VoxelPos`], [`core::Region`]: `fill`, `set_voxel`,
 //! `voxel`, an edit's `dirty` box) are voxel indices; [`TerrainConfig::voxel_size`] is the one
-//! factor between them. A ray's `t` is in units of its direction's length. Every query works
+//! factor between them, and [`VoxelScale`] ([`Terrain::scale`]) converts. A ray's `t` is in units of its direction's length. Every query works
 //! from `&self`: a chunk the cache lacks is built by the query that meets it, so physics engines
 //! and parallel callers share one cache. Errors are per operation ([`ConfigError`],
 //! [`LoadError`], [`EditError`], [`QueryError`], [`DeltaError`]; [`TerrainError`] is any).
@@ -150,6 +150,7 @@ mod terrain;
 mod terrain_point;
 mod terrain_query;
 mod terrain_ray;
+mod units;
 mod validate;
 mod workspace;
 mod world;
@@ -170,6 +171,7 @@ pub use terrain::{EditReport, HistoryStats, Terrain};
 pub use terrain_point::TerrainProjection;
 pub use terrain_query::{TerrainContactCache, TerrainContactPoint, TerrainManifold};
 pub use terrain_ray::TerrainRayHit;
+pub use units::VoxelScale;
 pub use world::{Body, BodyDesc, BodyHandle, World, WorldConfig, WorldError, WorldEvent};
 pub use world_query::{BodyManifold, HitTarget, WorldContacts, WorldRayHit, WorldShapeHit};
 pub use world_step::StepReport;

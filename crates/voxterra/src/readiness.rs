@@ -65,7 +65,7 @@ impl Terrain {
     /// first: a body resting just above a chunk's floor touches triangles of the chunk below.
     pub fn solid_chunks(&self, aabb: &Aabb) -> Vec<PhysicsChunkKey> {
         let mut keys = Vec::new();
-        self.masks.query(&aabb.loosened(SURFACE_SPILL as f32 * self.voxel_size()), |k, t| {
+        self.masks.query(&aabb.loosened(self.scale().length_to_world(SURFACE_SPILL as f32)), |k, t| {
             if t.solid {
                 keys.push(k);
             }
@@ -120,7 +120,7 @@ impl Terrain {
         for b in boxes {
             for k in self.solid_chunks(b) {
                 if !self.cache.contains(k) && seen.insert(k) {
-                    let r = k.region().map(|r| r.min().map(|v| (v as f32 + 4.0) * self.voxel_size()));
+                    let r = k.region().map(|r| self.scale().point_to_world(&r.min().map(|v| v as f32 + 4.0)));
                     let Ok(c) = r else { continue };
                     let d = boxes
                         .iter()

@@ -10,6 +10,7 @@ use crate::error::{ConfigError, EditError, HistoryStep, LoadError};
 use crate::history::History;
 use crate::piece::DetachedPiece;
 use crate::render_updates::RenderUpdates;
+use crate::units::VoxelScale;
 use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -214,6 +215,11 @@ impl Terrain {
         self.config.voxel_size
     }
 
+    /// The conversions between world units and voxels.
+    pub fn scale(&self) -> VoxelScale {
+        VoxelScale::new(self.config.voxel_size)
+    }
+
     /// The terrain broadphase: solid and water masks per physics chunk, always current.
     pub fn masks(&self) -> &BitBroadphase {
         &self.masks
@@ -354,10 +360,7 @@ impl Terrain {
 
     /// [`EditReport::reach`] of an edit that changed `dirty`.
     fn reach_of(&self, dirty: Option<Region>) -> Option<Aabb> {
-        let (vs, reach) = (self.config.voxel_size, crate::reach::CONTACT_REACH as f32);
-        dirty.map(|d| {
-            Aabb::new(d.min().map(|v| (v as f32 - reach) * vs), d.max().map(|v| (v as f32 + reach) * vs))
-        })
+        dirty.map(|d| self.scale().region_to_world(&d, crate::reach::CONTACT_REACH as f32))
     }
 
     fn restore(&mut self, s: &Snapshot) -> Result<EditReport, EditError> {

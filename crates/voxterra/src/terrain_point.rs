@@ -48,9 +48,9 @@ impl Terrain {
         if max_dist.is_nan() || max_dist < 0.0 {
             return Err(QueryError::InvalidParameter { what: "max_dist", value: max_dist });
         }
-        let vs = self.voxel_size();
-        let local = Point3::from(p.coords / vs);
-        let limit = max_dist / vs;
+        let scale = self.scale();
+        let local = scale.point_to_voxels(p);
+        let limit = scale.length_to_voxels(max_dist);
         // Grow the search box until the best point found lies inside it: nothing outside can be
         // nearer. Bounded by the limit and by the stored world.
         let reach = self.extent().map_or(0.0, |e| {
@@ -69,7 +69,7 @@ impl Terrain {
         loop {
             let r_now = r.min(limit).min(reach.max(0.0));
             let b = Aabb::new(local - Vector3::repeat(r_now), local + Vector3::repeat(r_now));
-            let world_box = Aabb::new(Point3::from(b.mins.coords * vs), Point3::from(b.maxs.coords * vs));
+            let world_box = scale.box_to_world(&b);
             let mut best: Option<(f32, TerrainProjection)> = None;
             let mut reader = self.reader();
             for key in self.solid_chunks(&world_box) {
@@ -91,8 +91,8 @@ impl Terrain {
                             best = Some((
                                 d,
                                 TerrainProjection {
-                                    point: Point3::from(q.coords * vs),
-                                    distance: d * vs,
+                                    point: scale.point_to_world(&q),
+                                    distance: scale.length_to_world(d),
                                     normal,
                                     inside: false,
                                     chunk: key,
@@ -130,7 +130,7 @@ impl Terrain {
         // No solid voxel center around it: in the open (a cheap first test for the shapes in the
         // air that touch nothing). The mesh decides the rest: its surface and the occupancy
         // field's differ by up to a fraction of a voxel around creases and sharp corners.
-        if self.occupancy_at(&(center / self.voxel_size())) <= 0.0 {
+        if self.occupancy_at(&self.scale().point_to_voxels(&center)) <= 0.0 {
             return Ok(None);
         }
         let Some(surface) = self.project_point(&center, f32::INFINITY)? else { return Ok(None) };
@@ -167,7 +167,7 @@ impl Terrain {
         const DIRS: [[f32; 3]; 3] = [[0.267, 0.802, 0.535], [-0.577, 0.412, -0.706], [0.651, -0.361, -0.668]];
         let far = self.extent().map_or(0.0, |e| {
             let size = e.size().map(|v| v as f32);
-            (size[0] + size[1] + size[2] + 4.0) * self.voxel_size()
+            self.scale().length_to_world(size[0] + size[1] + size[2] + 4.0)
         });
         let far = far + p.coords.amax().abs() * 2.0;
         let votes = DIRS

@@ -184,10 +184,11 @@ impl Terrain {
         check_distance("prediction", prediction)?;
         voxterra_narrowphase::check_supported(shape)?;
         // The layers below work in voxel units.
-        let k = 1.0 / self.voxel_size();
+        let scale = self.scale();
+        let k = scale.length_to_voxels(1.0);
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
-        let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
+        let local_pose = scale.pose_to_voxels(pose);
         let slack = *cache.slack.get_or_insert_with(|| ContactCache::for_shape(shape).slack()) * k;
         if cache.inner.slack() != slack {
             cache.inner = ContactCache::new(slack);
@@ -217,10 +218,7 @@ impl Terrain {
                 cache.revision = None;
                 let loose = cache.inner.start(local_shape, &local_pose, prediction * k)?;
                 // In world units for the masks (which add a voxel's spill, far past rounding).
-                let world = Aabb::new(
-                    Point3::from(loose.mins.coords * self.voxel_size()),
-                    Point3::from(loose.maxs.coords * self.voxel_size()),
-                );
+                let world = scale.box_to_world(&loose);
                 cache.keys = self.solid_chunks(&world);
                 let inner = &mut cache.inner;
                 self.with_sets(&cache.keys, mesh, |i, set| {
@@ -231,11 +229,11 @@ impl Terrain {
             cache.last = Some((pose.translation, revision));
             let keys = if !kept && fast { &fresh_keys } else { &cache.keys };
             contact.finish(|i, m| {
-                out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size()) });
+                out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(scale.size()) });
             });
             points.extend(contact.reduced_points().map(|(i, p)| TerrainContactPoint {
                 chunk: keys[i as usize],
-                point: p.scaled(self.voxel_size()),
+                point: p.scaled(scale.size()),
             }));
             Ok::<(), QueryError>(())
         })?;
@@ -301,10 +299,11 @@ impl Terrain {
             return Ok(0);
         }
         // The layers below work in voxel units.
-        let k = 1.0 / self.voxel_size();
+        let scale = self.scale();
+        let k = scale.length_to_voxels(1.0);
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
-        let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
+        let local_pose = scale.pose_to_voxels(pose);
         let before = out.len();
         let points_before = points.as_deref().map_or(0, Vec::len);
         with_workspace(|ws| {
@@ -315,12 +314,12 @@ impl Terrain {
             })?;
             // Internal contacts are dropped across chunks: a seam is a crease like any other.
             contact.finish(|i, m| {
-                out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(self.voxel_size()) });
+                out.push(TerrainManifold { chunk: keys[i as usize], manifold: m.scaled(scale.size()) });
             });
             if let Some(points) = points.as_deref_mut() {
                 points.extend(contact.reduced_points().map(|(i, p)| TerrainContactPoint {
                     chunk: keys[i as usize],
-                    point: p.scaled(self.voxel_size()),
+                    point: p.scaled(scale.size()),
                 }));
             }
             Ok::<(), QueryError>(())
@@ -389,10 +388,11 @@ impl Terrain {
         let d = velocity * max_toi;
         let swept = start.swept(&voxterra_core::nalgebra::Vector3::new(d.x, d.y, d.z));
         let keys = self.solid_chunks(&swept.loosened(options.target_distance));
-        let k = 1.0 / self.voxel_size();
+        let scale = self.scale();
+        let k = scale.length_to_voxels(1.0);
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
-        let local_pose = Pose::from_parts(pose.translation * k, pose.rotation);
+        let local_pose = scale.pose_to_voxels(pose);
         let local_vel = velocity * k;
         let local_options = CastOptions { target_distance: options.target_distance * k, ..options };
         let mut best: Option<(PhysicsChunkKey, ShapeCastHit)> = None;
@@ -420,11 +420,10 @@ impl Terrain {
             }
             Ok::<(), QueryError>(())
         })?;
-        let vs = self.voxel_size();
         Ok(best.map(|(key, h)| {
             let w = ShapeCastHit {
-                on_shape: Point3::from(h.on_shape.coords * vs),
-                on_triangle: Point3::from(h.on_triangle.coords * vs),
+                on_shape: scale.point_to_world(&h.on_shape),
+                on_triangle: scale.point_to_world(&h.on_triangle),
                 ..h
             };
             (key, w)
@@ -460,7 +459,8 @@ impl Terrain {
         let reach = (sphere.center - sweep.local_center).length() + sphere.radius;
         let chord = (2.0 - 2.0 * sweep.q1.dot(sweep.q2).abs()).max(0.0).sqrt();
         let keys = self.solid_chunks(&swept.loosened(linear_slop + reach * chord));
-        let k = 1.0 / self.voxel_size();
+        let scale = self.scale();
+        let k = scale.length_to_voxels(1.0);
         let scaled = scaled_to_voxels(shape, k)?;
         let local_shape: &dyn Shape = scaled.as_deref().unwrap_or(shape);
         let local =
@@ -483,8 +483,7 @@ impl Terrain {
             }
             Ok::<(), QueryError>(())
         })?;
-        Ok(best
-            .map(|(key, h)| (key, SweepHit { point: Point3::from(h.point.coords * self.voxel_size()), ..h })))
+        Ok(best.map(|(key, h)| (key, SweepHit { point: scale.point_to_world(&h.point), ..h })))
     }
 
     /// The material of `triangle` in `chunk`'s physics mesh at its vertex nearest `point` (world
@@ -495,7 +494,7 @@ impl Terrain {
         triangle: u32,
         point: &Point3<f32>,
     ) -> Material {
-        let local = Point3::from(point.coords / self.voxel_size());
+        let local = self.scale().point_to_voxels(point);
         with_workspace(|ws| {
             self.reader()
                 .with(chunk, &mut ws.mesh, |data| {

@@ -96,9 +96,9 @@ impl Terrain {
 
     /// The walk over the chunks in ray order (voxel units inside).
     fn walk(&self, ray: &Ray, max_t: f32, ws: &mut MeshWorkspace) -> Option<TerrainRayHit> {
-        let k = 1.0 / self.voxel_size();
+        let scale = self.scale();
         // In voxel units: the same parameter t scales with the origin.
-        let local = Ray::new(Point3::from(ray.origin.coords * k), ray.dir * k);
+        let local = Ray::new(scale.point_to_voxels(&ray.origin), ray.dir * scale.length_to_voxels(1.0));
         // Only the stored world can be hit: clip the ray to it (grown by the geometry's spill).
         let bounds = self.extent()?;
         let spill = SURFACE_SPILL as f32;
@@ -247,7 +247,7 @@ impl Terrain {
             t_max[a] += t_delta[a];
         }
         // Back to world units: the parameter is the same, the point scales.
-        best.map(|h| TerrainRayHit { point: Point3::from(h.point.coords * self.voxel_size()), ..h })
+        best.map(|h| TerrainRayHit { point: scale.point_to_world(&h.point), ..h })
     }
 }
 

@@ -63,7 +63,7 @@ impl Plaza {
 
 /// The surface height under `(x, z)` (a ray from high above), or `None` over a hole.
 pub(crate) fn ground_at(t: &Terrain, x: f32, z: f32) -> Option<f32> {
-    let top = t.extent().map_or(256.0, |e| e.max().y as f32 * t.voxel_size() + 8.0);
+    let top = t.extent().map_or(256.0, |e| t.scale().region_to_world(&e, 0.0).maxs.y + 8.0);
     let down = VRay::new(Point3::new(x, top, z), -Vector3::y());
     t.cast_ray(&down, top + 1024.0).ok().flatten().map(|h| h.point.y)
 }
@@ -305,7 +305,7 @@ pub(crate) fn edits(
         if let Some(c) = centroid(g) {
             // Craters dug again and again under a group sink; the world's bottom keeps a floor
             // of 4 voxels under the deepest, so no size the demo accepts is dug through.
-            let bottom = t.extent().map_or(0.0, |e| e.min().y as f32 * t.voxel_size());
+            let bottom = t.extent().map_or(0.0, |e| t.scale().region_to_world(&e, 0.0).mins.y);
             let y = ground_at(t, c.x, c.z).unwrap_or(c.y).max(bottom + CRATER_RADIUS + 4.0);
             out.push(Brush {
                 shape: BrushShape::Sphere { center: Point3::new(c.x, y, c.z), radius: CRATER_RADIUS },

@@ -202,10 +202,10 @@ impl ReplicaClient {
         out: &mut Vec<crate::TerrainManifold>,
     ) -> Result<usize, ReplicationError> {
         let aabb = shape.compute_aabb(pose);
-        let vs = self.terrain.voxel_size();
-        let grow = prediction.max(0.0) / vs + crate::reach::CONTACT_REACH as f32;
-        let lo = aabb.mins.to_array().map(|c| (c / vs - grow).floor() as i32);
-        let hi = aabb.maxs.to_array().map(|c| (c / vs + grow).ceil() as i32 + 1);
+        let scale = self.terrain.scale();
+        let grow = scale.length_to_voxels(prediction.max(0.0)) + crate::reach::CONTACT_REACH as f32;
+        let lo = aabb.mins.to_array().map(|c| (scale.length_to_voxels(c) - grow).floor() as i32);
+        let hi = aabb.maxs.to_array().map(|c| (scale.length_to_voxels(c) + grow).ceil() as i32 + 1);
         self.check(lo, hi)?;
         Ok(self.terrain.contacts(shape, pose, prediction, out)?)
     }
@@ -217,13 +217,13 @@ impl ReplicaClient {
         ray: &voxterra_core::Ray,
         max_t: f32,
     ) -> Result<Option<crate::TerrainRayHit>, ReplicationError> {
-        let vs = self.terrain.voxel_size();
+        let scale = self.terrain.scale();
         if !max_t.is_finite() {
             return Err(QueryError::InvalidParameter { what: "max_t", value: max_t }.into());
         }
         let end = ray.origin + ray.dir * max_t;
-        let lo = ray.origin.coords.inf(&end.coords).map(|c| (c / vs).floor() as i32 - 1);
-        let hi = ray.origin.coords.sup(&end.coords).map(|c| (c / vs).ceil() as i32 + 2);
+        let lo = ray.origin.coords.inf(&end.coords).map(|c| scale.length_to_voxels(c).floor() as i32 - 1);
+        let hi = ray.origin.coords.sup(&end.coords).map(|c| scale.length_to_voxels(c).ceil() as i32 + 2);
         self.check(lo.into(), hi.into())?;
         Ok(self.terrain.cast_ray(ray, max_t)?)
     }

@@ -200,13 +200,15 @@ impl ReplicationServer {
 /// What is due for a client, nearest a viewer first: patches of stale regions, missing full
 /// regions, missing or coarser mips.
 fn due(c: &ClientState, terrain: &Terrain, config: &ReplicationConfig) -> Vec<Kind> {
-    let vs = terrain.voxel_size();
+    let scale = terrain.scale();
     let distance = |r: &Region| {
-        let (lo, hi) = (r.min().cast::<f32>() * vs, r.max().cast::<f32>() * vs);
+        let b = scale.region_to_world(r, 0.0);
         c.viewers
             .iter()
             .map(|v| {
-                v.coords.zip_zip_map(&lo.coords, &hi.coords, |p, l, h| (l - p).max(p - h).max(0.0)).norm()
+                v.coords
+                    .zip_zip_map(&b.mins.coords, &b.maxs.coords, |p, l, h| (l - p).max(p - h).max(0.0))
+                    .norm()
             })
             .fold(f32::INFINITY, f32::min)
     };
@@ -223,6 +225,8 @@ fn due(c: &ClientState, terrain: &Terrain, config: &ReplicationConfig) -> Vec<Ki
         // air above it. The reach is clamped to the extent so any radius stays in range.
         let grown = Region::new(extent.min(), extent.max() + Vector3::new(0, 16, 0)).unwrap_or(extent);
         let span = grown.size().iter().copied().max().unwrap_or(0) as f64;
+        // In f64: viewers far from the origin keep their voxel.
+        let vs = scale.size();
         let reach = (f64::from(config.full_radius) / f64::from(vs)).ceil().min(span + 16.0);
         for v in &c.viewers {
             let lo = (v.coords.cast::<f64>() / f64::from(vs)).map(|x| x.floor() - reach);
