@@ -7,6 +7,8 @@
 //!   TriMesh colliders, with a table and a picture.
 //! - `voxterra render`: ray cast a terrain file or a generated world into a PNG; `--lod` draws it
 //!   through levels of detail around the eye.
+//! - `voxterra serve` / `voxterra join`: a server streaming a world to clients over TCP, and a
+//!   client that joins, moves, edits and checks what it holds against the server.
 //! - `voxterra serve-sim`: a replication server with live edits and three simulated clients in one
 //!   process: bytes per tick, time to full detail, a hash check against the server.
 
@@ -17,6 +19,7 @@ mod info_cmd;
 mod limits;
 mod lod_render;
 mod mesh_cmd;
+mod net_cmd;
 mod render;
 mod render_cmd;
 mod serve_sim;
@@ -45,6 +48,11 @@ enum Command {
     Mesh(mesh_cmd::MeshArgs),
     /// Ray cast a world (a file, or generated) into a PNG from a camera given by flags.
     Render(render_cmd::RenderArgs),
+    /// Serve a world (a file, or generated) to clients over TCP on loopback; the token comes from
+    /// --token-file or VOXTERRA_TOKEN.
+    Serve(net_cmd::ServeArgs),
+    /// Join a server: move a viewer, edit, and check every region held against the server's.
+    Join(net_cmd::JoinArgs),
     /// A replication server with live edits and three simulated clients moving through the world:
     /// bytes per tick, time to full detail around each, a hash check against the server.
     ServeSim(serve_sim::ServeSimArgs),
@@ -58,5 +66,7 @@ fn main() -> anyhow::Result<()> {
         Command::Mesh(args) => mesh_cmd::run(&args),
         Command::Render(args) => render_cmd::run(&args),
         Command::ServeSim(args) => serve_sim::run(&args),
+        Command::Serve(args) => net_cmd::serve_cmd(&args),
+        Command::Join(args) => net_cmd::join_cmd(&args),
     }
 }

@@ -49,7 +49,8 @@ impl ClientState {
 #[derive(Debug, Default)]
 pub struct ReplicationServer {
     config: ReplicationConfig,
-    clients: Vec<ClientState>,
+    /// Per client id, its state (`None` once removed: ids are never reused).
+    clients: Vec<Option<ClientState>>,
 }
 
 /// A broken invariant of a [`ReplicationServer`], found by [`ReplicationServer::validate`].
@@ -67,7 +68,7 @@ impl ReplicationServer {
     /// patch box inside its region, mips at levels 1–3, the messages kept for resends numbered
     /// consecutively up to the next and no more of them than configured. For tests.
     pub fn validate(&self) -> Result<(), InvalidReplication> {
-        for (client, c) in self.clients.iter().enumerate() {
+        for (client, c) in self.clients.iter().enumerate().filter_map(|(i, c)| Some((i, c.as_ref()?))) {
             let bad = |what| Err(InvalidReplication { client, what });
             if c.stale.keys().any(|k| !c.full.contains(k)) {
                 return bad("a stale region it does not hold");
@@ -100,12 +101,24 @@ impl ReplicationServer {
     /// Adds a client that holds nothing yet; it is brought up to `terrain`'s current sequence by
     /// full sends, so edits before now never reach it as patches.
     pub fn add_client(&mut self, terrain: &Terrain) -> ClientId {
-        self.clients.push(ClientState { seen: terrain.sequence(), ..Default::default() });
+        self.clients.push(Some(ClientState { seen: terrain.sequence(), ..Default::default() }));
         ClientId(self.clients.len() - 1)
     }
 
     fn client(&mut self, id: ClientId) -> Result<&mut ClientState, ReplicationError> {
-        self.clients.get_mut(id.0).ok_or(ReplicationError::UnknownClient(id.0))
+        self.clients.get_mut(id.0).and_then(Option::as_mut).ok_or(ReplicationError::UnknownClient(id.0))
+    }
+
+    /// Forgets client `id` (it left): its id is not reused, and queries about it are
+    /// [`ReplicationError::UnknownClient`].
+    pub fn remove_client(&mut self, id: ClientId) -> Result<(), ReplicationError> {
+        let slot = self
+            .clients
+            .get_mut(id.0)
+            .filter(|c| c.is_some())
+            .ok_or(ReplicationError::UnknownClient(id.0))?;
+        *slot = None;
+        Ok(())
     }
 
     /// Where the client's viewers are (world units, the terrain's frame); non-finite points are
@@ -121,7 +134,8 @@ impl ReplicationServer {
 
     /// The regions the server believes the client holds and calls ready.
     pub fn full_regions(&self, id: ClientId) -> Result<Vec<RegionKey>, ReplicationError> {
-        let c = self.clients.get(id.0).ok_or(ReplicationError::UnknownClient(id.0))?;
+        let c =
+            self.clients.get(id.0).and_then(Option::as_ref).ok_or(ReplicationError::UnknownClient(id.0))?;
         Ok(c.full.iter().copied().collect())
     }
 
@@ -182,7 +196,8 @@ impl ReplicationServer {
     /// the numbers it lists and every one from `from` on. [`ReplicationError::Gone`] when one is
     /// no longer kept ([`ReplicationConfig::resend_messages`]).
     pub fn resend(&self, id: ClientId, request: &ResendRequest) -> Result<Vec<Vec<u8>>, ReplicationError> {
-        let c = self.clients.get(id.0).ok_or(ReplicationError::UnknownClient(id.0))?;
+        let c =
+            self.clients.get(id.0).and_then(Option::as_ref).ok_or(ReplicationError::UnknownClient(id.0))?;
         let first = c.sent.front().map_or(c.next, |(n, _)| *n);
         let oldest = request.missing.iter().copied().chain([request.from]).min().unwrap_or(request.from);
         if oldest < first && oldest < c.next {

@@ -1,0 +1,220 @@
+//! `voxterra serve` and `voxterra join`: a server streaming a world to clients over TCP, and a
+//! client that joins it, moves, edits, and checks what it holds against the server.
+
+use crate::render_cmd::parse_point;
+use crate::source::WorldSource;
+use anyhow::{Context, bail};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use voxterra::core::materials;
+use voxterra::core::nalgebra::Point3;
+use voxterra::{Brush, BrushOp, BrushShape};
+use voxterra_net::{Client, ServerConfig, ServerEvent, serve};
+
+/// Where the secret token comes from: a file, else the `VOXTERRA_TOKEN` environment variable
+/// (never a flag: flags show in `ps`).
+fn token(file: &Option<PathBuf>) -> anyhow::Result<Vec<u8>> {
+    let token = match file {
+        Some(f) => std::fs::read(f).with_context(|| format!("reading the token file {}", f.display()))?,
+        None => std::env::var("VOXTERRA_TOKEN")
+            .context("no token: give --token-file F or set VOXTERRA_TOKEN")?
+            .into_bytes(),
+    };
+    let token = token.trim_ascii().to_vec();
+    if token.is_empty() {
+        bail!("the token is empty");
+    }
+    if token.len() > voxterra_net::protocol::MAX_TOKEN {
+        bail!("the token is over {} bytes", voxterra_net::protocol::MAX_TOKEN);
+    }
+    Ok(token)
+}
+
+/// `voxterra serve`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on (loopback only: plaintext TCP); port 0 picks one.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    listen: SocketAddr,
+    #[command(flatten)]
+    source: WorldSource,
+    /// The file holding the secret clients present (else `VOXTERRA_TOKEN`).
+    #[arg(long, value_name = "F")]
+    token_file: Option<PathBuf>,
+    /// Save the world here (atomically) when stopped.
+    #[arg(long, value_name = "FILE")]
+    save_to: Option<PathBuf>,
+    /// Bytes a client is sent per tick at most.
+    #[arg(long, default_value_t = 64 * 1024)]
+    budget: usize,
+}
+
+pub(crate) fn serve_cmd(args: &ServeArgs) -> anyhow::Result<()> {
+    let token = token(&args.token_file)?;
+    let terrain = args.source.terrain(false)?;
+    let rt = tokio::runtime::Runtime::new().context("starting the runtime")?;
+    rt.block_on(async {
+        let config = ServerConfig { token, budget: args.budget, ..ServerConfig::default() };
+        let mut server = serve(terrain, args.listen, config).await?;
+        println!("listening on {}", server.local_addr());
+        let stop = async {
+            #[cfg(unix)]
+            {
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+                tokio::select! {
+                    r = tokio::signal::ctrl_c() => r,
+                    _ = term.recv() => Ok(()),
+                }
+            }
+            #[cfg(not(unix))]
+            tokio::signal::ctrl_c().await
+        };
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                r = &mut stop => { r.context("waiting for a signal")?; break; }
+                e = server.events.recv() => match e {
+                    Some(ServerEvent::Joined { session, addr }) => println!("joined  {session:016x} from {addr}"),
+                    Some(ServerEvent::Refused { addr, why }) => println!("refused {addr}: {why:?}"),
+                    Some(ServerEvent::Left { session, why }) => println!("left    {session:016x}: {why}"),
+                    Some(ServerEvent::Edit { session, result }) => println!("edit    {session:016x}: {result:?}"),
+                    None => break,
+                }
+            }
+        }
+        println!("stopping");
+        let terrain = server.shutdown().await;
+        if let Some(path) = &args.save_to {
+            terrain.save(path).with_context(|| format!("saving {}", path.display()))?;
+            println!("saved {}", path.display());
+        }
+        Ok(())
+    })
+}
+
+/// `voxterra join`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct JoinArgs {
+    /// The server's address.
+    addr: SocketAddr,
+    /// The file holding the secret (else `VOXTERRA_TOKEN`).
+    #[arg(long, value_name = "F")]
+    token_file: Option<PathBuf>,
+    /// Where the viewer starts, world units.
+    #[arg(long, value_parser = parse_point, allow_hyphen_values = true, default_value = "256,80,256")]
+    viewer: [f32; 3],
+    /// How the viewer moves: `still`, or a `circle` of 32 units around its start at 8 units/s.
+    #[arg(long, default_value = "circle")]
+    path: String,
+    /// How long to stay, seconds.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f32,
+    /// Edits a second (small craters and hills near the viewer).
+    #[arg(long, default_value_t = 0.0)]
+    edit_rate: f32,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(serde::Serialize, Debug)]
+struct JoinReport {
+    session: String,
+    seconds: f64,
+    bytes: u64,
+    bytes_per_second: f64,
+    first_ready_ms: Option<f64>,
+    ready_regions: usize,
+    edits_made: u32,
+    edits_confirmed: u32,
+    edits_refused: u32,
+    regions_compared: usize,
+    regions_differ: usize,
+}
+
+pub(crate) fn join_cmd(args: &JoinArgs) -> anyhow::Result<()> {
+    let token = token(&args.token_file)?;
+    if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 86_400.0) {
+        bail!("--seconds must be in (0, 86400]");
+    }
+    if !(args.edit_rate.is_finite() && (0.0..=100.0).contains(&args.edit_rate)) {
+        bail!("--edit-rate must be in [0, 100]");
+    }
+    let circle = match args.path.as_str() {
+        "circle" => true,
+        "still" => false,
+        other => bail!("--path is circle or still, not {other:?}"),
+    };
+    let rt = tokio::runtime::Runtime::new().context("starting the runtime")?;
+    let report = rt.block_on(async {
+        let start = Instant::now();
+        let mut c = Client::connect(args.addr, &token, Duration::from_secs(10)).await?;
+        let [x, y, z] = args.viewer;
+        let (mut made, mut confirmed, mut refused) = (0u32, 0u32, 0u32);
+        let mut first_ready = None;
+        let mut next_edit = 0.0f32;
+        let tick = Duration::from_millis(50);
+        while start.elapsed().as_secs_f32() < args.seconds {
+            let t = start.elapsed().as_secs_f32();
+            let a = if circle { t * 8.0 / 32.0 } else { 0.0 };
+            let v = Point3::new(x + 32.0 * a.cos() - if circle { 32.0 } else { 0.0 }, y, z + 32.0 * a.sin());
+            c.set_viewers(&[v]).await?;
+            if args.edit_rate > 0.0 && t >= next_edit {
+                next_edit += 1.0 / args.edit_rate;
+                let op = if made % 2 == 0 { BrushOp::Subtract } else { BrushOp::Add(materials::ROCK) };
+                let center = Point3::new(v.x + 6.0, v.y - 30.0, v.z);
+                c.edit(&Brush { shape: BrushShape::Sphere { center, radius: 2.5 }, op }).await?;
+                made += 1;
+            }
+            for (_, r) in c.pump(tick).await? {
+                if r.is_ok() { confirmed += 1 } else { refused += 1 }
+            }
+            if first_ready.is_none() && c.replica().ready_regions().next().is_some() {
+                first_ready = Some(start.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        for (_, r) in c.pump(Duration::from_millis(300)).await? {
+            if r.is_ok() { confirmed += 1 } else { refused += 1 }
+        }
+        let check = c.check(Duration::from_secs(10)).await?;
+        let seconds = start.elapsed().as_secs_f64();
+        Ok::<_, anyhow::Error>(JoinReport {
+            session: format!("{:016x}", c.session()),
+            seconds,
+            bytes: c.bytes_in(),
+            bytes_per_second: c.bytes_in() as f64 / seconds,
+            first_ready_ms: first_ready,
+            ready_regions: c.replica().ready_regions().count(),
+            edits_made: made,
+            edits_confirmed: confirmed,
+            edits_refused: refused,
+            regions_compared: check.compared,
+            regions_differ: check.differ,
+        })
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("session          {}", report.session);
+        println!("time             {:.1} s", report.seconds);
+        println!("bytes            {} ({:.0} B/s)", report.bytes, report.bytes_per_second);
+        println!(
+            "first ready      {}",
+            report.first_ready_ms.map_or("never".into(), |m| format!("{m:.0} ms"))
+        );
+        println!("ready regions    {}", report.ready_regions);
+        println!(
+            "edits            {} made, {} confirmed, {} refused",
+            report.edits_made, report.edits_confirmed, report.edits_refused
+        );
+        println!("regions compared {}, differ {}", report.regions_compared, report.regions_differ);
+    }
+    if report.regions_differ > 0 {
+        bail!("{} regions differ from the server's", report.regions_differ);
+    }
+    if report.regions_compared == 0 {
+        bail!("the client holds no region ready: nothing came near its viewer");
+    }
+    Ok(())
+}

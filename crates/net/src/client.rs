@@ -1,0 +1,187 @@
+//! The client: connects, presents the token, mirrors the server's world into a
+//! [`ReplicaClient`], sends its viewers and edit requests, and checks what it holds against the
+//! server's hashes.
+
+use crate::error::NetError;
+use crate::frames::{read_frame, write_all};
+use crate::protocol::{
+    ClientFrame, EditRefused, PROTOCOL_VERSION, SERVER_FRAME_MAX, ServerFrame, region_hash,
+};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::mpsc;
+use voxterra::Brush;
+use voxterra::core::nalgebra::Point3;
+use voxterra::core::{MaterialTable, Voxel, VoxelRead};
+use voxterra::replication::{ReplicaClient, ReplicationError, client_terrain};
+
+/// A connected client.
+pub struct Client {
+    writer: OwnedWriteHalf,
+    frames: mpsc::Receiver<Result<ServerFrame, NetError>>,
+    replica: ReplicaClient,
+    session: u64,
+    next_edit: u32,
+    bytes_in: Arc<AtomicU64>,
+    replies: Vec<(u32, Result<u64, EditRefused>)>,
+}
+
+/// What [`Client::check`] found: regions compared with the server's, and those that differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct RegionCheck {
+    /// Ready regions compared.
+    pub compared: usize,
+    /// Of those, the ones whose voxels differ from the server's.
+    pub differ: usize,
+}
+
+impl Client {
+    /// Connects to `addr`, presents `token` and waits for the welcome (within `deadline`).
+    pub async fn connect(addr: SocketAddr, token: &[u8], deadline: Duration) -> Result<Client, NetError> {
+        let stream = tokio::time::timeout(deadline, TcpStream::connect(addr))
+            .await
+            .map_err(|_| NetError::Timeout("connecting"))??;
+        let _ = stream.set_nodelay(true);
+        let (mut r, mut writer) = stream.into_split();
+        let mut hello = Vec::new();
+        ClientFrame::Hello { version: PROTOCOL_VERSION, token: token.to_vec(), resume: 0 }.encode(&mut hello);
+        write_all(&mut writer, &hello).await?;
+        let first = tokio::time::timeout(deadline, read_frame(&mut r, SERVER_FRAME_MAX))
+            .await
+            .map_err(|_| NetError::Timeout("the welcome"))??
+            .ok_or(NetError::Closed)?;
+        let (session, voxel_size, table) = match ServerFrame::decode(&first)? {
+            ServerFrame::Welcome { session, voxel_size, table, .. } => (session, voxel_size, table),
+            ServerFrame::Refused { why, version } => return Err(NetError::Refused { why, version }),
+            _ => return Err(NetError::Unexpected("the first frame is not a welcome")),
+        };
+        let table: MaterialTable = serde_json::from_slice(&table)?;
+        let replica = ReplicaClient::new(client_terrain(table, voxel_size)?);
+        let bytes_in = Arc::new(AtomicU64::new(first.len() as u64 + 4));
+        let (tx, frames) = mpsc::channel(1024);
+        let counter = bytes_in.clone();
+        // The reader: decoded frames into a queue, so waiting on them can time out safely.
+        tokio::spawn(async move {
+            loop {
+                let f = match read_frame(&mut r, SERVER_FRAME_MAX).await {
+                    Ok(Some(body)) => {
+                        counter.fetch_add(body.len() as u64 + 4, Ordering::Relaxed);
+                        ServerFrame::decode(&body).map_err(NetError::from)
+                    }
+                    Ok(None) => Err(NetError::Closed),
+                    Err(e) => Err(e),
+                };
+                let end = f.is_err();
+                if tx.send(f).await.is_err() || end {
+                    break;
+                }
+            }
+        });
+        Ok(Client { writer, frames, replica, session, next_edit: 0, bytes_in, replies: Vec::new() })
+    }
+
+    /// The session the server gave this client.
+    pub fn session(&self) -> u64 {
+        self.session
+    }
+
+    /// The mirror of the server's world.
+    pub fn replica(&self) -> &ReplicaClient {
+        &self.replica
+    }
+
+    /// Bytes received so far.
+    pub fn bytes_in(&self) -> u64 {
+        self.bytes_in.load(Ordering::Relaxed)
+    }
+
+    async fn send(&mut self, f: &ClientFrame) -> Result<(), NetError> {
+        let mut out = Vec::new();
+        f.encode(&mut out);
+        write_all(&mut self.writer, &out).await
+    }
+
+    /// Tells the server where this client's viewers are (world units).
+    pub async fn set_viewers(&mut self, viewers: &[Point3<f32>]) -> Result<(), NetError> {
+        self.send(&ClientFrame::Viewers(viewers.to_vec())).await
+    }
+
+    /// Asks the server for an edit; its answer comes through [`Client::pump`]. Returns the
+    /// request's id.
+    pub async fn edit(&mut self, brush: &Brush) -> Result<u32, NetError> {
+        let id = self.next_edit;
+        self.next_edit += 1;
+        self.send(&ClientFrame::Edit { id, brush: *brush }).await?;
+        Ok(id)
+    }
+
+    /// Applies what arrives for `wait` (asking again for what a gap lost); returns the edit
+    /// replies that came.
+    pub async fn pump(&mut self, wait: Duration) -> Result<Vec<(u32, Result<u64, EditRefused>)>, NetError> {
+        let until = tokio::time::Instant::now() + wait;
+        while let Ok(f) = tokio::time::timeout_at(until, self.frames.recv()).await {
+            let f = f.ok_or(NetError::Closed)??;
+            self.handle(f).await?;
+        }
+        Ok(std::mem::take(&mut self.replies))
+    }
+
+    async fn handle(
+        &mut self,
+        f: ServerFrame,
+    ) -> Result<Option<Vec<(voxterra::replication::RegionKey, u64)>>, NetError> {
+        match f {
+            ServerFrame::Replication(m) => match self.replica.apply(&m) {
+                Ok(_) => {}
+                Err(ReplicationError::Gap { .. }) => {
+                    let request = self.replica.resend_request();
+                    self.send(&ClientFrame::Resend(request)).await?;
+                }
+                Err(e) => return Err(e.into()),
+            },
+            ServerFrame::EditReply { id, result } => self.replies.push((id, result)),
+            ServerFrame::Hashes(h) => return Ok(Some(h)),
+            ServerFrame::Refused { why, version } => return Err(NetError::Refused { why, version }),
+            ServerFrame::Welcome { .. } => return Err(NetError::Unexpected("a second welcome")),
+        }
+        Ok(None)
+    }
+
+    /// Asks the server for the hash of every region this client holds ready and compares them
+    /// with its own voxels (within `deadline`).
+    pub async fn check(&mut self, deadline: Duration) -> Result<RegionCheck, NetError> {
+        let keys: Vec<_> = self.replica.ready_regions().collect();
+        let mut check = RegionCheck::default();
+        for part in keys.chunks(crate::protocol::MAX_HASHED_REGIONS) {
+            self.send(&ClientFrame::HashRequest(part.to_vec())).await?;
+            let until = tokio::time::Instant::now() + deadline;
+            let hashes = loop {
+                let f = tokio::time::timeout_at(until, self.frames.recv())
+                    .await
+                    .map_err(|_| NetError::Timeout("the region hashes"))?
+                    .ok_or(NetError::Closed)??;
+                if let Some(h) = self.handle(f).await? {
+                    break h;
+                }
+            };
+            for (k, h) in hashes {
+                check.compared += 1;
+                let r = k.region().map_err(|_| NetError::Unexpected("a region outside the voxel space"))?;
+                let mut v = vec![Voxel::AIR; r.len().unwrap_or(0)];
+                let mine = match self.replica.terrain().store().read_box(&r, &mut v) {
+                    Ok(()) => region_hash(&v),
+                    Err(_) => 0,
+                };
+                // A region an edit made stale while the hashes were on their way is not ready.
+                if mine != h && self.replica.is_ready(&r) {
+                    check.differ += 1;
+                }
+            }
+        }
+        Ok(check)
+    }
+}

@@ -1,0 +1,47 @@
+//! # voxterra-net
+//!
+//! voxterra over real sockets. A server owns the authoritative [`voxterra::Terrain`] and streams
+//! it to clients over TCP (tokio): each client proves itself with a secret token, states where
+//! its viewers are, gets full detail near them and coarser mips far away, sees every edit, and
+//! edits through the server, which validates each request. Use it for a game server and its
+//! players; the facade's [`voxterra::replication`] is the same stream without sockets.
+//!
+//! Main types: [`serve`] and its [`ServerConfig`] and [`ServerHandle`]; [`Client`]; the wire
+//! [`protocol`]. Plaintext TCP listens on loopback only (TLS is not built yet).
+//!
+//! ```
+//! use std::time::Duration;
+//! use voxterra::prelude::*;
+//! use voxterra::worldgen::GenParams;
+//! use voxterra_net::{serve, Client, ServerConfig};
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let world = Terrain::generate(&GenParams::new(1, [96, 48, 96]), TerrainConfig::default())?;
+//! let config = ServerConfig { token: b"secret".to_vec(), ..ServerConfig::default() };
+//! let server = serve(world, "127.0.0.1:0".parse()?, config).await?;
+//!
+//! let mut player = Client::connect(server.local_addr(), b"secret", Duration::from_secs(5)).await?;
+//! player.set_viewers(&[Point3::new(48.0, 30.0, 48.0)]).await?;
+//! player.pump(Duration::from_millis(500)).await?; // the world streams in
+//! let dig = BrushShape::Sphere { center: Point3::new(48.0, 20.0, 48.0), radius: 3.0 };
+//! player.edit(&Brush { shape: dig, op: BrushOp::Subtract }).await?;
+//! let replies = player.pump(Duration::from_millis(300)).await?;
+//! assert!(matches!(replies.as_slice(), [(0, Ok(_))]));
+//! let check = player.check(Duration::from_secs(5)).await?;
+//! assert!(check.compared > 0 && check.differ == 0);
+//! server.shutdown().await;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod client;
+mod error;
+mod frames;
+pub mod protocol;
+mod server;
+
+pub use client::{Client, RegionCheck};
+pub use error::NetError;
+pub use server::{ServerConfig, ServerEvent, ServerHandle, serve};

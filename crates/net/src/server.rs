@@ -1,0 +1,484 @@
+//! The server: one task owns the authoritative [`Terrain`] and its [`ReplicationServer`] and
+//! ticks them; one task per connection reads its client's frames (after the handshake: version,
+//! then token), and one writes what the owner queues for it. A connection that misbehaves, stalls
+//! or lags costs only itself: every read has a deadline and a size cap, a client's queue is
+//! bounded, and a client too far behind is dropped.
+
+use crate::error::NetError;
+use crate::frames::{read_frame, write_all};
+use crate::protocol::{
+    CLIENT_FRAME_MAX, ClientFrame, EditRefused, PROTOCOL_VERSION, RefusedWhy, ServerFrame, region_hash,
+};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use voxterra::core::nalgebra::Point3;
+use voxterra::core::{Aabb, Voxel, VoxelRead};
+use voxterra::replication::{ClientId, RegionKey, ReplicationConfig, ReplicationServer, ResendRequest};
+use voxterra::{Brush, BrushShape, EditError, Terrain};
+
+/// How a [`serve`]d world is run.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The secret every client presents first (compared in constant time).
+    pub token: Vec<u8>,
+    /// Ticks a second.
+    pub tick_hz: f32,
+    /// Bytes a client is sent per tick at most (a stale notice may exceed it).
+    pub budget: usize,
+    /// How far around its viewers a client gets each resolution.
+    pub replication: ReplicationConfig,
+    /// Most clients at once; one more is refused.
+    pub max_clients: usize,
+    /// Time a new connection has to complete its hello.
+    pub handshake_timeout: Duration,
+    /// Time a client may stay silent (it sends its viewers every tick or so).
+    pub idle_timeout: Duration,
+    /// Edit requests a client may make a second (a burst of as many).
+    pub edit_rate: f32,
+    /// Largest brush (a sphere's or capsule's radius, half a box's largest side), world units.
+    pub max_brush: f32,
+    /// Ticks a client may stay unable to take its messages before it is dropped.
+    pub max_lag_ticks: u32,
+}
+
+impl Default for ServerConfig {
+    /// 20 Hz, 64 KiB a client a tick, 256 clients, a 5 s handshake, 30 s idle, 10 edits a second
+    /// of at most 16 units, dropped after 5 s of lag.
+    fn default() -> Self {
+        ServerConfig {
+            token: Vec::new(),
+            tick_hz: 20.0,
+            budget: 64 * 1024,
+            replication: ReplicationConfig::default(),
+            max_clients: 256,
+            handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(30),
+            edit_rate: 10.0,
+            max_brush: 16.0,
+            max_lag_ticks: 100,
+        }
+    }
+}
+
+/// What happened on the server, for its log.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerEvent {
+    /// A client completed the handshake.
+    Joined {
+        /// Its session.
+        session: u64,
+        /// Its address.
+        addr: SocketAddr,
+    },
+    /// A connection was refused at the handshake.
+    Refused {
+        /// Its address.
+        addr: SocketAddr,
+        /// Why.
+        why: RefusedWhy,
+    },
+    /// A client left or was dropped.
+    Left {
+        /// Its session.
+        session: u64,
+        /// Why, in words.
+        why: String,
+    },
+    /// An edit request was answered.
+    Edit {
+        /// The client's session.
+        session: u64,
+        /// The sequence it made, or why it was refused.
+        result: Result<u64, EditRefused>,
+    },
+}
+
+/// A running server: its address, its events, and the way to stop it.
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    owner: JoinHandle<Terrain>,
+    accept: JoinHandle<()>,
+    /// The server's events, in order (dropped when nobody reads them fast enough).
+    pub events: mpsc::Receiver<ServerEvent>,
+    ticks: Arc<std::sync::Mutex<Vec<Duration>>>,
+}
+
+impl ServerHandle {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// How long each tick took so far (for figures).
+    pub fn tick_times(&self) -> Vec<Duration> {
+        self.ticks.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Stops accepting, disconnects every client and hands the terrain back (to save it).
+    pub async fn shutdown(mut self) -> Terrain {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.accept.abort();
+        self.owner.await.expect("the server's owner task does not panic")
+    }
+}
+
+/// Starts serving `terrain` on `listen` (port 0 picks one). Plaintext TCP: loopback only.
+pub async fn serve(
+    terrain: Terrain,
+    listen: SocketAddr,
+    config: ServerConfig,
+) -> Result<ServerHandle, NetError> {
+    if !listen.ip().is_loopback() {
+        return Err(NetError::NotLoopback(listen));
+    }
+    let listener = TcpListener::bind(listen).await?;
+    let addr = listener.local_addr()?;
+    let (cmds, cmd_rx) = mpsc::channel(4096);
+    let (events_tx, events) = mpsc::channel(4096);
+    let (stop, stop_rx) = oneshot::channel();
+    let ticks = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let shared = Arc::new(Shared {
+        config: config.clone(),
+        cmds,
+        events: events_tx.clone(),
+        live: AtomicUsize::new(0),
+    });
+    let world = terrain.extent().map(|e| terrain.scale().region_to_world(&e, 0.0));
+    let owner = tokio::spawn(own(terrain, world, config, cmd_rx, stop_rx, events_tx, ticks.clone()));
+    let accept = tokio::spawn(async move {
+        loop {
+            let Ok((stream, peer)) = listener.accept().await else { continue };
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let _ = connection(stream, peer, shared).await;
+            });
+        }
+    });
+    Ok(ServerHandle { addr, stop: Some(stop), owner, accept, events, ticks })
+}
+
+/// What the connections share.
+struct Shared {
+    config: ServerConfig,
+    cmds: mpsc::Sender<Cmd>,
+    events: mpsc::Sender<ServerEvent>,
+    live: AtomicUsize,
+}
+
+/// What a connection asks of the owner.
+enum Cmd {
+    Join { reply: oneshot::Sender<(u64, f32, Vec<u8>)>, frames: mpsc::Sender<Vec<u8>>, addr: SocketAddr },
+    Viewers { session: u64, points: Vec<Point3<f32>> },
+    Edit { session: u64, id: u32, brush: Brush },
+    Refuse { session: u64, id: u32, why: EditRefused },
+    Resend { session: u64, request: ResendRequest },
+    Hash { session: u64, keys: Vec<RegionKey> },
+    Leave { session: u64, why: String },
+}
+
+/// One client as the owner keeps it.
+struct Slot {
+    id: ClientId,
+    frames: mpsc::Sender<Vec<u8>>,
+    lag: u32,
+}
+
+/// Frames queued a client at most: past this it is behind.
+const QUEUE: usize = 512;
+/// Room a client's queue must have for it to be ticked.
+const TICK_ROOM: usize = 64;
+
+fn encoded(f: &ServerFrame) -> Vec<u8> {
+    let mut out = Vec::new();
+    f.encode(&mut out);
+    out
+}
+
+/// The owner: the terrain, the replication server, the clients; commands between ticks.
+async fn own(
+    mut terrain: Terrain,
+    world: Option<Aabb>,
+    config: ServerConfig,
+    mut cmds: mpsc::Receiver<Cmd>,
+    mut stop: oneshot::Receiver<()>,
+    events: mpsc::Sender<ServerEvent>,
+    ticks: Arc<std::sync::Mutex<Vec<Duration>>>,
+) -> Terrain {
+    let mut srv = ReplicationServer::new(config.replication);
+    let mut slots: BTreeMap<u64, Slot> = BTreeMap::new();
+    let table = serde_json::to_vec(terrain.materials()).expect("a material table serializes");
+    let period = Duration::from_secs_f32(1.0 / config.tick_hz.clamp(0.1, 1000.0));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let send = |slots: &BTreeMap<u64, Slot>, session: u64, f: &ServerFrame| {
+        if let Some(s) = slots.get(&session) {
+            let _ = s.frames.try_send(encoded(f));
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            cmd = cmds.recv() => {
+                let Some(cmd) = cmd else { break };
+                match cmd {
+                    Cmd::Join { reply, frames, addr } => {
+                        let session = new_session(&slots);
+                        let id = srv.add_client(&terrain);
+                        slots.insert(session, Slot { id, frames, lag: 0 });
+                        let _ = reply.send((session, terrain.voxel_size(), table.clone()));
+                        let _ = events.try_send(ServerEvent::Joined { session, addr });
+                    }
+                    Cmd::Viewers { session, points } => {
+                        if let Some(s) = slots.get(&session) {
+                            let _ = srv.set_viewers(s.id, &points);
+                        }
+                    }
+                    Cmd::Edit { session, id, brush } => {
+                        let result = edit(&mut terrain, world.as_ref(), config.max_brush, &brush);
+                        send(&slots, session, &ServerFrame::EditReply { id, result });
+                        let _ = events.try_send(ServerEvent::Edit { session, result });
+                    }
+                    Cmd::Refuse { session, id, why } => {
+                        send(&slots, session, &ServerFrame::EditReply { id, result: Err(why) });
+                        let _ = events.try_send(ServerEvent::Edit { session, result: Err(why) });
+                    }
+                    Cmd::Resend { session, request } => {
+                        if let Some(s) = slots.get(&session) {
+                            match srv.resend(s.id, &request) {
+                                Ok(msgs) => msgs.into_iter().for_each(|m| send(&slots, session, &ServerFrame::Replication(m))),
+                                Err(_) => drop_client(&mut slots, &mut srv, &events, session, "its resend reaches past the buffer"),
+                            }
+                        }
+                    }
+                    Cmd::Hash { session, keys } => {
+                        let hashes = keys.iter().map(|k| (*k, hash_of(&terrain, k))).collect();
+                        send(&slots, session, &ServerFrame::Hashes(hashes));
+                    }
+                    Cmd::Leave { session, why } => {
+                        if let Some(s) = slots.remove(&session) {
+                            let _ = srv.remove_client(s.id);
+                            let _ = events.try_send(ServerEvent::Left { session, why });
+                        }
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                let start = Instant::now();
+                let mut behind = Vec::new();
+                for (&session, s) in slots.iter_mut() {
+                    if s.frames.capacity() < TICK_ROOM {
+                        s.lag += 1;
+                        if s.lag > config.max_lag_ticks {
+                            behind.push(session);
+                        }
+                        continue;
+                    }
+                    s.lag = 0;
+                    let Ok(msgs) = srv.tick(&terrain, s.id, config.budget) else { continue };
+                    for m in msgs {
+                        // A message the queue cannot take is lost: the client sees the gap and
+                        // asks for it again.
+                        let _ = s.frames.try_send(encoded(&ServerFrame::Replication(m)));
+                    }
+                }
+                for session in behind {
+                    drop_client(&mut slots, &mut srv, &events, session, "too far behind");
+                }
+                if let Ok(mut t) = ticks.lock() {
+                    t.push(start.elapsed());
+                }
+            }
+        }
+    }
+    terrain
+}
+
+fn drop_client(
+    slots: &mut BTreeMap<u64, Slot>,
+    srv: &mut ReplicationServer,
+    events: &mpsc::Sender<ServerEvent>,
+    session: u64,
+    why: &str,
+) {
+    if let Some(s) = slots.remove(&session) {
+        let _ = srv.remove_client(s.id);
+        let _ = events.try_send(ServerEvent::Left { session, why: why.into() });
+    }
+}
+
+/// A session id no live client has: random, never 0.
+fn new_session(slots: &BTreeMap<u64, Slot>) -> u64 {
+    loop {
+        let mut b = [0u8; 8];
+        getrandom::fill(&mut b).expect("the operating system's random source");
+        let s = u64::from_le_bytes(b);
+        if s != 0 && !slots.contains_key(&s) {
+            return s;
+        }
+    }
+}
+
+/// Validates and applies one edit request.
+fn edit(terrain: &mut Terrain, world: Option<&Aabb>, max: f32, brush: &Brush) -> Result<u64, EditRefused> {
+    let (lo, hi, size) = match brush.shape {
+        BrushShape::Sphere { center, radius } => {
+            (center.map(|c| c - radius), center.map(|c| c + radius), radius)
+        }
+        BrushShape::Box { min, max } => (min, max, ((max - min) / 2.0).amax()),
+        BrushShape::Capsule { a, b, radius } => {
+            (a.inf(&b).map(|c| c - radius), a.sup(&b).map(|c| c + radius), radius + (b - a).norm() / 2.0)
+        }
+    };
+    if !(lo.iter().chain(hi.iter()).all(|c| c.is_finite()) && size.is_finite()) {
+        return Err(EditRefused::Invalid);
+    }
+    if size > max {
+        return Err(EditRefused::TooLarge);
+    }
+    if !world.is_some_and(|w| w.contains(&Aabb::new(lo, hi))) {
+        return Err(EditRefused::OutsideWorld);
+    }
+    match terrain.apply_brush(brush) {
+        Ok(_) => Ok(terrain.sequence()),
+        Err(EditError::InvalidBrush(_) | EditError::BadMaterial(_)) => Err(EditRefused::Invalid),
+        Err(_) => Err(EditRefused::Terrain),
+    }
+}
+
+/// The hash of the server's voxels in region `k` (0 for a key outside the voxel space).
+fn hash_of(terrain: &Terrain, k: &RegionKey) -> u64 {
+    let Ok(r) = k.region() else { return 0 };
+    let mut v = vec![Voxel::AIR; r.len().unwrap_or(0)];
+    match terrain.store().read_box(&r, &mut v) {
+        Ok(()) => region_hash(&v),
+        Err(_) => 0,
+    }
+}
+
+/// One connection: the handshake, then its frames until it leaves, errs or idles out.
+async fn connection(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) -> Result<(), NetError> {
+    let _ = stream.set_nodelay(true);
+    let (mut r, mut w) = stream.into_split();
+    let cfg = &shared.config;
+    let refuse = |why| {
+        let _ = shared.events.try_send(ServerEvent::Refused { addr, why });
+        encoded(&ServerFrame::Refused { why, version: PROTOCOL_VERSION })
+    };
+    if shared.live.fetch_add(1, Ordering::SeqCst) >= cfg.max_clients {
+        shared.live.fetch_sub(1, Ordering::SeqCst);
+        let f = refuse(RefusedWhy::Full);
+        return write_all(&mut w, &f).await;
+    }
+    let result = async {
+        let hello = tokio::time::timeout(cfg.handshake_timeout, read_frame(&mut r, CLIENT_FRAME_MAX)).await;
+        let body = match hello {
+            Ok(Ok(Some(body))) => body,
+            Ok(Err(NetError::Protocol(_))) | Ok(Ok(None)) | Err(_) => {
+                let f = refuse(RefusedWhy::Handshake);
+                let _ = write_all(&mut w, &f).await;
+                return Err(NetError::Unexpected("no hello"));
+            }
+            Ok(Err(e)) => return Err(e),
+        };
+        let (version, token) = match ClientFrame::decode(&body) {
+            Ok(ClientFrame::Hello { version, token, .. }) => (version, token),
+            _ => {
+                let f = refuse(RefusedWhy::Handshake);
+                let _ = write_all(&mut w, &f).await;
+                return Err(NetError::Unexpected("the first frame is not a hello"));
+            }
+        };
+        if version != PROTOCOL_VERSION {
+            let f = refuse(RefusedWhy::Version);
+            let _ = write_all(&mut w, &f).await;
+            return Err(NetError::Unexpected("another protocol version"));
+        }
+        // Constant time over the secret's length: a wrong token of any length reveals nothing.
+        let ok = token.len() == cfg.token.len() && bool::from(token.as_slice().ct_eq(&cfg.token));
+        if !ok || cfg.token.is_empty() {
+            log::warn!("refused {addr}: wrong token");
+            let f = refuse(RefusedWhy::Token);
+            let _ = write_all(&mut w, &f).await;
+            return Err(NetError::Unexpected("a wrong token"));
+        }
+        let (frames, mut rx) = mpsc::channel::<Vec<u8>>(QUEUE);
+        let (reply, welcome) = oneshot::channel();
+        shared
+            .cmds
+            .send(Cmd::Join { reply, frames: frames.clone(), addr })
+            .await
+            .map_err(|_| NetError::Closed)?;
+        let (session, voxel_size, table) = welcome.await.map_err(|_| NetError::Closed)?;
+        let f = encoded(&ServerFrame::Welcome { version: PROTOCOL_VERSION, session, voxel_size, table });
+        write_all(&mut w, &f).await?;
+        // The writer: whatever the owner queues, in order; it ends when the owner drops the queue.
+        let writer = tokio::spawn(async move {
+            while let Some(f) = rx.recv().await {
+                if write_all(&mut w, &f).await.is_err() {
+                    break;
+                }
+            }
+        });
+        drop(frames);
+        let why = read_loop(&mut r, session, &shared).await;
+        let _ = shared.cmds.send(Cmd::Leave { session, why }).await;
+        writer.abort();
+        Ok(())
+    }
+    .await;
+    shared.live.fetch_sub(1, Ordering::SeqCst);
+    result
+}
+
+/// A client's frames after the handshake, each within the idle timeout; edits within the rate.
+/// Returns why it ended.
+async fn read_loop(r: &mut tokio::net::tcp::OwnedReadHalf, session: u64, shared: &Shared) -> String {
+    let cfg = &shared.config;
+    let (rate, burst) = (cfg.edit_rate.max(0.0), cfg.edit_rate.max(1.0));
+    let (mut allowance, mut last) = (burst, Instant::now());
+    loop {
+        let body = match tokio::time::timeout(cfg.idle_timeout, read_frame(r, CLIENT_FRAME_MAX)).await {
+            Err(_) => return "idle".into(),
+            Ok(Ok(None)) => return "closed".into(),
+            Ok(Err(e)) => return e.to_string(),
+            Ok(Ok(Some(body))) => body,
+        };
+        let cmd = match ClientFrame::decode(&body) {
+            Err(e) => return e.to_string(),
+            Ok(ClientFrame::Hello { .. }) => return "a second hello".into(),
+            Ok(ClientFrame::Viewers(points)) => {
+                if points.iter().any(|p| !p.iter().all(|c| c.is_finite())) {
+                    return "a viewer that is not finite".into();
+                }
+                Cmd::Viewers { session, points }
+            }
+            Ok(ClientFrame::Edit { id, brush }) => {
+                let now = Instant::now();
+                allowance = (allowance + rate * now.duration_since(last).as_secs_f32()).min(burst);
+                last = now;
+                if allowance < 1.0 {
+                    // Refused here, answered by the owner, which holds the client's queue.
+                    Cmd::Refuse { session, id, why: EditRefused::RateLimited }
+                } else {
+                    allowance -= 1.0;
+                    Cmd::Edit { session, id, brush }
+                }
+            }
+            Ok(ClientFrame::Resend(request)) => Cmd::Resend { session, request },
+            Ok(ClientFrame::HashRequest(keys)) => Cmd::Hash { session, keys },
+        };
+        if shared.cmds.send(cmd).await.is_err() {
+            return "the server stopped".into();
+        }
+    }
+}
