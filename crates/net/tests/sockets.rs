@@ -1,6 +1,7 @@
 //! The server and clients over real sockets on 127.0.0.1: authentication, the hostile cases (each
 //! costs only its own connection), edit validation, and mirrors that end equal to the server.
 
+#![allow(clippy::unwrap_used)] // helpers of the tests below
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
