@@ -446,3 +446,84 @@ impl ServerFrame {
         Ok(frame)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn point() -> impl Strategy<Value = Point3<f32>> {
+        (-1e6f32..1e6, -1e6f32..1e6, -1e6f32..1e6).prop_map(|(x, y, z)| Point3::new(x, y, z))
+    }
+
+    fn client_frame() -> impl Strategy<Value = ClientFrame> {
+        prop_oneof![
+            (any::<u16>(), proptest::collection::vec(any::<u8>(), 0..MAX_TOKEN), any::<u64>())
+                .prop_map(|(version, token, resume)| ClientFrame::Hello { version, token, resume }),
+            proptest::collection::vec(point(), 0..MAX_VIEWERS).prop_map(ClientFrame::Viewers),
+            (any::<u32>(), point(), 0.1f32..50.0, 0u8..3).prop_map(|(id, c, r, op)| ClientFrame::Edit {
+                id,
+                brush: Brush {
+                    shape: BrushShape::Sphere { center: c, radius: r },
+                    op: [BrushOp::Subtract, BrushOp::Smooth, BrushOp::Add(voxterra::core::materials::ROCK)]
+                        [op as usize],
+                },
+            }),
+            (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..64))
+                .prop_map(|(from, missing)| ClientFrame::Resend(ResendRequest { missing, from })),
+            proptest::collection::vec((any::<i32>(), any::<i32>(), any::<i32>()), 0..64).prop_map(|k| {
+                ClientFrame::HashRequest(k.into_iter().map(|(x, y, z)| RegionKey::new(x, y, z)).collect())
+            }),
+        ]
+    }
+
+    proptest! {
+        /// Every client frame decodes to itself; its length prefix counts its body.
+        #[test]
+        fn client_frames_round_trip(f in client_frame()) {
+            let mut bytes = Vec::new();
+            f.encode(&mut bytes);
+            let len = u32::from_le_bytes(bytes[..4].try_into().unwrap()) as usize;
+            prop_assert_eq!(len, bytes.len() - 4);
+            prop_assert_eq!(ClientFrame::decode(&bytes[4..]).unwrap(), f);
+        }
+
+        /// Arbitrary bytes decode or give a typed error, never a panic, on either side.
+        #[test]
+        fn arbitrary_bytes_are_refused_or_decoded(body in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = ClientFrame::decode(&body);
+            let _ = ServerFrame::decode(&body);
+        }
+
+        /// Server frames round-trip too.
+        #[test]
+        fn server_frames_round_trip(id in any::<u32>(), seq in any::<u64>(), hashes in proptest::collection::vec((any::<i32>(), any::<u64>()), 0..32)) {
+            let frames = [
+                ServerFrame::Welcome { version: PROTOCOL_VERSION, session: seq, voxel_size: 0.5, table: b"{}".to_vec() },
+                ServerFrame::Refused { why: RefusedWhy::Token, version: PROTOCOL_VERSION },
+                ServerFrame::Replication(vec![1, 2, 3]),
+                ServerFrame::EditReply { id, result: Ok(seq) },
+                ServerFrame::EditReply { id, result: Err(EditRefused::RateLimited) },
+                ServerFrame::Hashes(hashes.iter().map(|&(x, h)| (RegionKey::new(x, -x, 7), h)).collect()),
+            ];
+            for f in frames {
+                let mut bytes = Vec::new();
+                f.encode(&mut bytes);
+                prop_assert_eq!(ServerFrame::decode(&bytes[4..]).unwrap(), f);
+            }
+        }
+    }
+
+    /// A count past its cap is refused before its items are read.
+    #[test]
+    fn counts_past_their_caps_are_refused() {
+        let mut body = vec![0x05];
+        body.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            ClientFrame::decode(&body),
+            Err(ProtocolError::Field { kind: 0x05, what: "region count" })
+        );
+        assert_eq!(ClientFrame::decode(&[0x42]), Err(ProtocolError::UnknownKind(0x42)));
+        assert_eq!(ClientFrame::decode(&[]), Err(ProtocolError::Empty));
+    }
+}
