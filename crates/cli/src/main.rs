@@ -53,6 +53,9 @@ enum Command {
     Serve(net_cmd::ServeArgs),
     /// Join a server: move a viewer, edit, and check every region held against the server's.
     Join(net_cmd::JoinArgs),
+    /// A server and many clients on loopback sockets in one process: tick times, time to full
+    /// detail, bytes, edits, and every client's regions checked against the server's.
+    Loadtest(net_cmd::LoadtestArgs),
     /// A replication server with live edits and three simulated clients moving through the world:
     /// bytes per tick, time to full detail around each, a hash check against the server.
     ServeSim(serve_sim::ServeSimArgs),
@@ -68,5 +71,6 @@ fn main() -> anyhow::Result<()> {
         Command::ServeSim(args) => serve_sim::run(&args),
         Command::Serve(args) => net_cmd::serve_cmd(&args),
         Command::Join(args) => net_cmd::join_cmd(&args),
+        Command::Loadtest(args) => net_cmd::loadtest_cmd(&args),
     }
 }

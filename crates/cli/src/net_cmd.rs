@@ -218,3 +218,186 @@ pub(crate) fn join_cmd(args: &JoinArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `voxterra loadtest`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct LoadtestArgs {
+    /// Clients, joining evenly over the first 5 seconds.
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// How long the run lasts, seconds.
+    #[arg(long, default_value_t = 30.0)]
+    seconds: f32,
+    /// Edits a second per client.
+    #[arg(long, default_value_t = 1.0)]
+    edit_rate: f32,
+    #[command(flatten)]
+    source: WorldSource,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One load-test client's figures.
+#[derive(Debug, Default)]
+struct ClientFigures {
+    full_detail_s: Option<f64>,
+    bytes_per_second: f64,
+    edits_made: u32,
+    edits_confirmed: u32,
+    compared: usize,
+    differ: usize,
+}
+
+#[derive(serde::Serialize, Debug)]
+struct LoadReport {
+    clients: usize,
+    seconds: f64,
+    tick_p50_ms: f64,
+    tick_p99_ms: f64,
+    ticks: usize,
+    full_detail_p50_s: Option<f64>,
+    full_detail_p99_s: Option<f64>,
+    never_full: usize,
+    bytes_per_client_per_second: f64,
+    edits_made: u32,
+    edits_confirmed: u32,
+    regions_compared: usize,
+    regions_differ: usize,
+}
+
+fn percentile(v: &mut [f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[((v.len() - 1) as f64 * q).round() as usize])
+}
+
+pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
+    if args.clients == 0 || args.clients > 4096 {
+        bail!("--clients must be in 1..=4096");
+    }
+    if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 3600.0) {
+        bail!("--seconds must be in (0, 3600]");
+    }
+    if !(args.edit_rate.is_finite() && (0.0..=10.0).contains(&args.edit_rate)) {
+        bail!("--edit-rate must be in [0, 10]");
+    }
+    let terrain = args.source.terrain(args.json)?;
+    let extent = terrain.extent().context("the world is empty")?;
+    let scale = terrain.scale();
+    let token = b"loadtest".to_vec();
+    let config =
+        ServerConfig { token: token.clone(), max_clients: args.clients + 8, ..ServerConfig::default() };
+    let half = config.replication.full_radius * 0.5;
+    let rt = tokio::runtime::Runtime::new().context("starting the runtime")?;
+    let report = rt.block_on(async {
+        let server = serve(terrain, "127.0.0.1:0".parse()?, config).await?;
+        let addr = server.local_addr();
+        let start = Instant::now();
+        let mut tasks = Vec::new();
+        let size = extent.size();
+        let (lo, hi) = (extent.min(), extent.max());
+        for i in 0..args.clients {
+            let token = token.clone();
+            let join_at = Duration::from_secs_f64(5.0 * i as f64 / args.clients as f64);
+            let (seconds, edit_rate) = (args.seconds as f64, args.edit_rate);
+            // Each client circles its own center at 4-12 units/s, 60 units above the floor.
+            let fi = i as f32;
+            let cx = lo.x as f32 + size[0] as f32 * (0.25 + 0.5 * ((fi * 0.618).fract()));
+            let cz = lo.z as f32 + size[2] as f32 * (0.25 + 0.5 * ((fi * 0.382).fract()));
+            let y = lo.y as f32 + (hi.y - lo.y) as f32 * 0.6;
+            let speed = 4.0 + 8.0 * (fi * 0.754).fract();
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep(join_at).await;
+                let joined = Instant::now();
+                let mut c = Client::connect(addr, &token, Duration::from_secs(10)).await?;
+                let mut f = ClientFigures::default();
+                let mut next_edit = 0.0f64;
+                while start.elapsed().as_secs_f64() < seconds {
+                    let t = joined.elapsed().as_secs_f32();
+                    let a = t * speed / 24.0;
+                    let v = Point3::new(cx + 24.0 * a.cos(), y, cz + 24.0 * a.sin());
+                    c.set_viewers(&[v]).await?;
+                    if edit_rate > 0.0 && f64::from(t) >= next_edit {
+                        next_edit += 1.0 / f64::from(edit_rate);
+                        let op = if f.edits_made % 2 == 0 {
+                            BrushOp::Subtract
+                        } else {
+                            BrushOp::Add(materials::ROCK)
+                        };
+                        let center = Point3::new(v.x, y - 20.0, v.z);
+                        c.edit(&Brush { shape: BrushShape::Sphere { center, radius: 2.0 }, op }).await?;
+                        f.edits_made += 1;
+                    }
+                    for (_, r) in c.pump(Duration::from_millis(50)).await? {
+                        f.edits_confirmed += u32::from(r.is_ok());
+                    }
+                    if f.full_detail_s.is_none()
+                        && crate::serve_sim::near_in(extent, scale, v, half)
+                            .is_some_and(|r| c.replica().is_ready(&r))
+                    {
+                        f.full_detail_s = Some(joined.elapsed().as_secs_f64());
+                    }
+                }
+                c.pump(Duration::from_millis(300)).await?;
+                let check = c.check(Duration::from_secs(20)).await?;
+                f.compared = check.compared;
+                f.differ = check.differ;
+                f.bytes_per_second = c.bytes_in() as f64 / joined.elapsed().as_secs_f64();
+                Ok::<_, voxterra_net::NetError>(f)
+            }));
+        }
+        let mut figures = Vec::new();
+        for t in tasks {
+            figures.push(t.await.context("a client task")??);
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        let mut ticks: Vec<f64> = server.tick_times().iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        server.shutdown().await;
+        let mut full: Vec<f64> = figures.iter().filter_map(|f| f.full_detail_s).collect();
+        Ok::<_, anyhow::Error>(LoadReport {
+            clients: args.clients,
+            seconds,
+            ticks: ticks.len(),
+            tick_p50_ms: percentile(&mut ticks, 0.5).unwrap_or(0.0),
+            tick_p99_ms: percentile(&mut ticks, 0.99).unwrap_or(0.0),
+            never_full: figures.len() - full.len(),
+            full_detail_p50_s: percentile(&mut full, 0.5),
+            full_detail_p99_s: percentile(&mut full, 0.99),
+            bytes_per_client_per_second: figures.iter().map(|f| f.bytes_per_second).sum::<f64>()
+                / figures.len() as f64,
+            edits_made: figures.iter().map(|f| f.edits_made).sum(),
+            edits_confirmed: figures.iter().map(|f| f.edits_confirmed).sum(),
+            regions_compared: figures.iter().map(|f| f.compared).sum(),
+            regions_differ: figures.iter().map(|f| f.differ).sum(),
+        })
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("clients                 {}", report.clients);
+        println!(
+            "tick ms (p50 / p99)     {:.2} / {:.2} over {} ticks",
+            report.tick_p50_ms, report.tick_p99_ms, report.ticks
+        );
+        let s = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        println!(
+            "full detail s (p50/p99) {} / {} ({} never)",
+            s(report.full_detail_p50_s),
+            s(report.full_detail_p99_s),
+            report.never_full
+        );
+        println!("bytes per client per s  {:.0}", report.bytes_per_client_per_second);
+        println!("edits                   {} made, {} confirmed", report.edits_made, report.edits_confirmed);
+        println!(
+            "regions                 {} compared, {} differ",
+            report.regions_compared, report.regions_differ
+        );
+    }
+    if report.regions_differ > 0 {
+        bail!("{} regions differ from the server's", report.regions_differ);
+    }
+    Ok(())
+}

@@ -88,8 +88,11 @@ fn hash(t: &Terrain, regions: &[Region]) -> u64 {
 
 /// The world's voxels within `radius` world units of `v` (a box), if any.
 fn near(t: &Terrain, v: Point3<f32>, radius: f32) -> Option<Region> {
-    let extent = t.extent()?;
-    let scale = t.scale();
+    near_in(t.extent()?, t.scale(), v, radius)
+}
+
+/// The voxels of `extent` within `radius` world units of `v` (a box), if any.
+pub(crate) fn near_in(extent: Region, scale: VoxelScale, v: Point3<f32>, radius: f32) -> Option<Region> {
     let clamp = |c: f32, a: usize| {
         scale.length_to_voxels(c).floor().clamp(extent.min()[a] as f32, extent.max()[a] as f32) as i32
     };
