@@ -75,7 +75,9 @@ pub(crate) fn serve_cmd(args: &ServeArgs) -> anyhow::Result<()> {
             tokio::select! {
                 r = &mut stop => { r.context("waiting for a signal")?; break; }
                 e = server.events.recv() => match e {
-                    Some(ServerEvent::Joined { session, addr }) => println!("joined  {session:016x} from {addr}"),
+                    Some(ServerEvent::Joined { session, resumed, addr }) => {
+                        println!("{}  {session:016x} from {addr}", if resumed { "resumed" } else { "joined " })
+                    }
                     Some(ServerEvent::Refused { addr, why }) => println!("refused {addr}: {why:?}"),
                     Some(ServerEvent::Left { session, why }) => println!("left    {session:016x}: {why}"),
                     Some(ServerEvent::Edit { session, result }) => println!("edit    {session:016x}: {result:?}"),

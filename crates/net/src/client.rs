@@ -21,6 +21,8 @@ use voxterra::replication::{ReplicaClient, ReplicationError, client_terrain};
 
 /// A connected client.
 pub struct Client {
+    addr: SocketAddr,
+    token: Vec<u8>,
     writer: OwnedWriteHalf,
     frames: mpsc::Receiver<Result<ServerFrame, NetError>>,
     replica: ReplicaClient,
@@ -42,25 +44,52 @@ pub struct RegionCheck {
 impl Client {
     /// Connects to `addr`, presents `token` and waits for the welcome (within `deadline`).
     pub async fn connect(addr: SocketAddr, token: &[u8], deadline: Duration) -> Result<Client, NetError> {
+        Ok(Self::open(addr, token.to_vec(), None, deadline).await?.0)
+    }
+
+    /// Connects again after the connection was lost, resuming the session: the client keeps what
+    /// it holds and asks for what it missed. When the server no longer keeps the session (its
+    /// window passed), it starts afresh. Returns the client and whether it resumed.
+    pub async fn reconnect(self, deadline: Duration) -> Result<(Client, bool), NetError> {
+        let Client { addr, token, session, replica, writer, .. } = self;
+        drop(writer);
+        Self::open(addr, token, Some((session, replica)), deadline).await
+    }
+
+    async fn open(
+        addr: SocketAddr,
+        token: Vec<u8>,
+        resume: Option<(u64, ReplicaClient)>,
+        deadline: Duration,
+    ) -> Result<(Client, bool), NetError> {
         let stream = tokio::time::timeout(deadline, TcpStream::connect(addr))
             .await
             .map_err(|_| NetError::Timeout("connecting"))??;
         let _ = stream.set_nodelay(true);
         let (mut r, mut writer) = stream.into_split();
         let mut hello = Vec::new();
-        ClientFrame::Hello { version: PROTOCOL_VERSION, token: token.to_vec(), resume: 0 }.encode(&mut hello);
+        let session = resume.as_ref().map_or(0, |(s, _)| *s);
+        ClientFrame::Hello { version: PROTOCOL_VERSION, token: token.clone(), resume: session }
+            .encode(&mut hello);
         write_all(&mut writer, &hello).await?;
         let first = tokio::time::timeout(deadline, read_frame(&mut r, SERVER_FRAME_MAX))
             .await
             .map_err(|_| NetError::Timeout("the welcome"))??
             .ok_or(NetError::Closed)?;
-        let (session, voxel_size, table) = match ServerFrame::decode(&first)? {
-            ServerFrame::Welcome { session, voxel_size, table, .. } => (session, voxel_size, table),
+        let (session, resumed, voxel_size, table) = match ServerFrame::decode(&first)? {
+            ServerFrame::Welcome { session, resumed, voxel_size, table, .. } => {
+                (session, resumed, voxel_size, table)
+            }
             ServerFrame::Refused { why, version } => return Err(NetError::Refused { why, version }),
             _ => return Err(NetError::Unexpected("the first frame is not a welcome")),
         };
-        let table: MaterialTable = serde_json::from_slice(&table)?;
-        let replica = ReplicaClient::new(client_terrain(table, voxel_size)?);
+        let (replica, resumed) = match resume {
+            Some((_, replica)) if resumed => (replica, true),
+            _ => {
+                let table: MaterialTable = serde_json::from_slice(&table)?;
+                (ReplicaClient::new(client_terrain(table, voxel_size)?), false)
+            }
+        };
         let bytes_in = Arc::new(AtomicU64::new(first.len() as u64 + 4));
         let (tx, frames) = mpsc::channel(1024);
         let counter = bytes_in.clone();
@@ -81,7 +110,29 @@ impl Client {
                 }
             }
         });
-        Ok(Client { writer, frames, replica, session, next_edit: 0, bytes_in, replies: Vec::new() })
+        let mut client = Client {
+            addr,
+            token,
+            writer,
+            frames,
+            replica,
+            session,
+            next_edit: 0,
+            bytes_in,
+            replies: Vec::new(),
+        };
+        if resumed {
+            // What was on its way when the connection dropped, and anything since.
+            let request = client.replica.resend_request();
+            client.send(&ClientFrame::Resend(request)).await?;
+        }
+        Ok((client, resumed))
+    }
+
+    /// Closes the connection (the server keeps the session for a while: [`Client::reconnect`]).
+    pub async fn close(&mut self) {
+        use tokio::io::AsyncWriteExt;
+        let _ = self.writer.shutdown().await;
     }
 
     /// The session the server gave this client.

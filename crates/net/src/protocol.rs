@@ -88,6 +88,9 @@ pub enum ServerFrame {
         version: u16,
         /// This client's session.
         session: u64,
+        /// True when the hello's session was resumed: the client keeps what it holds and asks
+        /// for what it missed; false for a new session (it starts afresh).
+        resumed: bool,
         /// The terrain's voxel size.
         voxel_size: f32,
         /// The material table, JSON.
@@ -362,9 +365,10 @@ impl ServerFrame {
     pub fn encode(&self, out: &mut Vec<u8>) {
         let mut p = Vec::new();
         let kind = match self {
-            ServerFrame::Welcome { version, session, voxel_size, table } => {
+            ServerFrame::Welcome { version, session, resumed, voxel_size, table } => {
                 p.extend_from_slice(&version.to_le_bytes());
                 p.extend_from_slice(&session.to_le_bytes());
+                p.push(u8::from(*resumed));
                 p.extend_from_slice(&voxel_size.to_le_bytes());
                 p.extend_from_slice(table);
                 0x81
@@ -409,8 +413,19 @@ impl ServerFrame {
             0x81 => {
                 let version = f.u16()?;
                 let session = f.u64()?;
+                let resumed = match f.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(ProtocolError::Field { kind, what: "resumed" }),
+                };
                 let voxel_size = f.f32()?;
-                return Ok(ServerFrame::Welcome { version, session, voxel_size, table: f.rest().to_vec() });
+                return Ok(ServerFrame::Welcome {
+                    version,
+                    session,
+                    resumed,
+                    voxel_size,
+                    table: f.rest().to_vec(),
+                });
             }
             0x82 => {
                 let why = match f.u8()? {
@@ -499,7 +514,7 @@ mod tests {
         #[test]
         fn server_frames_round_trip(id in any::<u32>(), seq in any::<u64>(), hashes in proptest::collection::vec((any::<i32>(), any::<u64>()), 0..32)) {
             let frames = [
-                ServerFrame::Welcome { version: PROTOCOL_VERSION, session: seq, voxel_size: 0.5, table: b"{}".to_vec() },
+                ServerFrame::Welcome { version: PROTOCOL_VERSION, session: seq, resumed: true, voxel_size: 0.5, table: b"{}".to_vec() },
                 ServerFrame::Refused { why: RefusedWhy::Token, version: PROTOCOL_VERSION },
                 ServerFrame::Replication(vec![1, 2, 3]),
                 ServerFrame::EditReply { id, result: Ok(seq) },

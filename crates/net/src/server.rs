@@ -46,11 +46,13 @@ pub struct ServerConfig {
     pub max_brush: f32,
     /// Ticks a client may stay unable to take its messages before it is dropped.
     pub max_lag_ticks: u32,
+    /// How long a disconnected client's session is kept for it to resume.
+    pub resume_window: Duration,
 }
 
 impl Default for ServerConfig {
     /// 20 Hz, 64 KiB a client a tick, 256 clients, a 5 s handshake, 30 s idle, 10 edits a second
-    /// of at most 16 units, dropped after 5 s of lag.
+    /// of at most 16 units, dropped after 5 s of lag, sessions kept 30 s for a reconnect.
     fn default() -> Self {
         ServerConfig {
             token: Vec::new(),
@@ -63,6 +65,7 @@ impl Default for ServerConfig {
             edit_rate: 10.0,
             max_brush: 16.0,
             max_lag_ticks: 100,
+            resume_window: Duration::from_secs(30),
         }
     }
 }
@@ -74,6 +77,8 @@ pub enum ServerEvent {
     Joined {
         /// Its session.
         session: u64,
+        /// It resumed that session.
+        resumed: bool,
         /// Its address.
         addr: SocketAddr,
     },
@@ -152,6 +157,7 @@ pub async fn serve(
         cmds,
         events: events_tx.clone(),
         live: AtomicUsize::new(0),
+        next_conn: std::sync::atomic::AtomicU64::new(1),
     });
     let world = terrain.extent().map(|e| terrain.scale().region_to_world(&e, 0.0));
     let owner = tokio::spawn(own(terrain, world, config, cmd_rx, stop_rx, events_tx, ticks.clone()));
@@ -173,17 +179,46 @@ struct Shared {
     cmds: mpsc::Sender<Cmd>,
     events: mpsc::Sender<ServerEvent>,
     live: AtomicUsize,
+    /// The next connection's number.
+    next_conn: std::sync::atomic::AtomicU64,
 }
 
 /// What a connection asks of the owner.
 enum Cmd {
-    Join { reply: oneshot::Sender<(u64, f32, Vec<u8>)>, frames: mpsc::Sender<Vec<u8>>, addr: SocketAddr },
-    Viewers { session: u64, points: Vec<Point3<f32>> },
-    Edit { session: u64, id: u32, brush: Brush },
-    Refuse { session: u64, id: u32, why: EditRefused },
-    Resend { session: u64, request: ResendRequest },
-    Hash { session: u64, keys: Vec<RegionKey> },
-    Leave { session: u64, why: String },
+    Join {
+        conn: u64,
+        resume: u64,
+        reply: oneshot::Sender<(u64, bool, f32, Vec<u8>)>,
+        frames: mpsc::Sender<Vec<u8>>,
+        addr: SocketAddr,
+    },
+    Viewers {
+        session: u64,
+        points: Vec<Point3<f32>>,
+    },
+    Edit {
+        session: u64,
+        id: u32,
+        brush: Brush,
+    },
+    Refuse {
+        session: u64,
+        id: u32,
+        why: EditRefused,
+    },
+    Resend {
+        session: u64,
+        request: ResendRequest,
+    },
+    Hash {
+        session: u64,
+        keys: Vec<RegionKey>,
+    },
+    Leave {
+        session: u64,
+        conn: u64,
+        why: String,
+    },
 }
 
 /// One client as the owner keeps it.
@@ -191,6 +226,10 @@ struct Slot {
     id: ClientId,
     frames: mpsc::Sender<Vec<u8>>,
     lag: u32,
+    /// Disconnected since then: kept for a resume until the window passes, not ticked.
+    parked: Option<Instant>,
+    /// The connection serving it (a resume replaces it; the old one's leaving then parks nothing).
+    conn: u64,
 }
 
 /// Frames queued a client at most: past this it is behind.
@@ -231,12 +270,23 @@ async fn own(
             cmd = cmds.recv() => {
                 let Some(cmd) = cmd else { break };
                 match cmd {
-                    Cmd::Join { reply, frames, addr } => {
-                        let session = new_session(&slots);
-                        let id = srv.add_client(&terrain);
-                        slots.insert(session, Slot { id, frames, lag: 0 });
-                        let _ = reply.send((session, terrain.voxel_size(), table.clone()));
-                        let _ = events.try_send(ServerEvent::Joined { session, addr });
+                    Cmd::Join { conn, resume, reply, frames, addr } => {
+                        // A known session resumes with what it held (taking it over from a
+                        // connection that has not noticed it died yet); any other gets a new one.
+                        let resumed = match slots.get_mut(&resume) {
+                            Some(s) => {
+                                (s.frames, s.lag, s.parked, s.conn) = (frames.clone(), 0, None, conn);
+                                true
+                            }
+                            None => false,
+                        };
+                        let session = if resumed { resume } else { new_session(&slots) };
+                        if !resumed {
+                            let id = srv.add_client(&terrain);
+                            slots.insert(session, Slot { id, frames, lag: 0, parked: None, conn });
+                        }
+                        let _ = reply.send((session, resumed, terrain.voxel_size(), table.clone()));
+                        let _ = events.try_send(ServerEvent::Joined { session, resumed, addr });
                     }
                     Cmd::Viewers { session, points } => {
                         if let Some(s) = slots.get(&session) {
@@ -264,9 +314,10 @@ async fn own(
                         let hashes = keys.iter().map(|k| (*k, hash_of(&terrain, k))).collect();
                         send(&slots, session, &ServerFrame::Hashes(hashes));
                     }
-                    Cmd::Leave { session, why } => {
-                        if let Some(s) = slots.remove(&session) {
-                            let _ = srv.remove_client(s.id);
+                    Cmd::Leave { session, conn, why } => {
+                        // Kept for a resume; a connection that replaced it already is not ended.
+                        if let Some(s) = slots.get_mut(&session).filter(|s| s.conn == conn && s.parked.is_none()) {
+                            s.parked = Some(Instant::now());
                             let _ = events.try_send(ServerEvent::Left { session, why });
                         }
                     }
@@ -275,7 +326,20 @@ async fn own(
             _ = tick.tick() => {
                 let start = Instant::now();
                 let mut behind = Vec::new();
+                let expired: Vec<u64> = slots
+                    .iter()
+                    .filter(|(_, s)| s.parked.is_some_and(|t| t.elapsed() > config.resume_window))
+                    .map(|(k, _)| *k)
+                    .collect();
+                for session in expired {
+                    if let Some(s) = slots.remove(&session) {
+                        let _ = srv.remove_client(s.id);
+                    }
+                }
                 for (&session, s) in slots.iter_mut() {
+                    if s.parked.is_some() {
+                        continue;
+                    }
                     if s.frames.capacity() < TICK_ROOM {
                         s.lag += 1;
                         if s.lag > config.max_lag_ticks {
@@ -390,8 +454,8 @@ async fn connection(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) ->
             }
             Ok(Err(e)) => return Err(e),
         };
-        let (version, token) = match ClientFrame::decode(&body) {
-            Ok(ClientFrame::Hello { version, token, .. }) => (version, token),
+        let (version, token, resume) = match ClientFrame::decode(&body) {
+            Ok(ClientFrame::Hello { version, token, resume }) => (version, token, resume),
             _ => {
                 let f = refuse(RefusedWhy::Handshake);
                 let _ = write_all(&mut w, &f).await;
@@ -413,13 +477,12 @@ async fn connection(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) ->
         }
         let (frames, mut rx) = mpsc::channel::<Vec<u8>>(QUEUE);
         let (reply, welcome) = oneshot::channel();
-        shared
-            .cmds
-            .send(Cmd::Join { reply, frames: frames.clone(), addr })
-            .await
-            .map_err(|_| NetError::Closed)?;
-        let (session, voxel_size, table) = welcome.await.map_err(|_| NetError::Closed)?;
-        let f = encoded(&ServerFrame::Welcome { version: PROTOCOL_VERSION, session, voxel_size, table });
+        let conn = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        let join = Cmd::Join { conn, resume, reply, frames: frames.clone(), addr };
+        shared.cmds.send(join).await.map_err(|_| NetError::Closed)?;
+        let (session, resumed, voxel_size, table) = welcome.await.map_err(|_| NetError::Closed)?;
+        let f =
+            encoded(&ServerFrame::Welcome { version: PROTOCOL_VERSION, session, resumed, voxel_size, table });
         write_all(&mut w, &f).await?;
         // The writer: whatever the owner queues, in order; it ends when the owner drops the queue.
         let writer = tokio::spawn(async move {
@@ -431,7 +494,7 @@ async fn connection(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) ->
         });
         drop(frames);
         let why = read_loop(&mut r, session, &shared).await;
-        let _ = shared.cmds.send(Cmd::Leave { session, why }).await;
+        let _ = shared.cmds.send(Cmd::Leave { session, conn, why }).await;
         writer.abort();
         Ok(())
     }

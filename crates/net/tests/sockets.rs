@@ -192,3 +192,45 @@ fn clients_that_edit_and_move_mirror_the_server() {
         terrain.validate().unwrap();
     });
 }
+
+#[test]
+fn a_client_that_reconnects_resumes_and_catches_up_with_edits_made_meanwhile() {
+    runtime().block_on(async {
+        let s = server(ServerConfig { resume_window: Duration::from_millis(600), ..ServerConfig::default() })
+            .await;
+        let addr = s.local_addr();
+        let viewer = [Point3::new(48.0, 30.0, 48.0)];
+        let mut a = Client::connect(addr, TOKEN, WAIT).await.unwrap();
+        a.set_viewers(&viewer).await.unwrap();
+        a.pump(Duration::from_millis(500)).await.unwrap();
+        let held = a.replica().ready_regions().count();
+        assert!(held > 0);
+        let session = a.session();
+        // A second client digs under the first one's viewer while the first is away.
+        let mut b = Client::connect(addr, TOKEN, WAIT).await.unwrap();
+        let dig = Brush {
+            shape: BrushShape::Sphere { center: Point3::new(48.0, 24.0, 48.0), radius: 4.0 },
+            op: BrushOp::Subtract,
+        };
+        let (mut a, resumed) = a.reconnect(WAIT).await.unwrap();
+        b.edit(&dig).await.unwrap();
+        assert!(b.pump(Duration::from_millis(200)).await.unwrap().iter().all(|(_, r)| r.is_ok()));
+        assert!(resumed && a.session() == session, "resumed {resumed}");
+        a.set_viewers(&viewer).await.unwrap();
+        a.pump(Duration::from_millis(500)).await.unwrap();
+        assert!(a.replica().ready_regions().count() >= held);
+        let check = a.check(WAIT).await.unwrap();
+        assert!(check.compared >= held && check.differ == 0, "{check:?}");
+        // Away past the window: a new session, the world sent again.
+        drop(b);
+        a.close().await;
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        let (mut a, resumed) = a.reconnect(WAIT).await.unwrap();
+        assert!(!resumed && a.session() != session);
+        a.set_viewers(&viewer).await.unwrap();
+        a.pump(Duration::from_millis(500)).await.unwrap();
+        let check = a.check(WAIT).await.unwrap();
+        assert!(check.compared > 0 && check.differ == 0, "{check:?}");
+        s.shutdown().await;
+    });
+}
