@@ -234,3 +234,68 @@ fn a_client_that_reconnects_resumes_and_catches_up_with_edits_made_meanwhile() {
         s.shutdown().await;
     });
 }
+
+#[test]
+fn a_client_that_stops_reading_and_an_edit_flood_cost_only_themselves() {
+    runtime().block_on(async {
+        let s = server(ServerConfig { edit_rate: 5.0, ..ServerConfig::default() }).await;
+        let addr = s.local_addr();
+        // One joins, states a viewer and never reads again.
+        let mut mute = TcpStream::connect(addr).await.unwrap();
+        let mut bytes = Vec::new();
+        ClientFrame::Hello { version: PROTOCOL_VERSION, token: TOKEN.to_vec(), resume: 0 }.encode(&mut bytes);
+        ClientFrame::Viewers(vec![Point3::new(20.0, 30.0, 20.0)]).encode(&mut bytes);
+        mute.write_all(&bytes).await.unwrap();
+        // Another floods edit requests as fast as it can write, reading nothing.
+        let mut flood = TcpStream::connect(addr).await.unwrap();
+        let mut hello = Vec::new();
+        ClientFrame::Hello { version: PROTOCOL_VERSION, token: TOKEN.to_vec(), resume: 0 }.encode(&mut hello);
+        flood.write_all(&hello).await.unwrap();
+        let flooding = tokio::spawn(async move {
+            let brush = Brush {
+                shape: BrushShape::Sphere { center: Point3::new(70.0, 20.0, 70.0), radius: 2.0 },
+                op: BrushOp::Add(materials::ROCK),
+            };
+            let mut frame = Vec::new();
+            for id in 0..2000 {
+                ClientFrame::Edit { id, brush }.encode(&mut frame);
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(2), flood.write_all(&frame)).await;
+            flood
+        });
+        // An honest client meanwhile: its world streams, its edit is applied at once, its regions
+        // equal the server's.
+        let mut c = Client::connect(addr, TOKEN, WAIT).await.unwrap();
+        c.set_viewers(&[Point3::new(48.0, 30.0, 48.0)]).await.unwrap();
+        c.pump(Duration::from_millis(300)).await.unwrap();
+        let dig = Brush {
+            shape: BrushShape::Sphere { center: Point3::new(48.0, 24.0, 48.0), radius: 3.0 },
+            op: BrushOp::Subtract,
+        };
+        let id = c.edit(&dig).await.unwrap();
+        let replies = c.pump(Duration::from_millis(400)).await.unwrap();
+        assert!(replies.iter().any(|(i, r)| *i == id && r.is_ok()), "{replies:?}");
+        let check = c.check(WAIT).await.unwrap();
+        assert!(check.compared > 0 && check.differ == 0, "{check:?}");
+        drop(flooding.await.unwrap());
+        drop(mute);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut s = s;
+        let (mut applied, mut limited) = (0, 0);
+        while let Ok(e) = s.events.try_recv() {
+            if let voxterra_net::ServerEvent::Edit { session, result } = e
+                && session != c.session()
+            {
+                match result {
+                    Ok(_) => applied += 1,
+                    Err(EditRefused::RateLimited) => limited += 1,
+                    Err(other) => panic!("{other:?}"),
+                }
+            }
+        }
+        // The flood got a burst and 5 a second; the rest were refused (some unread when it hung up).
+        assert!(applied <= 5 + 5 * 4, "{applied} applied");
+        assert!(limited > 1000, "{limited} refused");
+        s.shutdown().await;
+    });
+}
