@@ -21,6 +21,8 @@ const FUZZ_TARGETS: &[&str] = &[
     "apply_delta",
     "decode_packet",
     "apply_message",
+    "client_frame",
+    "server_frame",
 ];
 
 fn root() -> PathBuf {

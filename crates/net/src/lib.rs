@@ -39,6 +39,8 @@
 mod client;
 mod error;
 mod frames;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 pub mod protocol;
 mod server;
 

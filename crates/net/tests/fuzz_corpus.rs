@@ -1,0 +1,13 @@
+//! Replays the committed fuzz corpus (fuzz/corpus/<target>/*) through the target bodies on stable.
+
+use voxterra_test_support::replay_corpus as replay;
+
+#[test]
+fn client_frame_corpus() {
+    replay("client_frame", voxterra_net::fuzz::check_client_frame);
+}
+
+#[test]
+fn server_frame_corpus() {
+    replay("server_frame", voxterra_net::fuzz::check_server_frame);
+}
