@@ -233,6 +233,13 @@ pub(crate) struct LoadtestArgs {
     /// Edits a second per client.
     #[arg(long, default_value_t = 1.0)]
     edit_rate: f32,
+    /// Share of the clients whose connection is killed mid-run; each reconnects and resumes.
+    #[arg(long, default_value_t = 0.0)]
+    kill_share: f32,
+    /// Four hostile connections beside the clients: garbage, a 4 GiB length prefix, a half frame
+    /// held open (slowloris), an edit flood.
+    #[arg(long)]
+    hostile: bool,
     #[command(flatten)]
     source: WorldSource,
     /// Print the report as JSON.
@@ -243,6 +250,7 @@ pub(crate) struct LoadtestArgs {
 /// One load-test client's figures.
 #[derive(Debug, Default)]
 struct ClientFigures {
+    resumed: bool,
     full_detail_s: Option<f64>,
     bytes_per_second: f64,
     edits_made: u32,
@@ -254,6 +262,9 @@ struct ClientFigures {
 #[derive(serde::Serialize, Debug)]
 struct LoadReport {
     clients: usize,
+    killed: usize,
+    resumed: usize,
+    hostile: bool,
     seconds: f64,
     tick_p50_ms: f64,
     tick_p99_ms: f64,
@@ -286,6 +297,9 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
     if !(args.edit_rate.is_finite() && (0.0..=10.0).contains(&args.edit_rate)) {
         bail!("--edit-rate must be in [0, 10]");
     }
+    if !(args.kill_share.is_finite() && (0.0..=1.0).contains(&args.kill_share)) {
+        bail!("--kill-share must be in [0, 1]");
+    }
     let terrain = args.source.terrain(args.json)?;
     let extent = terrain.extent().context("the world is empty")?;
     let scale = terrain.scale();
@@ -299,6 +313,9 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
         let addr = server.local_addr();
         let start = Instant::now();
         let mut tasks = Vec::new();
+        let hostile =
+            if args.hostile { Some(tokio::spawn(hostile_connections(addr, token.clone()))) } else { None };
+        let killed = (args.clients as f32 * args.kill_share).round() as usize;
         let size = extent.size();
         let (lo, hi) = (extent.min(), extent.max());
         for i in 0..args.clients {
@@ -311,13 +328,23 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
             let cz = lo.z as f32 + size[2] as f32 * (0.25 + 0.5 * ((fi * 0.382).fract()));
             let y = lo.y as f32 + (hi.y - lo.y) as f32 * 0.6;
             let speed = 4.0 + 8.0 * (fi * 0.754).fract();
+            // The killed ones lose their connection halfway through the run, and reconnect.
+            let kill_at = (i < killed).then_some(args.seconds as f64 * 0.5);
             tasks.push(tokio::spawn(async move {
                 tokio::time::sleep(join_at).await;
                 let joined = Instant::now();
                 let mut c = Client::connect(addr, &token, Duration::from_secs(10)).await?;
                 let mut f = ClientFigures::default();
                 let mut next_edit = 0.0f64;
+                let mut kill_at = kill_at;
                 while start.elapsed().as_secs_f64() < seconds {
+                    if kill_at.is_some_and(|k| start.elapsed().as_secs_f64() >= k) {
+                        kill_at = None;
+                        c.close().await;
+                        let (again, resumed) = c.reconnect(Duration::from_secs(10)).await?;
+                        c = again;
+                        f.resumed = resumed;
+                    }
                     let t = joined.elapsed().as_secs_f32();
                     let a = t * speed / 24.0;
                     let v = Point3::new(cx + 24.0 * a.cos(), y, cz + 24.0 * a.sin());
@@ -355,12 +382,18 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
         for t in tasks {
             figures.push(t.await.context("a client task")??);
         }
+        if let Some(h) = hostile {
+            h.abort();
+        }
         let seconds = start.elapsed().as_secs_f64();
         let mut ticks: Vec<f64> = server.tick_times().iter().map(|d| d.as_secs_f64() * 1e3).collect();
         server.shutdown().await;
         let mut full: Vec<f64> = figures.iter().filter_map(|f| f.full_detail_s).collect();
         Ok::<_, anyhow::Error>(LoadReport {
             clients: args.clients,
+            killed,
+            resumed: figures.iter().filter(|f| f.resumed).count(),
+            hostile: args.hostile,
             seconds,
             ticks: ticks.len(),
             tick_p50_ms: percentile(&mut ticks, 0.5).unwrap_or(0.0),
@@ -379,7 +412,13 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("clients                 {}", report.clients);
+        println!(
+            "clients                 {} ({} killed, {} resumed{})",
+            report.clients,
+            report.killed,
+            report.resumed,
+            if report.hostile { ", 4 hostile beside" } else { "" }
+        );
         println!(
             "tick ms (p50 / p99)     {:.2} / {:.2} over {} ticks",
             report.tick_p50_ms, report.tick_p99_ms, report.ticks
@@ -402,4 +441,59 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
         bail!("{} regions differ from the server's", report.regions_differ);
     }
     Ok(())
+}
+
+/// Four hostile connections, each repeated until aborted: garbage bytes, a 4 GiB length prefix, a
+/// half frame held open, and a client flooding edit requests without reading.
+async fn hostile_connections(addr: SocketAddr, token: Vec<u8>) {
+    use tokio::io::AsyncWriteExt;
+    use voxterra_net::protocol::{ClientFrame, PROTOCOL_VERSION};
+    let garbage = async {
+        loop {
+            if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await {
+                let _ = s.write_all(&[9, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5]).await;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let huge = async {
+        loop {
+            if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await {
+                let _ = s.write_all(&[0xff, 0xff, 0xff, 0xff, 1]).await;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let slowloris = async {
+        loop {
+            if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await {
+                let _ = s.write_all(&[200, 0, 0, 0, 1]).await;
+                tokio::time::sleep(Duration::from_secs(10)).await;
+            }
+        }
+    };
+    let flood = async {
+        loop {
+            if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await {
+                let mut bytes = Vec::new();
+                ClientFrame::Hello { version: PROTOCOL_VERSION, token: token.clone(), resume: 0 }
+                    .encode(&mut bytes);
+                let brush = Brush {
+                    shape: BrushShape::Sphere { center: Point3::new(64.0, 40.0, 64.0), radius: 2.0 },
+                    op: BrushOp::Add(materials::ROCK),
+                };
+                for id in 0..1000 {
+                    ClientFrame::Edit { id, brush }.encode(&mut bytes);
+                }
+                while s.write_all(&bytes[..]).await.is_ok() {
+                    bytes.clear();
+                    for id in 0..1000 {
+                        ClientFrame::Edit { id, brush }.encode(&mut bytes);
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::join!(garbage, huge, slowloris, flood);
 }
