@@ -50,6 +50,10 @@ use voxterra_mesher::{
 };
 use voxterra_voxel_store::MAX_LEVEL;
 
+mod validate;
+
+pub use validate::InvalidLodView;
+
 /// Voxels of its own level along a render node's side.
 pub const NODE_CELLS: u32 = 32;
 
@@ -91,16 +95,6 @@ pub enum LodError {
     /// A viewer position that is not finite.
     #[error("a viewer's position is not finite")]
     Viewer,
-}
-
-/// A broken invariant of a [`LodView`], found by [`LodView::validate`].
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("level-of-detail node {node:?}: {what}")]
-pub struct InvalidLodView {
-    /// The node at fault.
-    pub node: LodNode,
-    /// Which invariant.
-    pub what: &'static str,
 }
 
 impl LodNode {
@@ -495,45 +489,6 @@ impl LodView {
                 None => Arc::new(t),
             };
             self.chunks.insert(c, t);
-        }
-        Ok(())
-    }
-
-    /// Checks the octree: no node both drawn and split, every split node's eight children drawn or
-    /// split, every node below the top level under a split parent, levels within the top, and a
-    /// border summary for each drawn node. For tests, after updates.
-    pub fn validate(&self) -> Result<(), InvalidLodView> {
-        let top = self.top_level();
-        let bad = |node: LodNode, what| Err(InvalidLodView { node, what });
-        for &n in self.leaves.iter().chain(&self.split) {
-            if n.level > top {
-                return bad(n, "past the top level");
-            }
-            if n.level < top && !self.split.contains(&n.parent()) {
-                return bad(n, "its parent is not split");
-            }
-        }
-        for &n in &self.split {
-            if self.leaves.contains(&n) {
-                return bad(n, "both drawn and split");
-            }
-            if n.level == 0 {
-                return bad(n, "split at level 0");
-            }
-            for c in n.children() {
-                if !self.leaves.contains(&c) && !self.split.contains(&c) {
-                    return bad(c, "a split node's child is neither drawn nor split");
-                }
-            }
-        }
-        if self.summaries.len() != self.leaves.len()
-            || self.leaves.iter().any(|n| !self.summaries.contains_key(n))
-        {
-            let n = self.leaves.iter().find(|&n| !self.summaries.contains_key(n)).copied();
-            return bad(
-                n.unwrap_or(LodNode { level: 0, x: 0, y: 0, z: 0 }),
-                "border summaries differ from the drawn nodes",
-            );
         }
         Ok(())
     }
