@@ -6,9 +6,10 @@ use crate::source::WorldSource;
 use anyhow::{Context, bail};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use voxterra::core::materials;
 use voxterra::core::nalgebra::Point3;
+use voxterra::core::{Region, materials};
 use voxterra::{Brush, BrushOp, BrushShape};
 use voxterra_net::{Client, ServerConfig, ServerEvent, serve};
 
@@ -247,10 +248,22 @@ pub(crate) struct LoadtestArgs {
     json: bool,
 }
 
+/// An edit the server confirmed, as the load test's clients look for it.
+struct Confirmed {
+    seq: u64,
+    region: voxterra::core::Region,
+    at: Point3<f32>,
+    when: Instant,
+    by: usize,
+}
+
 /// One load-test client's figures.
 #[derive(Debug, Default)]
 struct ClientFigures {
     resumed: bool,
+    /// Per edit seen (another client's, near this one's viewer): from its confirmation to its
+    /// region ready here with it, seconds.
+    visible_s: Vec<f64>,
     full_detail_s: Option<f64>,
     bytes_per_second: f64,
     edits_made: u32,
@@ -271,6 +284,9 @@ struct LoadReport {
     ticks: usize,
     full_detail_p50_s: Option<f64>,
     full_detail_p99_s: Option<f64>,
+    edit_visible_p50_ms: Option<f64>,
+    edit_visible_p99_ms: Option<f64>,
+    edit_sightings: usize,
     never_full: usize,
     bytes_per_client_per_second: f64,
     edits_made: u32,
@@ -316,6 +332,8 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
         let hostile =
             if args.hostile { Some(tokio::spawn(hostile_connections(addr, token.clone()))) } else { None };
         let killed = (args.clients as f32 * args.kill_share).round() as usize;
+        // Confirmed edits: the sequence they made, their box, where, and when confirmed.
+        let edits: Arc<Mutex<Vec<Confirmed>>> = Arc::default();
         let size = extent.size();
         let (lo, hi) = (extent.min(), extent.max());
         for i in 0..args.clients {
@@ -330,6 +348,7 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
             let speed = 4.0 + 8.0 * (fi * 0.754).fract();
             // The killed ones lose their connection halfway through the run, and reconnect.
             let kill_at = (i < killed).then_some(args.seconds as f64 * 0.5);
+            let edits = edits.clone();
             tasks.push(tokio::spawn(async move {
                 tokio::time::sleep(join_at).await;
                 let joined = Instant::now();
@@ -337,6 +356,8 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
                 let mut f = ClientFigures::default();
                 let mut next_edit = 0.0f64;
                 let mut kill_at = kill_at;
+                let mut asked: Vec<Point3<f32>> = Vec::new();
+                let (mut looked, mut pending) = (None::<usize>, Vec::<usize>::new());
                 while start.elapsed().as_secs_f64() < seconds {
                     if kill_at.is_some_and(|k| start.elapsed().as_secs_f64() >= k) {
                         kill_at = None;
@@ -358,10 +379,42 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
                         };
                         let center = Point3::new(v.x, y - 20.0, v.z);
                         c.edit(&Brush { shape: BrushShape::Sphere { center, radius: 2.0 }, op }).await?;
+                        asked.push(center);
                         f.edits_made += 1;
                     }
-                    for (_, r) in c.pump(Duration::from_millis(50)).await? {
+                    for (id, r) in c.pump(Duration::from_millis(50)).await? {
                         f.edits_confirmed += u32::from(r.is_ok());
+                        if let (Ok(seq), Some(&at)) = (r, asked.get(id as usize)) {
+                            let r = Region::from_min_size(
+                                scale.point_to_voxels(&at).map(|c| c.floor() as i32 - 3),
+                                [7, 7, 7],
+                            );
+                            if let (Ok(r), Ok(mut e)) = (r, edits.lock()) {
+                                e.push(Confirmed { seq, region: r, at, when: Instant::now(), by: i });
+                            }
+                        }
+                    }
+                    // Others' edits near this viewer when first looked at, made after it
+                    // reached full detail (so their region is held): visible once that region
+                    // is ready here at their sequence or later.
+                    if let (Some(_), Ok(e)) = (f.full_detail_s, edits.lock()) {
+                        let now = Instant::now();
+                        for k in looked.unwrap_or(e.len())..e.len() {
+                            let x = &e[k];
+                            if x.by != i && (x.at - v).norm() <= half {
+                                pending.push(k);
+                            }
+                        }
+                        looked = Some(e.len());
+                        pending.retain(|&k| {
+                            let x = &e[k];
+                            let ready =
+                                c.replica().server_sequence() >= x.seq && c.replica().is_ready(&x.region);
+                            if ready {
+                                f.visible_s.push(now.duration_since(x.when).as_secs_f64());
+                            }
+                            !ready
+                        });
                     }
                     if f.full_detail_s.is_none()
                         && crate::serve_sim::near_in(extent, scale, v, half)
@@ -389,6 +442,8 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
         let mut ticks: Vec<f64> = server.tick_times().iter().map(|d| d.as_secs_f64() * 1e3).collect();
         server.shutdown().await;
         let mut full: Vec<f64> = figures.iter().filter_map(|f| f.full_detail_s).collect();
+        let mut visible: Vec<f64> =
+            figures.iter().flat_map(|f| f.visible_s.iter().map(|s| s * 1e3)).collect();
         Ok::<_, anyhow::Error>(LoadReport {
             clients: args.clients,
             killed,
@@ -401,6 +456,9 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
             never_full: figures.len() - full.len(),
             full_detail_p50_s: percentile(&mut full, 0.5),
             full_detail_p99_s: percentile(&mut full, 0.99),
+            edit_sightings: visible.len(),
+            edit_visible_p50_ms: percentile(&mut visible, 0.5),
+            edit_visible_p99_ms: percentile(&mut visible, 0.99),
             bytes_per_client_per_second: figures.iter().map(|f| f.bytes_per_second).sum::<f64>()
                 / figures.len() as f64,
             edits_made: figures.iter().map(|f| f.edits_made).sum(),
@@ -429,6 +487,12 @@ pub(crate) fn loadtest_cmd(args: &LoadtestArgs) -> anyhow::Result<()> {
             s(report.full_detail_p50_s),
             s(report.full_detail_p99_s),
             report.never_full
+        );
+        println!(
+            "edit visible ms (p50/p99) {} / {} ({} sightings)",
+            s(report.edit_visible_p50_ms),
+            s(report.edit_visible_p99_ms),
+            report.edit_sightings
         );
         println!("bytes per client per s  {:.0}", report.bytes_per_client_per_second);
         println!("edits                   {} made, {} confirmed", report.edits_made, report.edits_confirmed);

@@ -27,6 +27,8 @@ struct ClientState {
     mips: BTreeMap<StoreChunkKey, u32>,
     /// The server terrain's sequence it has been brought up to.
     seen: u64,
+    /// The sequence the last message it was sent is stamped with.
+    stamped: u64,
     next: u64,
     sent: VecDeque<(u64, Vec<u8>)>,
 }
@@ -142,7 +144,8 @@ impl ReplicationServer {
     /// The messages for `id` this tick, at most `budget` bytes (at least [`MIN_TICK_BUDGET`]),
     /// nearest its viewers first. A stale notice (which regions edits changed since the last
     /// tick, 12 bytes a region) always goes first and whole, even past the budget: until the
-    /// client has it, it would call those regions ready.
+    /// client has it, it would call those regions ready. When nothing is due but the terrain's
+    /// sequence moved on, a notice of no regions tells the client it is current as of it.
     pub fn tick(
         &mut self,
         terrain: &Terrain,
@@ -188,6 +191,15 @@ impl ReplicationServer {
                 Kind::Stale | Kind::Forget => {}
             }
             bytes += c.send(msg, &mut out, config.resend_messages);
+        }
+        // Nothing to send, but the terrain moved on (edits elsewhere): an empty stale notice tells
+        // the client it is current as of the server's sequence.
+        if out.is_empty() && c.stamped < as_of {
+            let msg = message::encode(c.next, as_of, Kind::Stale, &[], &[]);
+            c.send(msg, &mut out, config.resend_messages);
+        }
+        if !out.is_empty() {
+            c.stamped = as_of;
         }
         Ok(out)
     }
