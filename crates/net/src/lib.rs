@@ -7,7 +7,8 @@
 //! players; the facade's [`voxterra::replication`] is the same stream without sockets.
 //!
 //! Main types: [`serve`] and its [`ServerConfig`] and [`ServerHandle`]; [`Client`]; the wire
-//! [`protocol`]. Plaintext TCP listens on loopback only (TLS is not built yet).
+//! [`protocol`]. Plaintext TCP listens on loopback only (TLS is not built yet). A whole server and a
+//! whole player, each a page: `examples/server.rs`, `examples/client.rs`.
 //!
 //! ```
 //! use std::time::Duration;
