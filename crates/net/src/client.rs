@@ -5,7 +5,7 @@
 use crate::error::NetError;
 use crate::frames::{read_frame, write_all};
 use crate::protocol::{
-    ClientFrame, EditRefused, PROTOCOL_VERSION, SERVER_FRAME_MAX, ServerFrame, region_hash,
+    ClientFrame, EditRefused, PROTOCOL_VERSION, SERVER_FRAME_MAX, ServerFrame, terrain_region_hash,
 };
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,8 +15,8 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc;
 use voxterra::Brush;
+use voxterra::core::MaterialTable;
 use voxterra::core::nalgebra::Point3;
-use voxterra::core::{MaterialTable, Voxel, VoxelRead};
 use voxterra::replication::{ReplicaClient, ReplicationError, client_terrain};
 
 /// A connected client.
@@ -222,11 +222,7 @@ impl Client {
             for (k, h) in hashes {
                 check.compared += 1;
                 let r = k.region().map_err(|_| NetError::Unexpected("a region outside the voxel space"))?;
-                let mut v = vec![Voxel::AIR; r.len().unwrap_or(0)];
-                let mine = match self.replica.terrain().store().read_box(&r, &mut v) {
-                    Ok(()) => region_hash(&v),
-                    Err(_) => 0,
-                };
+                let mine = terrain_region_hash(self.replica.terrain(), &k);
                 // A region an edit made stale while the hashes were on their way is not ready.
                 if mine != h && self.replica.is_ready(&r) {
                     check.differ += 1;

@@ -165,6 +165,18 @@ pub fn region_hash(voxels: &[voxterra::core::Voxel]) -> u64 {
     h
 }
 
+/// [`region_hash`] of `terrain`'s voxels in region `k`; 0 for a key outside the voxel space. What
+/// the server answers a hash request with and what the client compares it to.
+pub fn terrain_region_hash(terrain: &voxterra::Terrain, k: &RegionKey) -> u64 {
+    use voxterra::core::VoxelRead;
+    let Ok(r) = k.region() else { return 0 };
+    let mut v = vec![voxterra::core::Voxel::AIR; r.len().unwrap_or(0)];
+    match terrain.store().read_box(&r, &mut v) {
+        Ok(()) => region_hash(&v),
+        Err(_) => 0,
+    }
+}
+
 /// Appends `kind` and `payload` as one frame.
 fn frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
     out.extend_from_slice(&(payload.len() as u32 + 1).to_le_bytes());

@@ -7,7 +7,8 @@
 use crate::error::NetError;
 use crate::frames::{read_frame, write_all};
 use crate::protocol::{
-    CLIENT_FRAME_MAX, ClientFrame, EditRefused, PROTOCOL_VERSION, RefusedWhy, ServerFrame, region_hash,
+    CLIENT_FRAME_MAX, ClientFrame, EditRefused, PROTOCOL_VERSION, RefusedWhy, ServerFrame,
+    terrain_region_hash,
 };
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -18,8 +19,8 @@ use subtle::ConstantTimeEq;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use voxterra::core::Aabb;
 use voxterra::core::nalgebra::Point3;
-use voxterra::core::{Aabb, Voxel, VoxelRead};
 use voxterra::replication::{ClientId, RegionKey, ReplicationConfig, ReplicationServer, ResendRequest};
 use voxterra::{Brush, BrushShape, EditError, Terrain};
 
@@ -311,7 +312,7 @@ async fn own(
                         }
                     }
                     Cmd::Hash { session, keys } => {
-                        let hashes = keys.iter().map(|k| (*k, hash_of(&terrain, k))).collect();
+                        let hashes = keys.iter().map(|k| (*k, terrain_region_hash(&terrain, k))).collect();
                         send(&slots, session, &ServerFrame::Hashes(hashes));
                     }
                     Cmd::Leave { session, conn, why } => {
@@ -416,16 +417,6 @@ fn edit(terrain: &mut Terrain, world: Option<&Aabb>, max: f32, brush: &Brush) ->
         Ok(_) => Ok(terrain.sequence()),
         Err(EditError::InvalidBrush(_) | EditError::BadMaterial(_)) => Err(EditRefused::Invalid),
         Err(_) => Err(EditRefused::Terrain),
-    }
-}
-
-/// The hash of the server's voxels in region `k` (0 for a key outside the voxel space).
-fn hash_of(terrain: &Terrain, k: &RegionKey) -> u64 {
-    let Ok(r) = k.region() else { return 0 };
-    let mut v = vec![Voxel::AIR; r.len().unwrap_or(0)];
-    match terrain.store().read_box(&r, &mut v) {
-        Ok(()) => region_hash(&v),
-        Err(_) => 0,
     }
 }
 

@@ -95,11 +95,15 @@ impl Terrain {
     /// # Ok::<(), voxterra::TerrainError>(())
     /// ```
     pub fn prepare(&self, boxes: &[Aabb], budget: PrepareBudget) -> Readiness {
-        let built = if budget == PrepareBudget::UNLIMITED {
-            self.prepare_chunks(boxes.iter().flat_map(|b| self.solid_chunks(b)).collect())
-        } else {
-            self.prepare_nearest(boxes, budget)
-        };
+        if budget == PrepareBudget::UNLIMITED {
+            // The boxes' chunks, gathered once: built, then checked held (the budget may evict).
+            let mut keys: Vec<PhysicsChunkKey> = boxes.iter().flat_map(|b| self.solid_chunks(b)).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            let built = self.cache.prepare(&self.mesher, &self.store, &keys);
+            return Readiness { built, ready: keys.iter().all(|&k| self.cache.contains(k)) };
+        }
+        let built = self.prepare_nearest(boxes, budget);
         Readiness { built, ready: boxes.iter().all(|b| self.is_ready(b)) }
     }
 
