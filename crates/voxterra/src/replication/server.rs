@@ -6,6 +6,7 @@ use crate::error::QueryError;
 use crate::terrain::Terrain;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use voxterra_core::nalgebra::{Point3, Vector3};
+use crate::units::VoxelScale;
 use voxterra_core::{Region, StoreChunkKey, Voxel, VoxelRead};
 
 /// The smallest tick budget: a message of a 16³ box of all-different runs is at most ~11.6 KB, and
@@ -31,6 +32,33 @@ struct ClientState {
     stamped: u64,
     next: u64,
     sent: VecDeque<(u64, Vec<u8>)>,
+    /// What may fall due while the viewers stay near where they were when it was made.
+    plan: Option<Plan>,
+}
+
+/// The regions and mips that can fall due for a client while each of its viewers stays within
+/// [`Plan::slack`] of where it was when the plan was made: a superset of what [`due`] would find
+/// by walking every region in reach and every stored chunk, so a tick checks only these.
+#[derive(Debug)]
+struct Plan {
+    viewers: Vec<Point3<f32>>,
+    /// The terrain's extent then: a grown extent brings regions into reach.
+    extent: Option<Region>,
+    slack: f32,
+    /// Regions in reach, neither held nor stale then (once held or stale, a region stays so
+    /// until the client forgets everything, which makes a new plan).
+    regions: Vec<RegionKey>,
+    /// Chunks whose mip may fall due; edits add the chunks whose mips they took back.
+    mips: BTreeSet<StoreChunkKey>,
+}
+
+impl Plan {
+    /// Whether the viewers are still within the slack of where the plan saw them.
+    fn holds(&self, viewers: &[Point3<f32>], extent: Option<Region>) -> bool {
+        self.extent == extent
+            && self.viewers.len() == viewers.len()
+            && self.viewers.iter().zip(viewers).all(|(a, b)| (a - b).norm() <= self.slack)
+    }
 }
 
 impl ClientState {
@@ -224,68 +252,125 @@ impl ReplicationServer {
     }
 }
 
+/// The distance (world units) from the nearest of `viewers` to region `r` (in voxels).
+fn distance(viewers: &[Point3<f32>], scale: VoxelScale, r: &Region) -> f32 {
+    let b = scale.region_to_world(r, 0.0);
+    viewers
+        .iter()
+        .map(|v| {
+            v.coords.zip_zip_map(&b.mins.coords, &b.maxs.coords, |p, l, h| (l - p).max(p - h).max(0.0)).norm()
+        })
+        .fold(f32::INFINITY, f32::min)
+}
+
+fn region_of(k: RegionKey) -> Region {
+    Kind::Region(k).region().expect("a region's box")
+}
+
+/// The finest mip level wanted at `d` from the nearest viewer (`None` past the last radius); it
+/// never falls as `d` grows.
+fn mip_level(config: &ReplicationConfig, d: f32) -> Option<u32> {
+    (1..=3u32).find(|&l| d <= config.mip_radii[l as usize - 1])
+}
+
 /// What is due for a client, nearest a viewer first: patches of stale regions, missing full
-/// regions, missing or coarser mips.
-fn due(c: &ClientState, terrain: &Terrain, config: &ReplicationConfig) -> Vec<Kind> {
+/// regions, missing or coarser mips. Regions and mips come from the client's [`Plan`], made
+/// again when a viewer leaves its slack.
+fn due(c: &mut ClientState, terrain: &Terrain, config: &ReplicationConfig) -> Vec<Kind> {
     let scale = terrain.scale();
-    let distance = |r: &Region| {
-        let b = scale.region_to_world(r, 0.0);
-        c.viewers
-            .iter()
-            .map(|v| {
-                v.coords
-                    .zip_zip_map(&b.mins.coords, &b.maxs.coords, |p, l, h| (l - p).max(p - h).max(0.0))
-                    .norm()
-            })
-            .fold(f32::INFINITY, f32::min)
+    let mut plan = match c.plan.take() {
+        Some(p) if p.holds(&c.viewers, terrain.extent()) => p,
+        _ => make_plan(c, terrain, config),
     };
-    let region_of = |k: RegionKey| Kind::Region(k).region().expect("a region's box");
+    let viewers = &c.viewers;
     let mut due: Vec<(f32, u8, Kind)> = Vec::new();
     for (&k, b) in &c.stale {
         let o = Point3::new(k.x, k.y, k.z) * 16;
         let min = (b.min() - o).map(|c| c as u8);
         let size = b.size().map(|s| s as u8);
-        due.push((distance(&region_of(k)), 0, Kind::Patch(k, BlockBox { min: Point3::from(min), size })));
+        let patch = Kind::Patch(k, BlockBox { min: Point3::from(min), size });
+        due.push((distance(viewers, scale, &region_of(k)), 0, patch));
     }
-    if let Some(extent) = terrain.extent() {
-        // Full regions: within the radius of a viewer, over the stored extent and one region of
-        // air above it. The reach is clamped to the extent so any radius stays in range.
-        let grown = Region::new(extent.min(), extent.max() + Vector3::new(0, 16, 0)).unwrap_or(extent);
-        let span = grown.size().iter().copied().max().unwrap_or(0) as f64;
-        // In f64: viewers far from the origin keep their voxel.
-        let vs = scale.size();
-        let reach = (f64::from(config.full_radius) / f64::from(vs)).ceil().min(span + 16.0);
-        for v in &c.viewers {
-            let lo = (v.coords.cast::<f64>() / f64::from(vs)).map(|x| x.floor() - reach);
-            let hi = (v.coords.cast::<f64>() / f64::from(vs)).map(|x| x.floor() + reach + 1.0);
-            let clamp = |p: Vector3<f64>, a: usize| {
-                p[a].clamp(f64::from(grown.min()[a]), f64::from(grown.max()[a])) as i32
-            };
-            let lo = Point3::new(clamp(lo, 0), clamp(lo, 1), clamp(lo, 2));
-            let hi = Point3::new(clamp(hi, 0), clamp(hi, 1), clamp(hi, 2));
-            let Ok(near) = Region::new(lo, hi) else { continue };
-            let Some(range) = RegionKey::range(&near) else { continue };
-            for k in range.iter() {
-                let d = distance(&region_of(k));
-                if d <= config.full_radius && !c.full.contains(&k) && !c.stale.contains_key(&k) {
-                    due.push((d, 1, Kind::Region(k)));
-                }
-            }
-        }
-        for k in terrain.store().chunk_keys() {
-            let d = distance(&k.region().expect("stored chunk"));
-            let Some(level) = (1..=3u32).find(|&l| d <= config.mip_radii[l as usize - 1]) else {
-                continue;
-            };
-            if d <= config.full_radius || c.mips.get(&k).is_some_and(|&held| held <= level) {
-                continue;
-            }
-            due.push((d, 2, Kind::Mip(k, level)));
+    plan.regions.retain(|k| !c.full.contains(k) && !c.stale.contains_key(k));
+    for &k in &plan.regions {
+        let d = distance(viewers, scale, &region_of(k));
+        if d <= config.full_radius {
+            due.push((d, 1, Kind::Region(k)));
         }
     }
+    // A chunk no longer stored comes back through the edit that stores it again.
+    plan.mips.retain(|k| c.mips.get(k) != Some(&1) && terrain.store().chunk(*k).is_some());
+    for &k in &plan.mips {
+        let d = distance(viewers, scale, &k.region().expect("stored chunk"));
+        let Some(level) = mip_level(config, d) else { continue };
+        if d <= config.full_radius || c.mips.get(&k).is_some_and(|&held| held <= level) {
+            continue;
+        }
+        due.push((d, 2, Kind::Mip(k, level)));
+    }
+    c.plan = Some(plan);
     due.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(key_order(&a.2).cmp(&key_order(&b.2))));
     due.dedup_by(|a, b| a.2 == b.2);
     due.into_iter().map(|(_, _, k)| k).collect()
+}
+
+/// Every region and mip that can fall due while each viewer stays within the slack of where it is
+/// now: full regions within the full radius plus the slack of a viewer, over the stored extent and
+/// one region of air above it; every stored chunk whose mip a viewer that near could want finer
+/// than the client holds.
+fn make_plan(c: &ClientState, terrain: &Terrain, config: &ReplicationConfig) -> Plan {
+    let scale = terrain.scale();
+    let extent = terrain.extent();
+    // A viewer crossing the slack costs a walk like this one; at 20 Hz and 4-12 units a second a
+    // slack of an eighth of the radius makes one every 10-40 ticks.
+    let slack = (config.full_radius / 8.0).max(1.0);
+    let mut plan = Plan {
+        viewers: c.viewers.clone(),
+        extent,
+        slack,
+        regions: Vec::new(),
+        mips: BTreeSet::new(),
+    };
+    let Some(extent) = extent else { return plan };
+    let grown = Region::new(extent.min(), extent.max() + Vector3::new(0, 16, 0)).unwrap_or(extent);
+    let span = grown.size().iter().copied().max().unwrap_or(0) as f64;
+    let radius = config.full_radius + slack;
+    // In f64: viewers far from the origin keep their voxel. The reach is clamped to the extent so
+    // any radius stays in range.
+    let vs = f64::from(scale.size());
+    let reach = (f64::from(radius) / vs).ceil().min(span + 16.0);
+    let mut regions = BTreeSet::new();
+    for v in &c.viewers {
+        let lo = (v.coords.cast::<f64>() / vs).map(|x| x.floor() - reach);
+        let hi = (v.coords.cast::<f64>() / vs).map(|x| x.floor() + reach + 1.0);
+        let clamp =
+            |p: Vector3<f64>, a: usize| p[a].clamp(f64::from(grown.min()[a]), f64::from(grown.max()[a])) as i32;
+        let lo = Point3::new(clamp(lo, 0), clamp(lo, 1), clamp(lo, 2));
+        let hi = Point3::new(clamp(hi, 0), clamp(hi, 1), clamp(hi, 2));
+        let Ok(near) = Region::new(lo, hi) else { continue };
+        let Some(range) = RegionKey::range(&near) else { continue };
+        for k in range.iter() {
+            if !c.full.contains(&k)
+                && !c.stale.contains_key(&k)
+                && distance(&c.viewers, scale, &region_of(k)) <= radius
+            {
+                regions.insert(k);
+            }
+        }
+    }
+    plan.regions = regions.into_iter().collect();
+    for k in terrain.store().chunk_keys() {
+        let d = distance(&c.viewers, scale, &k.region().expect("stored chunk"));
+        if d + slack <= config.full_radius {
+            continue;
+        }
+        // The finest level a viewer within the slack could want outside the full radius.
+        let Some(finest) = mip_level(config, (d - slack).max(config.full_radius)) else { continue };
+        if c.mips.get(&k).is_none_or(|&held| held > finest) {
+            plan.mips.insert(k);
+        }
+    }
+    plan
 }
 
 fn key_order(k: &Kind) -> (u8, i32, i32, i32, u32) {
@@ -325,6 +410,7 @@ fn catch_up(c: &mut ClientState, terrain: &Terrain) {
         c.stale.clear();
         c.notice.clear();
         c.mips.clear();
+        c.plan = None;
         c.forget = true;
         c.seen = now;
         return;
@@ -347,8 +433,15 @@ fn catch_up(c: &mut ClientState, terrain: &Terrain) {
         if let Some(range) = StoreChunkKey::range(&r) {
             for k in range.iter() {
                 c.mips.remove(&k);
+                if let Some(plan) = &mut c.plan {
+                    plan.mips.insert(k);
+                }
             }
         }
     }
     c.seen = now;
 }
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod plan_tests;
