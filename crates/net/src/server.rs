@@ -337,6 +337,7 @@ async fn own(
                         let _ = srv.remove_client(s.id);
                     }
                 }
+                let mut due = Vec::new();
                 for (&session, s) in slots.iter_mut() {
                     if s.parked.is_some() {
                         continue;
@@ -349,7 +350,11 @@ async fn own(
                         continue;
                     }
                     s.lag = 0;
-                    let Ok(msgs) = srv.tick(&terrain, s.id, config.budget) else { continue };
+                    due.push((session, s.id));
+                }
+                let ids: Vec<_> = due.iter().map(|d| d.1).collect();
+                for ((session, _), msgs) in due.iter().zip(srv.tick_clients(&terrain, &ids, config.budget)) {
+                    let (Some(s), Ok(msgs)) = (slots.get(session), msgs) else { continue };
                     for m in msgs {
                         // A message the queue cannot take is lost: the client sees the gap and
                         // asks for it again.

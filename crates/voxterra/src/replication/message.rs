@@ -12,7 +12,7 @@ pub(super) const HEADER: usize = 4 + 8 + 8 + 1 + 12 + 1;
 const CRC: usize = 4;
 
 /// What a message carries.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(super) enum Kind {
     /// A whole 16³ region at full resolution.
     Region(RegionKey),
@@ -66,6 +66,30 @@ fn key_at(bytes: &[u8]) -> [i32; 3] {
 }
 
 pub(super) fn encode(number: u64, as_of: u64, kind: Kind, voxels: &[Voxel], stale: &[RegionKey]) -> Vec<u8> {
+    let body = match kind.region() {
+        Some(_) => packet(kind, voxels),
+        None => stale.iter().flat_map(|k| [k.x, k.y, k.z]).flat_map(i32::to_le_bytes).collect(),
+    };
+    frame(number, as_of, kind, &body)
+}
+
+/// The packet of a box message's voxels: the part of a message every client sent the same box
+/// shares.
+pub(super) fn packet(kind: Kind, voxels: &[Voxel]) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(r) = kind.region() {
+        encode_packet(voxels, r.size().map(|s| s as usize), &mut out);
+    }
+    out
+}
+
+/// The length of the message [`frame`] makes of a body of `body` bytes.
+pub(super) fn framed_len(kind: Kind, body: usize) -> usize {
+    HEADER + if matches!(kind, Kind::Patch(..)) { 6 } else { 0 } + body + CRC
+}
+
+/// A message: header, `body` (a packet, or a stale list), checksum.
+pub(super) fn frame(number: u64, as_of: u64, kind: Kind, body: &[u8]) -> Vec<u8> {
     let (code, key, level) = match kind {
         Kind::Region(k) => (0u8, [k.x, k.y, k.z], 0u8),
         Kind::Mip(k, l) => (1, [k.x, k.y, k.z], l as u8),
@@ -73,7 +97,7 @@ pub(super) fn encode(number: u64, as_of: u64, kind: Kind, voxels: &[Voxel], stal
         Kind::Stale => (3, [0; 3], 0),
         Kind::Forget => (3, [0; 3], 1),
     };
-    let mut out = Vec::with_capacity(HEADER + 64 + 12 * stale.len());
+    let mut out = Vec::with_capacity(framed_len(kind, body.len()));
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&number.to_le_bytes());
     out.extend_from_slice(&as_of.to_le_bytes());
@@ -85,16 +109,7 @@ pub(super) fn encode(number: u64, as_of: u64, kind: Kind, voxels: &[Voxel], stal
     if let Kind::Patch(_, b) = kind {
         out.extend_from_slice(&[b.min.x, b.min.y, b.min.z, b.size[0], b.size[1], b.size[2]]);
     }
-    match kind.region() {
-        Some(r) => encode_packet(voxels, r.size().map(|s| s as usize), &mut out),
-        None => {
-            for k in stale {
-                for c in [k.x, k.y, k.z] {
-                    out.extend_from_slice(&c.to_le_bytes());
-                }
-            }
-        }
-    }
+    out.extend_from_slice(body);
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out

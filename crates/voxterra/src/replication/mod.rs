@@ -84,7 +84,7 @@ use voxterra_core::{ChunkKey, MaterialTable, Region};
 pub type RegionKey = ChunkKey<4>;
 
 /// A box inside a 16³ region, in voxels from the region's corner.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(crate) struct BlockBox {
     pub(crate) min: Point3<u8>,
     pub(crate) size: [u8; 3],

@@ -77,3 +77,37 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn ticking_clients_together_sends_what_ticking_each_alone_sends() {
+    let config = ReplicationConfig { full_radius: 16.0, mip_radii: [32.0, 48.0, 80.0], resend_messages: 64 };
+    let mut terrain = Terrain::generate(&GenParams::new(3, [96, 48, 96]), TerrainConfig::default()).unwrap();
+    let (mut alone, mut together) = (ReplicationServer::new(config), ReplicationServer::new(config));
+    let ids: Vec<ClientId> = (0..4).map(|_| alone.add_client(&terrain)).collect();
+    assert_eq!(ids, (0..4).map(|_| together.add_client(&terrain)).collect::<Vec<_>>());
+    for step in 0..40 {
+        for (i, &id) in ids.iter().enumerate() {
+            // Two pairs of clients at the same places: their boxes are shared.
+            let v = Point3::new(30.0 + step as f32, 30.0, 30.0 + 20.0 * (i / 2) as f32);
+            alone.set_viewers(id, &[v]).unwrap();
+            together.set_viewers(id, &[v]).unwrap();
+        }
+        if step % 3 == 0 {
+            let center = Point3::new(30.0 + step as f32, 20.0, 40.0);
+            terrain
+                .apply_brush(&Brush {
+                    shape: BrushShape::Sphere { center, radius: 3.0 },
+                    op: BrushOp::Subtract,
+                })
+                .unwrap();
+        }
+        let each: Vec<_> =
+            ids.iter().map(|&id| alone.tick(&terrain, id, MIN_TICK_BUDGET * 2).unwrap()).collect();
+        let all: Vec<_> = together
+            .tick_clients(&terrain, &ids, MIN_TICK_BUDGET * 2)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(each, all, "step {step}");
+    }
+}
