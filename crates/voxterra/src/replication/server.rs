@@ -10,9 +10,72 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use voxterra_core::nalgebra::{Point3, Vector3};
 use voxterra_core::{Region, StoreChunkKey, Voxel, VoxelRead};
 
-/// Box packets read and encoded during one pass over clients, by what they carry (the terrain
-/// does not change within a pass).
-type Packets = HashMap<Kind, Vec<u8>, foldhash::fast::FixedState>;
+/// Bytes of encoded packets a server keeps for other clients; past it they are dropped at once.
+const PACKET_CACHE_BYTES: usize = 64 << 20;
+
+/// Box packets by what they carry, as of the terrain's sequence: a box several clients are due (a
+/// region near two of them, the mip of a chunk an edit changed, a region a client that joins
+/// later wants) is read and encoded once. Edits drop the packets of what they touched.
+#[derive(Debug, Default)]
+struct PacketCache {
+    seq: u64,
+    bytes: usize,
+    packets: HashMap<Kind, Vec<u8>, foldhash::fast::FixedState>,
+}
+
+impl PacketCache {
+    fn clear(&mut self) {
+        self.packets.clear();
+        self.bytes = 0;
+    }
+
+    /// Drops what edits since the cache's sequence changed (everything when the delta log no
+    /// longer reaches back that far).
+    fn catch_up(&mut self, terrain: &Terrain) {
+        let now = terrain.sequence();
+        if self.seq == now {
+            return;
+        }
+        let complete = terrain.log.since(self.seq).next().is_some_and(|e| e.seq == self.seq);
+        if !complete {
+            self.clear();
+        } else {
+            let (mut regions, mut chunks) = (BTreeSet::new(), BTreeSet::new());
+            for r in terrain.log.since(self.seq).map(|e| e.region) {
+                regions.extend(RegionKey::range(&r).into_iter().flat_map(|k| k.iter()));
+                chunks.extend(StoreChunkKey::range(&r).into_iter().flat_map(|k| k.iter()));
+            }
+            let bytes = &mut self.bytes;
+            self.packets.retain(|kind, p| {
+                let keep = match kind {
+                    Kind::Region(k) | Kind::Patch(k, _) => !regions.contains(k),
+                    Kind::Mip(k, _) => !chunks.contains(k),
+                    Kind::Stale | Kind::Forget => true,
+                };
+                if !keep {
+                    *bytes -= p.len();
+                }
+                keep
+            });
+        }
+        self.seq = now;
+    }
+
+    /// The packet of `kind`, read and encoded unless kept.
+    fn packet(&mut self, terrain: &Terrain, kind: Kind) -> Result<&[u8], ReplicationError> {
+        if self.bytes > PACKET_CACHE_BYTES {
+            self.clear();
+        }
+        Ok(match self.packets.entry(kind) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let p = message::packet(kind, &read_kind(terrain, kind)?);
+                self.bytes += p.len();
+                e.insert(p)
+            }
+        })
+    }
+}
 
 /// The smallest tick budget: a message of a 16³ box of all-different runs is at most ~11.6 KB, and
 /// every message but a stale notice must fit a tick.
@@ -86,6 +149,7 @@ pub struct ReplicationServer {
     config: ReplicationConfig,
     /// Per client id, its state (`None` once removed: ids are never reused).
     clients: Vec<Option<ClientState>>,
+    packets: PacketCache,
 }
 
 /// A broken invariant of a [`ReplicationServer`], found by [`ReplicationServer::validate`].
@@ -130,7 +194,7 @@ impl ReplicationServer {
 
     /// A server with no clients.
     pub fn new(config: ReplicationConfig) -> Self {
-        ReplicationServer { config, clients: Vec::new() }
+        ReplicationServer { config, clients: Vec::new(), packets: PacketCache::default() }
     }
 
     /// Adds a client that holds nothing yet; it is brought up to `terrain`'s current sequence by
@@ -185,82 +249,27 @@ impl ReplicationServer {
         id: ClientId,
         budget: usize,
     ) -> Result<Vec<Vec<u8>>, ReplicationError> {
-        self.tick_one(terrain, id, budget, &mut Packets::default())
+        if budget < MIN_TICK_BUDGET {
+            return Err(ReplicationError::BudgetTooSmall { budget, min: MIN_TICK_BUDGET });
+        }
+        let config = self.config;
+        let c = self
+            .clients
+            .get_mut(id.0)
+            .and_then(Option::as_mut)
+            .ok_or(ReplicationError::UnknownClient(id.0))?;
+        self.packets.catch_up(terrain);
+        tick_client(c, terrain, &config, budget, &mut self.packets)
     }
 
-    /// [`tick`](Self::tick) for each of `ids` in turn, in one pass: a box several clients are due
-    /// (a region near two of them, the mip of a chunk an edit changed) is read and encoded once.
-    /// The same messages as ticking each alone, in the order of `ids`.
+    /// [`tick`](Self::tick) for each of `ids` in turn.
     pub fn tick_clients(
         &mut self,
         terrain: &Terrain,
         ids: &[ClientId],
         budget: usize,
     ) -> Vec<Result<Vec<Vec<u8>>, ReplicationError>> {
-        let mut packets = Packets::default();
-        ids.iter().map(|&id| self.tick_one(terrain, id, budget, &mut packets)).collect()
-    }
-
-    fn tick_one(
-        &mut self,
-        terrain: &Terrain,
-        id: ClientId,
-        budget: usize,
-        packets: &mut Packets,
-    ) -> Result<Vec<Vec<u8>>, ReplicationError> {
-        if budget < MIN_TICK_BUDGET {
-            return Err(ReplicationError::BudgetTooSmall { budget, min: MIN_TICK_BUDGET });
-        }
-        let config = self.config;
-        let c = self.client(id)?;
-        catch_up(c, terrain);
-        let as_of = terrain.sequence();
-        let mut out = Vec::new();
-        let mut bytes = 0usize;
-        if std::mem::take(&mut c.forget) {
-            let msg = message::encode(c.next, as_of, Kind::Forget, &[], &[]);
-            bytes += c.send(msg, &mut out, config.resend_messages);
-        }
-        if !c.notice.is_empty() {
-            let keys: Vec<RegionKey> = std::mem::take(&mut c.notice).into_iter().collect();
-            let msg = message::encode(c.next, as_of, Kind::Stale, &[], &keys);
-            bytes += c.send(msg, &mut out, config.resend_messages);
-        }
-        let due = due(c, terrain, &config);
-        for kind in due {
-            let body = match packets.entry(kind) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => e.insert(message::packet(kind, &read_kind(terrain, kind)?)),
-            };
-            if bytes + message::framed_len(kind, body.len()) > budget {
-                break;
-            }
-            let msg = message::frame(c.next, as_of, kind, body);
-            match kind {
-                Kind::Region(k) => {
-                    c.full.insert(k);
-                }
-                Kind::Patch(k, _) => {
-                    c.stale.remove(&k);
-                    c.full.insert(k);
-                }
-                Kind::Mip(k, l) => {
-                    c.mips.insert(k, l);
-                }
-                Kind::Stale | Kind::Forget => {}
-            }
-            bytes += c.send(msg, &mut out, config.resend_messages);
-        }
-        // Nothing to send, but the terrain moved on (edits elsewhere): an empty stale notice tells
-        // the client it is current as of the server's sequence.
-        if out.is_empty() && c.stamped < as_of {
-            let msg = message::encode(c.next, as_of, Kind::Stale, &[], &[]);
-            c.send(msg, &mut out, config.resend_messages);
-        }
-        if !out.is_empty() {
-            c.stamped = as_of;
-        }
-        Ok(out)
+        ids.iter().map(|&id| self.tick(terrain, id, budget)).collect()
     }
 
     /// The messages a client asks for again ([`ReplicaClient::resend_request`](super::ReplicaClient::resend_request)):
@@ -281,6 +290,61 @@ impl ReplicationServer {
             .map(|(_, m)| m.clone())
             .collect())
     }
+}
+
+/// One client's messages this tick (see [`ReplicationServer::tick`]).
+fn tick_client(
+    c: &mut ClientState,
+    terrain: &Terrain,
+    config: &ReplicationConfig,
+    budget: usize,
+    packets: &mut PacketCache,
+) -> Result<Vec<Vec<u8>>, ReplicationError> {
+    catch_up(c, terrain);
+    let as_of = terrain.sequence();
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    if std::mem::take(&mut c.forget) {
+        let msg = message::encode(c.next, as_of, Kind::Forget, &[], &[]);
+        bytes += c.send(msg, &mut out, config.resend_messages);
+    }
+    if !c.notice.is_empty() {
+        let keys: Vec<RegionKey> = std::mem::take(&mut c.notice).into_iter().collect();
+        let msg = message::encode(c.next, as_of, Kind::Stale, &[], &keys);
+        bytes += c.send(msg, &mut out, config.resend_messages);
+    }
+    let due = due(c, terrain, config);
+    for kind in due {
+        let body = packets.packet(terrain, kind)?;
+        if bytes + message::framed_len(kind, body.len()) > budget {
+            break;
+        }
+        let msg = message::frame(c.next, as_of, kind, body);
+        match kind {
+            Kind::Region(k) => {
+                c.full.insert(k);
+            }
+            Kind::Patch(k, _) => {
+                c.stale.remove(&k);
+                c.full.insert(k);
+            }
+            Kind::Mip(k, l) => {
+                c.mips.insert(k, l);
+            }
+            Kind::Stale | Kind::Forget => {}
+        }
+        bytes += c.send(msg, &mut out, config.resend_messages);
+    }
+    // Nothing to send, but the terrain moved on (edits elsewhere): an empty stale notice tells
+    // the client it is current as of the server's sequence.
+    if out.is_empty() && c.stamped < as_of {
+        let msg = message::encode(c.next, as_of, Kind::Stale, &[], &[]);
+        c.send(msg, &mut out, config.resend_messages);
+    }
+    if !out.is_empty() {
+        c.stamped = as_of;
+    }
+    Ok(out)
 }
 
 /// The distance (world units) from the nearest of `viewers` to region `r` (in voxels).
