@@ -299,3 +299,53 @@ fn a_client_that_stops_reading_and_an_edit_flood_cost_only_themselves() {
         s.shutdown().await;
     });
 }
+
+/// One client's script: per step a viewer (world units) and maybe an edit there.
+type Script = Vec<((f32, f32, f32), Option<(bool, f32)>)>;
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 4, ..Default::default() })]
+
+    /// Random viewer paths and edits from several clients through real connections: at the end
+    /// every client's ready regions equal the server's.
+    #[test]
+    fn random_edits_and_paths_through_real_connections_end_with_equal_regions(
+        scripts in proptest::collection::vec(
+            proptest::collection::vec(
+                ((8.0f32..88.0, 10.0f32..40.0, 8.0f32..88.0),
+                 proptest::option::weighted(0.4, (proptest::bool::ANY, 1.0f32..4.0))),
+                3..8),
+            2..4),
+    ) {
+        let scripts: Vec<Script> = scripts;
+        runtime().block_on(async {
+            let s = server(ServerConfig { edit_rate: 100.0, ..ServerConfig::default() }).await;
+            let mut clients = Vec::new();
+            for _ in &scripts {
+                clients.push(Client::connect(s.local_addr(), TOKEN, WAIT).await.unwrap());
+            }
+            let steps = scripts.iter().map(Vec::len).max().unwrap_or(0);
+            for step in 0..steps {
+                for (c, script) in clients.iter_mut().zip(&scripts) {
+                    let Some(&((x, y, z), edit)) = script.get(step) else { continue };
+                    let at = Point3::new(x, y, z);
+                    c.set_viewers(&[at]).await.unwrap();
+                    if let Some((carve, radius)) = edit {
+                        let op = if carve { BrushOp::Subtract } else { BrushOp::Add(materials::ROCK) };
+                        let center = Point3::new(x, 20.0, z);
+                        c.edit(&Brush { shape: BrushShape::Sphere { center, radius }, op }).await.unwrap();
+                    }
+                    c.pump(Duration::from_millis(30)).await.unwrap();
+                }
+            }
+            for c in &mut clients {
+                c.pump(Duration::from_millis(300)).await.unwrap();
+            }
+            for c in &mut clients {
+                let check = c.check(WAIT).await.unwrap();
+                assert!(check.compared > 0 && check.differ == 0, "{check:?}");
+            }
+            s.shutdown().await.validate().unwrap();
+        });
+    }
+}
