@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use voxterra::core::nalgebra::Point3;
 use voxterra::core::{Region, materials};
 use voxterra::{Brush, BrushOp, BrushShape};
-use voxterra_net::{Client, ServerConfig, ServerEvent, serve};
+use voxterra_net::{Client, ServerConfig, ServerEvent, TlsClient, TlsServer, serve};
 
 /// Where the secret token comes from: a file, else the `VOXTERRA_TOKEN` environment variable
 /// (never a flag: flags show in `ps`).
@@ -35,9 +35,16 @@ fn token(file: &Option<PathBuf>) -> anyhow::Result<Vec<u8>> {
 /// `voxterra serve`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct ServeArgs {
-    /// The address to listen on (loopback only: plaintext TCP); port 0 picks one.
+    /// The address to listen on; port 0 picks one. Plaintext TCP on loopback only: any other
+    /// address needs --tls-cert and --tls-key.
     #[arg(long, default_value = "127.0.0.1:7878")]
     listen: SocketAddr,
+    /// TLS: the server's certificate chain (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS: the certificate's private key (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     #[command(flatten)]
     source: WorldSource,
     /// The file holding the secret clients present (else `VOXTERRA_TOKEN`).
@@ -51,14 +58,27 @@ pub(crate) struct ServeArgs {
     budget: usize,
 }
 
+/// A line of the server's log on standard output; a closed output does not stop the server.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, $($t)*).and_then(|()| out.flush());
+    }};
+}
+
 pub(crate) fn serve_cmd(args: &ServeArgs) -> anyhow::Result<()> {
     let token = token(&args.token_file)?;
     let terrain = args.source.terrain(false)?;
     let rt = tokio::runtime::Runtime::new().context("starting the runtime")?;
     rt.block_on(async {
-        let config = ServerConfig { token, budget: args.budget, ..ServerConfig::default() };
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsServer::from_pem_files(cert, key)?),
+            _ => None,
+        };
+        let config = ServerConfig { token, budget: args.budget, tls, ..ServerConfig::default() };
         let mut server = serve(terrain, args.listen, config).await?;
-        println!("listening on {}", server.local_addr());
+        say!("listening on {}", server.local_addr());
         let stop = async {
             #[cfg(unix)]
             {
@@ -77,20 +97,20 @@ pub(crate) fn serve_cmd(args: &ServeArgs) -> anyhow::Result<()> {
                 r = &mut stop => { r.context("waiting for a signal")?; break; }
                 e = server.events.recv() => match e {
                     Some(ServerEvent::Joined { session, resumed, addr }) => {
-                        println!("{}  {session:016x} from {addr}", if resumed { "resumed" } else { "joined " })
+                        say!("{}  {session:016x} from {addr}", if resumed { "resumed" } else { "joined " })
                     }
-                    Some(ServerEvent::Refused { addr, why }) => println!("refused {addr}: {why:?}"),
-                    Some(ServerEvent::Left { session, why }) => println!("left    {session:016x}: {why}"),
-                    Some(ServerEvent::Edit { session, result }) => println!("edit    {session:016x}: {result:?}"),
+                    Some(ServerEvent::Refused { addr, why }) => say!("refused {addr}: {why:?}"),
+                    Some(ServerEvent::Left { session, why }) => say!("left    {session:016x}: {why}"),
+                    Some(ServerEvent::Edit { session, result }) => say!("edit    {session:016x}: {result:?}"),
                     None => break,
                 }
             }
         }
-        println!("stopping");
+        say!("stopping");
         let terrain = server.shutdown().await;
         if let Some(path) = &args.save_to {
             terrain.save(path).with_context(|| format!("saving {}", path.display()))?;
-            println!("saved {}", path.display());
+            say!("saved {}", path.display());
         }
         Ok(())
     })
@@ -104,6 +124,13 @@ pub(crate) struct JoinArgs {
     /// The file holding the secret (else `VOXTERRA_TOKEN`).
     #[arg(long, value_name = "F")]
     token_file: Option<PathBuf>,
+    /// TLS: the certificates to trust (PEM; a self-signed server's own will do). Needed for any
+    /// address but loopback.
+    #[arg(long, value_name = "PEM")]
+    tls_ca: Option<PathBuf>,
+    /// TLS: the name the server's certificate carries.
+    #[arg(long, default_value = "localhost")]
+    tls_name: String,
     /// Where the viewer starts, world units.
     #[arg(long, value_parser = parse_point, allow_hyphen_values = true, default_value = "256,80,256")]
     viewer: [f32; 3],
@@ -152,7 +179,14 @@ pub(crate) fn join_cmd(args: &JoinArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Runtime::new().context("starting the runtime")?;
     let report = rt.block_on(async {
         let start = Instant::now();
-        let mut c = Client::connect(args.addr, &token, Duration::from_secs(10)).await?;
+        let wait = Duration::from_secs(10);
+        let mut c = match &args.tls_ca {
+            Some(ca) => {
+                Client::connect_tls(args.addr, &TlsClient::from_pem_file(ca, &args.tls_name)?, &token, wait)
+                    .await?
+            }
+            None => Client::connect(args.addr, &token, wait).await?,
+        };
         let [x, y, z] = args.viewer;
         let (mut made, mut confirmed, mut refused) = (0u32, 0u32, 0u32);
         let mut first_ready = None;

@@ -7,12 +7,13 @@ use crate::frames::{read_frame, write_all};
 use crate::protocol::{
     ClientFrame, EditRefused, PROTOCOL_VERSION, SERVER_FRAME_MAX, ServerFrame, terrain_region_hash,
 };
+use crate::tls::{Stream, TlsClient};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use tokio::io::WriteHalf;
 use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc;
 use voxterra::Brush;
 use voxterra::core::MaterialTable;
@@ -22,8 +23,9 @@ use voxterra::replication::{ReplicaClient, ReplicationError, client_terrain};
 /// A connected client.
 pub struct Client {
     addr: SocketAddr,
+    tls: Option<TlsClient>,
     token: Vec<u8>,
-    writer: OwnedWriteHalf,
+    writer: WriteHalf<Box<dyn Stream>>,
     frames: mpsc::Receiver<Result<ServerFrame, NetError>>,
     replica: ReplicaClient,
     session: u64,
@@ -42,31 +44,53 @@ pub struct RegionCheck {
 }
 
 impl Client {
-    /// Connects to `addr`, presents `token` and waits for the welcome (within `deadline`).
+    /// Connects to `addr` over plaintext TCP, presents `token` and waits for the welcome (within
+    /// `deadline`). Loopback only ([`NetError::NotLoopback`]): the token would cross the network
+    /// in the clear; elsewhere use [`connect_tls`](Self::connect_tls).
     pub async fn connect(addr: SocketAddr, token: &[u8], deadline: Duration) -> Result<Client, NetError> {
-        Ok(Self::open(addr, token.to_vec(), None, deadline).await?.0)
+        Ok(Self::open(addr, None, token.to_vec(), None, deadline).await?.0)
+    }
+
+    /// [`connect`](Self::connect) over TLS, trusting what `tls` trusts; any address.
+    pub async fn connect_tls(
+        addr: SocketAddr,
+        tls: &TlsClient,
+        token: &[u8],
+        deadline: Duration,
+    ) -> Result<Client, NetError> {
+        Ok(Self::open(addr, Some(tls.clone()), token.to_vec(), None, deadline).await?.0)
     }
 
     /// Connects again after the connection was lost, resuming the session: the client keeps what
     /// it holds and asks for what it missed. When the server no longer keeps the session (its
     /// window passed), it starts afresh. Returns the client and whether it resumed.
     pub async fn reconnect(self, deadline: Duration) -> Result<(Client, bool), NetError> {
-        let Client { addr, token, session, replica, writer, .. } = self;
+        let Client { addr, tls, token, session, replica, writer, .. } = self;
         drop(writer);
-        Self::open(addr, token, Some((session, replica)), deadline).await
+        Self::open(addr, tls, token, Some((session, replica)), deadline).await
     }
 
     async fn open(
         addr: SocketAddr,
+        tls: Option<TlsClient>,
         token: Vec<u8>,
         resume: Option<(u64, ReplicaClient)>,
         deadline: Duration,
     ) -> Result<(Client, bool), NetError> {
-        let stream = tokio::time::timeout(deadline, TcpStream::connect(addr))
+        if tls.is_none() && !addr.ip().is_loopback() {
+            return Err(NetError::NotLoopback(addr));
+        }
+        let tcp = tokio::time::timeout(deadline, TcpStream::connect(addr))
             .await
             .map_err(|_| NetError::Timeout("connecting"))??;
-        let _ = stream.set_nodelay(true);
-        let (mut r, mut writer) = stream.into_split();
+        let _ = tcp.set_nodelay(true);
+        let stream: Box<dyn Stream> = match &tls {
+            None => Box::new(tcp),
+            Some(tls) => tokio::time::timeout(deadline, tls.connect(tcp))
+                .await
+                .map_err(|_| NetError::Timeout("the TLS handshake"))??,
+        };
+        let (mut r, mut writer) = tokio::io::split(stream);
         let mut hello = Vec::new();
         let session = resume.as_ref().map_or(0, |(s, _)| *s);
         ClientFrame::Hello { version: PROTOCOL_VERSION, token: token.clone(), resume: session }
@@ -112,6 +136,7 @@ impl Client {
         });
         let mut client = Client {
             addr,
+            tls,
             token,
             writer,
             frames,

@@ -29,9 +29,18 @@ pub enum NetError {
     /// Nothing arrived in time (the handshake's deadline, the idle timeout).
     #[error("timed out: {0}")]
     Timeout(&'static str),
-    /// A listen address other than loopback: plaintext TCP serves loopback only.
-    #[error("{0} is not a loopback address: plaintext TCP serves loopback only (TLS is not built yet)")]
+    /// An address other than loopback without TLS: plaintext TCP serves and reaches loopback
+    /// only.
+    #[error("{0} is not a loopback address: plaintext TCP serves loopback only; give TLS")]
     NotLoopback(std::net::SocketAddr),
+    /// A certificate, key or name that TLS cannot use.
+    #[error("TLS, {what}: {why}")]
+    Tls {
+        /// Which input.
+        what: &'static str,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The server's material table did not decode.
     #[error("the server's material table: {0}")]
     Table(#[from] serde_json::Error),

@@ -7,8 +7,10 @@
 //! players; the facade's [`voxterra::replication`] is the same stream without sockets.
 //!
 //! Main types: [`serve`] and its [`ServerConfig`] and [`ServerHandle`]; [`Client`]; the wire
-//! [`protocol`]. Plaintext TCP listens on loopback only (TLS is not built yet). A whole server and a
-//! whole player, each a page: `examples/server.rs`, `examples/client.rs`.
+//! [`protocol`]. Plaintext TCP serves and reaches loopback only; any other address takes TLS
+//! ([`TlsServer`] in [`ServerConfig::tls`], [`Client::connect_tls`] with a [`TlsClient`]: rustls,
+//! certificates and keys as PEM). A whole server and a whole player, each a page:
+//! `examples/server.rs`, `examples/client.rs`.
 //!
 //! ```
 //! use std::time::Duration;
@@ -44,7 +46,9 @@ mod frames;
 pub mod fuzz;
 pub mod protocol;
 mod server;
+mod tls;
 
 pub use client::{Client, RegionCheck};
 pub use error::NetError;
 pub use server::{ServerConfig, ServerEvent, ServerHandle, serve};
+pub use tls::{TlsClient, TlsServer};

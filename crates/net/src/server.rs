@@ -10,12 +10,14 @@ use crate::protocol::{
     CLIENT_FRAME_MAX, ClientFrame, EditRefused, PROTOCOL_VERSION, RefusedWhy, ServerFrame,
     terrain_region_hash,
 };
+use crate::tls::{Stream, TlsServer};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
+use tokio::io::AsyncRead;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -49,6 +51,8 @@ pub struct ServerConfig {
     pub max_lag_ticks: u32,
     /// How long a disconnected client's session is kept for it to resume.
     pub resume_window: Duration,
+    /// TLS: required to listen anywhere but loopback.
+    pub tls: Option<TlsServer>,
 }
 
 impl Default for ServerConfig {
@@ -67,6 +71,7 @@ impl Default for ServerConfig {
             max_brush: 16.0,
             max_lag_ticks: 100,
             resume_window: Duration::from_secs(30),
+            tls: None,
         }
     }
 }
@@ -138,13 +143,14 @@ impl ServerHandle {
     }
 }
 
-/// Starts serving `terrain` on `listen` (port 0 picks one). Plaintext TCP: loopback only.
+/// Starts serving `terrain` on `listen` (port 0 picks one). Plaintext TCP on loopback only: any
+/// other address needs [`ServerConfig::tls`] ([`NetError::NotLoopback`]).
 pub async fn serve(
     terrain: Terrain,
     listen: SocketAddr,
     config: ServerConfig,
 ) -> Result<ServerHandle, NetError> {
-    if !listen.ip().is_loopback() {
+    if !listen.ip().is_loopback() && config.tls.is_none() {
         return Err(NetError::NotLoopback(listen));
     }
     let listener = TcpListener::bind(listen).await?;
@@ -426,20 +432,36 @@ fn edit(terrain: &mut Terrain, world: Option<&Aabb>, max: f32, brush: &Brush) ->
 }
 
 /// One connection: the handshake, then its frames until it leaves, errs or idles out.
-async fn connection(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) -> Result<(), NetError> {
-    let _ = stream.set_nodelay(true);
-    let (mut r, mut w) = stream.into_split();
+async fn connection(tcp: TcpStream, addr: SocketAddr, shared: Arc<Shared>) -> Result<(), NetError> {
+    let _ = tcp.set_nodelay(true);
     let cfg = &shared.config;
     let refuse = |why| {
         let _ = shared.events.try_send(ServerEvent::Refused { addr, why });
         encoded(&ServerFrame::Refused { why, version: PROTOCOL_VERSION })
     };
-    if shared.live.fetch_add(1, Ordering::SeqCst) >= cfg.max_clients {
-        shared.live.fetch_sub(1, Ordering::SeqCst);
-        let f = refuse(RefusedWhy::Full);
-        return write_all(&mut w, &f).await;
-    }
+    let full = shared.live.fetch_add(1, Ordering::SeqCst) >= cfg.max_clients;
     let result = async {
+        // The TLS handshake shares the hello's deadline: a connection that stalls it costs only
+        // itself.
+        let stream: Box<dyn Stream> = match &cfg.tls {
+            None => Box::new(tcp),
+            Some(tls) => match tokio::time::timeout(cfg.handshake_timeout, tls.accept(tcp)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    let _ = refuse(RefusedWhy::Handshake);
+                    return Err(e);
+                }
+                Err(_) => {
+                    let _ = refuse(RefusedWhy::Handshake);
+                    return Err(NetError::Timeout("the TLS handshake"));
+                }
+            },
+        };
+        let (mut r, mut w) = tokio::io::split(stream);
+        if full {
+            let f = refuse(RefusedWhy::Full);
+            return write_all(&mut w, &f).await;
+        }
         let hello = tokio::time::timeout(cfg.handshake_timeout, read_frame(&mut r, CLIENT_FRAME_MAX)).await;
         let body = match hello {
             Ok(Ok(Some(body))) => body,
@@ -501,7 +523,7 @@ async fn connection(stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) ->
 
 /// A client's frames after the handshake, each within the idle timeout; edits within the rate.
 /// Returns why it ended.
-async fn read_loop(r: &mut tokio::net::tcp::OwnedReadHalf, session: u64, shared: &Shared) -> String {
+async fn read_loop<R: AsyncRead + Unpin>(r: &mut R, session: u64, shared: &Shared) -> String {
     let cfg = &shared.config;
     let (rate, burst) = (cfg.edit_rate.max(0.0), cfg.edit_rate.max(1.0));
     let (mut allowance, mut last) = (burst, Instant::now());
