@@ -9,6 +9,10 @@
 //!   reference on random ground, detached pieces against a flood fill, levels-of-detail views against fresh meshes, replicas against their server over a faulty network) for SECONDS
 //!   per capability (default 600), two at a time; prints
 //!   each capability's cases and disagreements, and fails on any disagreement.
+//! - `netem [SECONDS]`: the network load test under delay and loss (`tc netem` between two
+//!   network namespaces, over TLS), 16 clients for SECONDS a case (default 30); needs root.
+
+mod netem;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -162,7 +166,9 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("soak") => soak(&args[1..]),
-        _ => Err("usage: cargo xtask ci | bench [SUITE…] [--quick] | fuzz [SECONDS] | soak [SECONDS]".into()),
+        Some("netem") => netem::netem(&args[1..]),
+        _ => Err("usage: cargo xtask ci | bench [SUITE…] [--quick] | fuzz [SECONDS] | soak [SECONDS] | netem [SECONDS]"
+            .into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -17,6 +17,7 @@ mod export;
 mod gen_cmd;
 mod info_cmd;
 mod limits;
+mod loadtest;
 mod lod_render;
 mod mesh_cmd;
 mod net_cmd;
@@ -55,7 +56,7 @@ enum Command {
     Join(net_cmd::JoinArgs),
     /// A server and many clients on loopback sockets in one process: tick times, time to full
     /// detail, bytes, edits, and every client's regions checked against the server's.
-    Loadtest(net_cmd::LoadtestArgs),
+    Loadtest(loadtest::LoadtestArgs),
     /// A replication server with live edits and three simulated clients moving through the world:
     /// bytes per tick, time to full detail around each, a hash check against the server.
     ServeSim(serve_sim::ServeSimArgs),
@@ -71,6 +72,6 @@ fn main() -> anyhow::Result<()> {
         Command::ServeSim(args) => serve_sim::run(&args),
         Command::Serve(args) => net_cmd::serve_cmd(&args),
         Command::Join(args) => net_cmd::join_cmd(&args),
-        Command::Loadtest(args) => net_cmd::loadtest_cmd(&args),
+        Command::Loadtest(args) => loadtest::loadtest_cmd(&args),
     }
 }

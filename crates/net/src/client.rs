@@ -209,7 +209,7 @@ impl Client {
     async fn handle(
         &mut self,
         f: ServerFrame,
-    ) -> Result<Option<Vec<(voxterra::replication::RegionKey, u64)>>, NetError> {
+    ) -> Result<Option<(u64, Vec<(voxterra::replication::RegionKey, u64)>)>, NetError> {
         match f {
             ServerFrame::Replication(m) => match self.replica.apply(&m) {
                 Ok(_) => {}
@@ -220,7 +220,7 @@ impl Client {
                 Err(e) => return Err(e.into()),
             },
             ServerFrame::EditReply { id, result } => self.replies.push((id, result)),
-            ServerFrame::Hashes(h) => return Ok(Some(h)),
+            ServerFrame::Hashes { as_of, hashes } => return Ok(Some((as_of, hashes))),
             ServerFrame::Refused { why, version } => return Err(NetError::Refused { why, version }),
             ServerFrame::Welcome { .. } => return Err(NetError::Unexpected("a second welcome")),
         }
@@ -228,28 +228,38 @@ impl Client {
     }
 
     /// Asks the server for the hash of every region this client holds ready and compares them
-    /// with its own voxels (within `deadline`).
+    /// with its own voxels (within `deadline`), once it has applied the server's messages up to
+    /// the sequence the hashes were taken at: a region an edit before then changed is stale by
+    /// then, not ready, and not compared.
     pub async fn check(&mut self, deadline: Duration) -> Result<RegionCheck, NetError> {
         let keys: Vec<_> = self.replica.ready_regions().collect();
         let mut check = RegionCheck::default();
         for part in keys.chunks(crate::protocol::MAX_HASHED_REGIONS) {
             self.send(&ClientFrame::HashRequest(part.to_vec())).await?;
             let until = tokio::time::Instant::now() + deadline;
-            let hashes = loop {
+            let mut answer = None;
+            loop {
+                if let Some((as_of, _)) = &answer
+                    && self.replica.server_sequence() >= *as_of
+                {
+                    break;
+                }
                 let f = tokio::time::timeout_at(until, self.frames.recv())
                     .await
                     .map_err(|_| NetError::Timeout("the region hashes"))?
                     .ok_or(NetError::Closed)??;
                 if let Some(h) = self.handle(f).await? {
-                    break h;
+                    answer = Some(h);
                 }
-            };
+            }
+            let Some((_, hashes)) = answer else { continue };
             for (k, h) in hashes {
-                check.compared += 1;
                 let r = k.region().map_err(|_| NetError::Unexpected("a region outside the voxel space"))?;
-                let mine = terrain_region_hash(self.replica.terrain(), &k);
-                // A region an edit made stale while the hashes were on their way is not ready.
-                if mine != h && self.replica.is_ready(&r) {
+                if !self.replica.is_ready(&r) {
+                    continue;
+                }
+                check.compared += 1;
+                if terrain_region_hash(self.replica.terrain(), &k) != h {
                     check.differ += 1;
                 }
             }

@@ -9,7 +9,7 @@ use voxterra::replication::{RegionKey, ResendRequest};
 use voxterra::{Brush, BrushOp, BrushShape};
 
 /// The protocol version a client states first; the server refuses any other, naming both.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 /// The largest frame a client may send (bytes after the length prefix): the server reads no more.
 pub const CLIENT_FRAME_MAX: u32 = 64 * 1024;
 /// The largest frame the server sends: a stale notice of many regions, or a region's hashes.
@@ -112,8 +112,16 @@ pub enum ServerFrame {
         /// The sequence the edit made, or why it was refused.
         result: Result<u64, EditRefused>,
     },
-    /// Region hashes ([`region_hash`] of the server's voxels), in the order asked.
-    Hashes(Vec<(RegionKey, u64)>),
+    /// Region hashes ([`region_hash`] of the server's voxels), in the order asked, as of the
+    /// server terrain's sequence `as_of`: a client compares them once it has applied the
+    /// replication messages up to that sequence (so it knows which of its regions edits made
+    /// stale before the hashing).
+    Hashes {
+        /// The terrain's sequence when hashed.
+        as_of: u64,
+        /// Per region asked, its hash.
+        hashes: Vec<(RegionKey, u64)>,
+    },
 }
 
 /// A frame that does not decode.
@@ -405,9 +413,10 @@ impl ServerFrame {
                 }
                 0x84
             }
-            ServerFrame::Hashes(h) => {
-                p.extend_from_slice(&(h.len() as u32).to_le_bytes());
-                for (k, hash) in h {
+            ServerFrame::Hashes { as_of, hashes } => {
+                p.extend_from_slice(&as_of.to_le_bytes());
+                p.extend_from_slice(&(hashes.len() as u32).to_le_bytes());
+                for (k, hash) in hashes {
                     put_key(&mut p, k);
                     p.extend_from_slice(&hash.to_le_bytes());
                 }
@@ -464,8 +473,10 @@ impl ServerFrame {
                 ServerFrame::EditReply { id, result }
             }
             0x85 => {
+                let as_of = f.u64()?;
                 let n = f.count(MAX_HASHED_REGIONS, 20, "region count")?;
-                ServerFrame::Hashes((0..n).map(|_| Ok((f.key()?, f.u64()?))).collect::<Result<_, _>>()?)
+                let hashes = (0..n).map(|_| Ok((f.key()?, f.u64()?))).collect::<Result<_, _>>()?;
+                ServerFrame::Hashes { as_of, hashes }
             }
             _ => return Err(ProtocolError::UnknownKind(kind)),
         };
@@ -531,7 +542,7 @@ mod tests {
                 ServerFrame::Replication(vec![1, 2, 3]),
                 ServerFrame::EditReply { id, result: Ok(seq) },
                 ServerFrame::EditReply { id, result: Err(EditRefused::RateLimited) },
-                ServerFrame::Hashes(hashes.iter().map(|&(x, h)| (RegionKey::new(x, -x, 7), h)).collect()),
+                ServerFrame::Hashes { as_of: seq, hashes: hashes.iter().map(|&(x, h)| (RegionKey::new(x, -x, 7), h)).collect() },
             ];
             for f in frames {
                 let mut bytes = Vec::new();

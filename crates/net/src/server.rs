@@ -319,7 +319,7 @@ async fn own(
                     }
                     Cmd::Hash { session, keys } => {
                         let hashes = keys.iter().map(|k| (*k, terrain_region_hash(&terrain, k))).collect();
-                        send(&slots, session, &ServerFrame::Hashes(hashes));
+                        send(&slots, session, &ServerFrame::Hashes { as_of: terrain.sequence(), hashes });
                     }
                     Cmd::Leave { session, conn, why } => {
                         // Kept for a resume; a connection that replaced it already is not ended.
