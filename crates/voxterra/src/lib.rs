@@ -130,6 +130,7 @@ mod cut;
 mod delta;
 mod delta_log;
 pub mod detach;
+mod durable;
 mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
@@ -163,6 +164,7 @@ pub use config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS,
     DetachConfig, TerrainConfig,
 };
+pub use durable::{DurableError, DurableTerrain, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE};
 pub use error::{
     ConfigError, DeltaError, EditError, HistoryStep, InvalidTerrain, LoadError, QueryError, TerrainError,
 };
@@ -177,6 +179,7 @@ pub use world_query::{BodyManifold, HitTarget, WorldContacts, WorldRayHit, World
 pub use world_step::StepReport;
 
 pub use voxterra_bit_broadphase as terrain_broadphase;
+pub use voxterra_chunk_db as chunk_db;
 pub use voxterra_codec as codec;
 pub use voxterra_core as core;
 pub use voxterra_dynamic_aabb_tree as dynamic_aabb_tree;

@@ -1,0 +1,86 @@
+//! A terrain kept in a chunk database: after any mix of edits, undos and redos (committed at once,
+//! or deferred and flushed), reopening gives the same voxels at the same sequence, whether the
+//! delta log still reached the last commit or not.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use proptest::prelude::*;
+use voxterra::chunk_db::{ChunkDb, Durability, RedbChunkDb};
+use voxterra::core::nalgebra::Point3;
+use voxterra::core::{Voxel, VoxelRead, materials};
+use voxterra::worldgen::GenParams;
+use voxterra::{Brush, BrushOp, BrushShape, DurableError, DurableTerrain, Terrain, TerrainConfig};
+
+fn voxels(t: &Terrain) -> Vec<(voxterra::core::StoreChunkKey, Vec<Voxel>)> {
+    t.store()
+        .chunk_keys()
+        .into_iter()
+        .map(|k| {
+            let mut v = vec![Voxel::AIR; 32 * 32 * 32];
+            t.store().read_box(&k.region().unwrap(), &mut v).unwrap();
+            (k, v)
+        })
+        .filter(|(_, v)| v.iter().any(|x| !x.is_air()))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    #[test]
+    fn reopened_it_is_the_terrain_it_was(
+        seed in 0u64..100,
+        small_log in any::<bool>(),
+        deferred in any::<bool>(),
+        steps in prop::collection::vec((0u8..6, 4.0f32..92.0, 4.0f32..44.0, 4.0f32..92.0, 1.0f32..6.0), 1..12),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.redb");
+        // A log too small for one edit makes every commit rewrite every chunk.
+        let config = TerrainConfig { delta_log_bytes: if small_log { 1 } else { 1 << 24 }, ..TerrainConfig::default() };
+        let t = Terrain::generate(&GenParams::new(seed, [96, 48, 96]), config).unwrap();
+        let durability = if deferred { Durability::Deferred } else { Durability::Immediate };
+        let mut d = DurableTerrain::create(t, RedbChunkDb::create(&path).unwrap(), durability).unwrap();
+        for (what, x, y, z, r) in steps {
+            let center = Point3::new(x, y, z);
+            let result = match what {
+                0 => d.undo().map(|_| ()),
+                1 => d.redo().map(|_| ()),
+                2 | 3 => d.apply_brush(&Brush { shape: BrushShape::Sphere { center, radius: r }, op: BrushOp::Subtract }).map(|_| ()),
+                _ => d.apply_brush(&Brush { shape: BrushShape::Sphere { center, radius: r }, op: BrushOp::Add(materials::ROCK) }).map(|_| ()),
+            };
+            match result {
+                Ok(()) | Err(DurableError::Edit(_)) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        d.flush().unwrap();
+        let (expected, db) = d.into_parts();
+        drop(db);
+        let back = DurableTerrain::open(RedbChunkDb::open(&path).unwrap(), config, Durability::Immediate).unwrap();
+        prop_assert_eq!(back.terrain().sequence(), expected.sequence());
+        prop_assert!(voxels(back.terrain()) == voxels(&expected));
+        back.terrain().validate().unwrap();
+    }
+}
+
+#[test]
+fn a_database_with_a_world_or_without_its_metadata_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.redb");
+    let world = || Terrain::generate(&GenParams::new(1, [64, 32, 64]), TerrainConfig::default()).unwrap();
+    let d =
+        DurableTerrain::create(world(), RedbChunkDb::create(&path).unwrap(), Durability::Immediate).unwrap();
+    let (_, db) = d.into_parts();
+    assert!(matches!(
+        DurableTerrain::create(world(), db, Durability::Immediate),
+        Err(DurableError::NotEmpty)
+    ));
+    let bare = dir.path().join("bare.redb");
+    let db = RedbChunkDb::create(&bare).unwrap();
+    assert!(db.keys().unwrap().is_empty());
+    assert!(matches!(
+        DurableTerrain::open(db, TerrainConfig::default(), Durability::Immediate),
+        Err(DurableError::Meta(_))
+    ));
+}
