@@ -8,7 +8,8 @@
 //! - `soak [SECONDS]`: the differential harness (every collision capability against its exact f64
 //!   reference on random ground, detached pieces against a flood fill, levels-of-detail views against fresh meshes, replicas against their server over a faulty network) for SECONDS
 //!   per capability (default 600), two at a time; prints
-//!   each capability's cases and disagreements, and fails on any disagreement.
+//!   each capability's cases and disagreements, and fails on any disagreement; then the crash test
+//!   (a chunk-database writer killed with SIGKILL, two kills a second of SECONDS).
 //! - `netem [SECONDS]`: the network load test under delay and loss (`tc netem` between two
 //!   network namespaces, over TLS), 16 clients for SECONDS a case (default 30); needs root.
 
@@ -150,12 +151,27 @@ fn soak(args: &[String]) -> Result<(), String> {
         .current_dir(root())
         .status()
         .map_err(|e| format!("could not start cargo: {e}"))?;
+    if !status.success() {
+        return Err(
+            "a capability disagreed with its reference: each report above names the seed that rebuilds \
+                    its scene (VOXTERRA_SOAK_SEED=<seed> reruns from it)"
+                .into(),
+        );
+    }
+    // Crash safety: a writer killed with SIGKILL at random points, about two kills a second.
+    let kills = (seconds * 2).max(10).to_string();
+    eprintln!("\n==> VOXTERRA_CRASH_KILLS={kills} cargo test --release -p voxterra-cli --test crash");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["test", "--release", "-p", "voxterra-cli", "--test", "crash", "--", "--nocapture"])
+        .env("VOXTERRA_CRASH_KILLS", &kills)
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
     if status.success() {
         Ok(())
     } else {
-        Err("a capability disagreed with its reference: each report above names the seed that rebuilds its \
-             scene (VOXTERRA_SOAK_SEED=<seed> reruns from it)"
-            .into())
+        Err("the crash test lost an acknowledged edit or damaged the database".into())
     }
 }
 

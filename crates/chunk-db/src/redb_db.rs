@@ -65,8 +65,8 @@ impl RedbChunkDb {
                 std::io::Error::new(std::io::ErrorKind::NotFound, format!("{}", path.display())).into()
             );
         }
-        // redb asserts rather than errs on some damaged files (one cut shorter than its header
-        // says): that is damage in a file handed to us, an error here, not a panic.
+        // Should redb assert rather than err on a damaged file (its older releases did on files
+        // cut or padded outside it), that is damage in a file handed to us: an error, not a panic.
         let open = std::panic::catch_unwind(|| Database::open(path)).map_err(|_| ChunkDbError::Foreign {
             path: path.to_path_buf(),
             why: "damaged: shorter than its header says, or its pages disagree".into(),

@@ -44,18 +44,16 @@ proptest! {
                 let mut batch = Batch::default();
                 for &(x, y, z, seed, remove) in writes {
                     let k = StoreChunkKey::new(x, y, z);
+                    // The last word on a key within a batch is the one it carries.
+                    batch.chunks.retain(|(c, _)| *c != k);
+                    batch.removed.retain(|c| *c != k);
                     if remove {
                         batch.removed.push(k);
                         model.remove(&k);
                     } else {
-                        batch.chunks.retain(|(c, _)| *c != k);
                         batch.chunks.push((k, encode_chunk(&voxels(seed))));
                         model.insert(k, seed);
                     }
-                }
-                // Removals apply after writes within a batch: keep the model the same.
-                for k in &batch.removed {
-                    batch.chunks.retain(|(c, _)| c != k);
                 }
                 batch.meta.push(("sequence".into(), (i as u64).to_le_bytes().to_vec()));
                 let last = i + 1 == batches.len();

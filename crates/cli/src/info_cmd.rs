@@ -8,7 +8,7 @@ use voxterra::core::Voxel;
 /// Arguments of `voxterra info`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct InfoArgs {
-    /// The terrain file.
+    /// The terrain file or chunk database.
     file: PathBuf,
     /// Print one JSON object on stdout.
     #[arg(long)]
@@ -44,6 +44,9 @@ struct Info {
 }
 
 pub(crate) fn run(args: &InfoArgs) -> anyhow::Result<()> {
+    if crate::db_cmd::is_db(&args.file) {
+        return crate::db_cmd::info(&args.file, args.json);
+    }
     let mut reader = TerrainFileReader::open_path(&args.file, ReadLimits::default())
         .with_context(|| format!("opening {}", args.file.display()))?;
     let mut counts = [0u64; 64];

@@ -9,9 +9,12 @@
 //!   through levels of detail around the eye.
 //! - `voxterra serve` / `voxterra join`: a server streaming a world to clients over TCP, and a
 //!   client that joins, moves, edits and checks what it holds against the server.
+//! - `voxterra import` / `export` / `verify` / `edit-soak`: worlds in a chunk database (redb),
+//!   every edit durable before it is acknowledged.
 //! - `voxterra serve-sim`: a replication server with live edits and three simulated clients in one
 //!   process: bytes per tick, time to full detail, a hash check against the server.
 
+mod db_cmd;
 mod demo;
 mod export;
 mod gen_cmd;
@@ -43,8 +46,20 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Generate a procedural world in memory and print a summary.
     Gen(gen_cmd::GenArgs),
-    /// Describe a terrain file: size, chunks, compression ratio, voxels per material.
+    /// Describe a terrain file or a chunk database: size, chunks, compression ratio, voxels per
+    /// material (a database: its last durable edit's sequence).
     Info(info_cmd::InfoArgs),
+    /// Copy a terrain file into a new chunk database.
+    Import(db_cmd::ImportArgs),
+    /// Write a chunk database's world as a terrain file.
+    Export(db_cmd::ExportArgs),
+    /// Check a terrain file or a chunk database: every checksum, every chunk decoded, the terrain's
+    /// invariants.
+    Verify(db_cmd::VerifyArgs),
+    /// Edit a world in a chunk database (created if absent), printing each edit's sequence once it
+    /// is durable: the writer a crash test kills. `--check` rebuilds the world from its seed and
+    /// the edits the database holds and fails unless they agree.
+    EditSoak(db_cmd::EditSoakArgs),
     /// Mesh a world (a file, or generated) and write it as OBJ or PLY with material colors.
     Mesh(mesh_cmd::MeshArgs),
     /// Ray cast a world (a file, or generated) into a PNG from a camera given by flags.
@@ -67,6 +82,10 @@ fn main() -> anyhow::Result<()> {
         Command::Demo(args) => demo::run(&args),
         Command::Gen(args) => gen_cmd::run(&args),
         Command::Info(args) => info_cmd::run(&args),
+        Command::Import(args) => db_cmd::import(&args),
+        Command::Export(args) => db_cmd::export(&args),
+        Command::Verify(args) => db_cmd::verify(&args),
+        Command::EditSoak(args) => db_cmd::edit_soak(&args),
         Command::Mesh(args) => mesh_cmd::run(&args),
         Command::Render(args) => render_cmd::run(&args),
         Command::ServeSim(args) => serve_sim::run(&args),
