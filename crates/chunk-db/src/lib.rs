@@ -79,3 +79,18 @@ pub trait ChunkDb: Send {
     /// Writes `batch` in one transaction: after a crash, either all of it or none of it is there.
     fn commit(&mut self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError>;
 }
+
+impl<T: ChunkDb + ?Sized> ChunkDb for Box<T> {
+    fn chunk(&self, key: StoreChunkKey) -> Result<Option<Vec<u8>>, ChunkDbError> {
+        (**self).chunk(key)
+    }
+    fn keys(&self) -> Result<Vec<StoreChunkKey>, ChunkDbError> {
+        (**self).keys()
+    }
+    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, ChunkDbError> {
+        (**self).meta(name)
+    }
+    fn commit(&mut self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError> {
+        (**self).commit(batch, durability)
+    }
+}

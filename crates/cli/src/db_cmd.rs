@@ -62,7 +62,7 @@ pub(crate) fn export(args: &ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn open(path: &Path) -> anyhow::Result<DurableTerrain<RedbChunkDb>> {
+pub(crate) fn open(path: &Path) -> anyhow::Result<DurableTerrain<RedbChunkDb>> {
     let db = RedbChunkDb::open(path).with_context(|| format!("opening {}", path.display()))?;
     DurableTerrain::open(db, TerrainConfig::default(), Durability::Immediate)
         .with_context(|| format!("loading the world in {}", path.display()))

@@ -24,6 +24,9 @@ pub(crate) struct GenArgs {
     /// Save the world to this file (atomically: the previous file survives any failure).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
+    /// Write the world into this new chunk database (redb; it must not exist).
+    #[arg(long)]
+    db: Option<std::path::PathBuf>,
 }
 
 /// The summary `gen` prints.
@@ -42,6 +45,9 @@ struct Summary {
     threads: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     saved: Option<Saved>,
+    /// What `--db` wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    db: Option<Saved>,
 }
 
 /// What `--out` wrote.
@@ -79,6 +85,11 @@ pub(crate) fn progress_bar(len: u64, what: &str, unit: &str, hidden: bool) -> an
 pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
     if let Some(out) = &args.out {
         crate::limits::check_out(out)?;
+    }
+    if let Some(db) = &args.db
+        && db.exists()
+    {
+        anyhow::bail!("{}: a file is there already (gen --db makes a new database)", db.display());
     }
     let mut builder = rayon::ThreadPoolBuilder::new();
     if let Some(n) = args.threads {
@@ -122,6 +133,29 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
             })
         }
     };
+    let db = match &args.db {
+        None => None,
+        Some(path) => {
+            let bar = progress_bar(store.chunk_count() as u64, "writing   ", "chunks", args.json)?;
+            let start = Instant::now();
+            let mut db = voxterra::chunk_db::RedbChunkDb::create(path)?;
+            let table = voxterra::core::MaterialTable::default();
+            let chunks = voxterra::write_world(&store, &table, 1.0, 0, &mut db, |done, total| {
+                bar.set_length(total);
+                bar.set_position(done);
+            })
+            .with_context(|| format!("writing {}", path.display()))?;
+            bar.finish_and_clear();
+            let bytes = db.file_len()?;
+            Some(Saved {
+                file: path.display().to_string(),
+                bytes,
+                chunks,
+                seconds: start.elapsed().as_secs_f64(),
+                bytes_per_non_empty_voxel: bytes as f64 / mem.non_empty_voxels.max(1) as f64,
+            })
+        }
+    };
     let summary = Summary {
         seed: args.seed,
         size: args.size,
@@ -135,6 +169,7 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
         seconds,
         threads: pool.current_num_threads(),
         saved,
+        db,
     };
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
@@ -158,6 +193,16 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
         if let Some(s) = &summary.saved {
             println!(
                 "saved      {} ({:.2} MiB, {} chunks, {:.4} bytes per non-empty voxel) in {:.2} s",
+                s.file,
+                mib(s.bytes as f64),
+                s.chunks,
+                s.bytes_per_non_empty_voxel,
+                s.seconds
+            );
+        }
+        if let Some(s) = &summary.db {
+            println!(
+                "database   {} ({:.2} MiB, {} chunks, {:.4} bytes per non-empty voxel) in {:.2} s",
                 s.file,
                 mib(s.bytes as f64),
                 s.chunks,

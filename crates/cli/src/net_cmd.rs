@@ -68,7 +68,22 @@ macro_rules! say {
 
 pub(crate) fn serve_cmd(args: &ServeArgs) -> anyhow::Result<()> {
     let token = token(&args.token_file)?;
-    let terrain = args.source.terrain(false)?;
+    // With --db every edit is committed to the database before its reply goes out.
+    let terrain: voxterra_net::Hosted = match &args.source.db {
+        Some(path) => {
+            let db: Box<dyn voxterra::chunk_db::ChunkDb> = Box::new(
+                voxterra::chunk_db::RedbChunkDb::open(path)
+                    .with_context(|| format!("opening {}", path.display()))?,
+            );
+            voxterra::DurableTerrain::open(
+                db,
+                voxterra::TerrainConfig::default(),
+                voxterra::chunk_db::Durability::Immediate,
+            )?
+            .into()
+        }
+        None => args.source.terrain(false)?.into(),
+    };
     let rt = tokio::runtime::Runtime::new().context("starting the runtime")?;
     rt.block_on(async {
         let tls = match (&args.tls_cert, &args.tls_key) {

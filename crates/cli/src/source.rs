@@ -9,9 +9,13 @@ use voxterra::{Terrain, TerrainConfig};
 /// `--in FILE`, or `--size` and `--seed` for a generated world.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct WorldSource {
-    /// Read this terrain file; without it a world is generated from --size and --seed.
+    /// Read this terrain file; without it (or --db) a world is generated from --size and --seed.
     #[arg(long = "in", value_name = "FILE")]
     pub(crate) input: Option<PathBuf>,
+    /// Read the world from this chunk database (redb). `serve` commits every edit to it before
+    /// answering; the other commands only read it.
+    #[arg(long, value_name = "DB", conflicts_with_all = ["input", "size", "seed"])]
+    pub(crate) db: Option<PathBuf>,
     /// Size of the generated world, X×Y×Z.
     #[arg(long, default_value = "512x128x512", value_parser = parse_size, conflicts_with = "input")]
     pub(crate) size: [u32; 3],
@@ -24,6 +28,9 @@ impl WorldSource {
     /// The terrain, loaded or generated on the current rayon pool, with a progress bar (none when
     /// `quiet`).
     pub(crate) fn terrain(&self, quiet: bool) -> anyhow::Result<Terrain> {
+        if let Some(path) = &self.db {
+            return Ok(crate::db_cmd::open(path)?.into_parts().0);
+        }
         let (what, unit) =
             if self.input.is_some() { ("loading   ", "chunks") } else { ("generating", "tiles") };
         let bar = progress_bar(0, what, unit, quiet)?;

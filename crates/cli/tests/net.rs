@@ -93,3 +93,31 @@ fn a_short_loadtest_reports_every_region_equal() {
     assert!(report["regions_compared"].as_u64().unwrap() > 0, "{report}");
     assert!(report["tick_p99_ms"].as_f64().is_some(), "{report}");
 }
+
+#[test]
+fn served_from_a_chunk_database_every_confirmed_edit_is_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.redb");
+    let db = db.to_str().unwrap();
+    let made = voxterra().args(["gen", "--size", "96x48x96", "--db", db, "--json"]).output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let mut child = voxterra()
+        .args(["serve", "--db", db, "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening on ").unwrap().to_string();
+    let report = join(&addr, &[]);
+    let confirmed = report["edits_confirmed"].as_u64().unwrap();
+    assert!(confirmed > 0, "{report}");
+    // Killed, not stopped: what was confirmed must be on disk already.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let info = voxterra().args(["info", db, "--json"]).output().unwrap();
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert!(info["sequence"].as_u64().unwrap() >= confirmed, "{info} after {confirmed} confirmed edits");
+    assert!(voxterra().args(["verify", db]).output().unwrap().status.success());
+}

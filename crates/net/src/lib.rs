@@ -50,5 +50,5 @@ mod tls;
 
 pub use client::{Client, RegionCheck};
 pub use error::NetError;
-pub use server::{ServerConfig, ServerEvent, ServerHandle, serve};
+pub use server::{Hosted, ServerConfig, ServerEvent, ServerHandle, serve};
 pub use tls::{TlsClient, TlsServer};

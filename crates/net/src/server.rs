@@ -21,10 +21,11 @@ use tokio::io::AsyncRead;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use voxterra::chunk_db::ChunkDb;
 use voxterra::core::Aabb;
 use voxterra::core::nalgebra::Point3;
 use voxterra::replication::{ClientId, RegionKey, ReplicationConfig, ReplicationServer, ResendRequest};
-use voxterra::{Brush, BrushShape, EditError, Terrain};
+use voxterra::{Brush, BrushShape, DurableError, DurableTerrain, EditError, Terrain};
 
 /// How a [`serve`]d world is run.
 #[derive(Clone, Debug)]
@@ -143,10 +144,69 @@ impl ServerHandle {
     }
 }
 
+/// The world a server owns: in memory, or kept in a chunk database where every edit is committed
+/// before its reply goes out.
+pub enum Hosted {
+    /// Held in memory only (save it from [`ServerHandle::shutdown`]).
+    Memory(Terrain),
+    /// Kept in a chunk database.
+    Durable(DurableTerrain<Box<dyn ChunkDb>>),
+}
+
+impl From<Terrain> for Hosted {
+    fn from(t: Terrain) -> Self {
+        Hosted::Memory(t)
+    }
+}
+
+impl From<DurableTerrain<Box<dyn ChunkDb>>> for Hosted {
+    fn from(t: DurableTerrain<Box<dyn ChunkDb>>) -> Self {
+        Hosted::Durable(t)
+    }
+}
+
+impl Hosted {
+    fn terrain(&self) -> &Terrain {
+        match self {
+            Hosted::Memory(t) => t,
+            Hosted::Durable(d) => d.terrain(),
+        }
+    }
+
+    fn apply_brush(&mut self, brush: &Brush) -> Result<(), EditRefused> {
+        let refused = |e: &EditError| match e {
+            EditError::InvalidBrush(_) | EditError::BadMaterial(_) => EditRefused::Invalid,
+            _ => EditRefused::Terrain,
+        };
+        match self {
+            Hosted::Memory(t) => t.apply_brush(brush).map(drop).map_err(|e| refused(&e)),
+            Hosted::Durable(d) => d.apply_brush(brush).map(drop).map_err(|e| match e {
+                DurableError::Edit(e) => refused(&e),
+                other => {
+                    log::error!("an edit was not committed: {other}");
+                    EditRefused::Terrain
+                }
+            }),
+        }
+    }
+
+    fn into_terrain(self) -> Terrain {
+        match self {
+            Hosted::Memory(t) => t,
+            Hosted::Durable(mut d) => {
+                if let Err(e) = d.flush() {
+                    log::error!("the last commit failed: {e}");
+                }
+                d.into_parts().0
+            }
+        }
+    }
+}
+
 /// Starts serving `terrain` on `listen` (port 0 picks one). Plaintext TCP on loopback only: any
 /// other address needs [`ServerConfig::tls`] ([`NetError::NotLoopback`]).
 pub async fn serve(
-    terrain: Terrain,
+    terrain: impl Into<Hosted>,
     listen: SocketAddr,
     config: ServerConfig,
 ) -> Result<ServerHandle, NetError> {
@@ -166,7 +226,8 @@ pub async fn serve(
         live: AtomicUsize::new(0),
         next_conn: std::sync::atomic::AtomicU64::new(1),
     });
-    let world = terrain.extent().map(|e| terrain.scale().region_to_world(&e, 0.0));
+    let terrain: Hosted = terrain.into();
+    let world = terrain.terrain().extent().map(|e| terrain.terrain().scale().region_to_world(&e, 0.0));
     let owner = tokio::spawn(own(terrain, world, config, cmd_rx, stop_rx, events_tx, ticks.clone()));
     let accept = tokio::spawn(async move {
         loop {
@@ -252,7 +313,7 @@ fn encoded(f: &ServerFrame) -> Vec<u8> {
 
 /// The owner: the terrain, the replication server, the clients; commands between ticks.
 async fn own(
-    mut terrain: Terrain,
+    mut host: Hosted,
     world: Option<Aabb>,
     config: ServerConfig,
     mut cmds: mpsc::Receiver<Cmd>,
@@ -262,7 +323,7 @@ async fn own(
 ) -> Terrain {
     let mut srv = ReplicationServer::new(config.replication);
     let mut slots: BTreeMap<u64, Slot> = BTreeMap::new();
-    let table = serde_json::to_vec(terrain.materials()).expect("a material table serializes");
+    let table = serde_json::to_vec(host.terrain().materials()).expect("a material table serializes");
     let period = Duration::from_secs_f32(1.0 / config.tick_hz.clamp(0.1, 1000.0));
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -289,10 +350,10 @@ async fn own(
                         };
                         let session = if resumed { resume } else { new_session(&slots) };
                         if !resumed {
-                            let id = srv.add_client(&terrain);
+                            let id = srv.add_client(host.terrain());
                             slots.insert(session, Slot { id, frames, lag: 0, parked: None, conn });
                         }
-                        let _ = reply.send((session, resumed, terrain.voxel_size(), table.clone()));
+                        let _ = reply.send((session, resumed, host.terrain().voxel_size(), table.clone()));
                         let _ = events.try_send(ServerEvent::Joined { session, resumed, addr });
                     }
                     Cmd::Viewers { session, points } => {
@@ -301,7 +362,7 @@ async fn own(
                         }
                     }
                     Cmd::Edit { session, id, brush } => {
-                        let result = edit(&mut terrain, world.as_ref(), config.max_brush, &brush);
+                        let result = edit(&mut host, world.as_ref(), config.max_brush, &brush);
                         send(&slots, session, &ServerFrame::EditReply { id, result });
                         let _ = events.try_send(ServerEvent::Edit { session, result });
                     }
@@ -318,7 +379,8 @@ async fn own(
                         }
                     }
                     Cmd::Hash { session, keys } => {
-                        let hashes = keys.iter().map(|k| (*k, terrain_region_hash(&terrain, k))).collect();
+                        let terrain = host.terrain();
+                        let hashes = keys.iter().map(|k| (*k, terrain_region_hash(terrain, k))).collect();
                         send(&slots, session, &ServerFrame::Hashes { as_of: terrain.sequence(), hashes });
                     }
                     Cmd::Leave { session, conn, why } => {
@@ -359,7 +421,7 @@ async fn own(
                     due.push((session, s.id));
                 }
                 let ids: Vec<_> = due.iter().map(|d| d.1).collect();
-                for ((session, _), msgs) in due.iter().zip(srv.tick_clients(&terrain, &ids, config.budget)) {
+                for ((session, _), msgs) in due.iter().zip(srv.tick_clients(host.terrain(), &ids, config.budget)) {
                     let (Some(s), Ok(msgs)) = (slots.get(session), msgs) else { continue };
                     for m in msgs {
                         // A message the queue cannot take is lost: the client sees the gap and
@@ -376,7 +438,7 @@ async fn own(
             }
         }
     }
-    terrain
+    host.into_terrain()
 }
 
 fn drop_client(
@@ -405,7 +467,7 @@ fn new_session(slots: &BTreeMap<u64, Slot>) -> u64 {
 }
 
 /// Validates and applies one edit request.
-fn edit(terrain: &mut Terrain, world: Option<&Aabb>, max: f32, brush: &Brush) -> Result<u64, EditRefused> {
+fn edit(host: &mut Hosted, world: Option<&Aabb>, max: f32, brush: &Brush) -> Result<u64, EditRefused> {
     let (lo, hi, size) = match brush.shape {
         BrushShape::Sphere { center, radius } => {
             (center.map(|c| c - radius), center.map(|c| c + radius), radius)
@@ -424,11 +486,8 @@ fn edit(terrain: &mut Terrain, world: Option<&Aabb>, max: f32, brush: &Brush) ->
     if !world.is_some_and(|w| w.contains(&Aabb::new(lo, hi))) {
         return Err(EditRefused::OutsideWorld);
     }
-    match terrain.apply_brush(brush) {
-        Ok(_) => Ok(terrain.sequence()),
-        Err(EditError::InvalidBrush(_) | EditError::BadMaterial(_)) => Err(EditRefused::Invalid),
-        Err(_) => Err(EditRefused::Terrain),
-    }
+    host.apply_brush(brush)?;
+    Ok(host.terrain().sequence())
 }
 
 /// One connection: the handshake, then its frames until it leaves, errs or idles out.

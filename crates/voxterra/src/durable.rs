@@ -77,23 +77,16 @@ fn meta_u64(db: &impl ChunkDb, name: &'static str) -> Result<u64, DurableError> 
 }
 
 impl<D: ChunkDb> DurableTerrain<D> {
-    /// Writes `terrain` whole into `db` (which must hold no chunks) in one immediate commit.
+    /// Writes `terrain` whole into `db` (which must hold no chunks) and keeps it there.
     pub fn create(terrain: Terrain, mut db: D, durability: Durability) -> Result<Self, DurableError> {
-        if !db.keys()?.is_empty() {
-            return Err(DurableError::NotEmpty);
-        }
-        let mut batch = Batch::default();
-        let mut buf = vec![Voxel::AIR; CHUNK_VOXELS];
-        for key in terrain.store().chunk_keys() {
-            if let Some(record) = chunk_record(terrain.store(), key, &mut buf) {
-                batch.chunks.push((key, record));
-            }
-        }
-        let table = serde_json::to_vec(terrain.materials()).expect("a material table serializes");
-        batch.meta.push((META_MATERIALS.into(), table));
-        batch.meta.push((META_VOXEL_SIZE.into(), terrain.voxel_size().to_le_bytes().to_vec()));
-        batch.meta.push((META_SEQUENCE.into(), terrain.sequence().to_le_bytes().to_vec()));
-        db.commit(batch, Durability::Immediate)?;
+        write_world(
+            terrain.store(),
+            terrain.materials(),
+            terrain.voxel_size(),
+            terrain.sequence(),
+            &mut db,
+            |_, _| {},
+        )?;
         Ok(DurableTerrain { committed: terrain.sequence(), terrain, db, durability })
     }
 
@@ -220,6 +213,46 @@ impl<D: ChunkDb> DurableTerrain<D> {
         self.committed = now;
         Ok(())
     }
+}
+
+/// Writes a world into `db`, which must hold no chunks: its chunks in batches, then its material
+/// table, voxel size and `sequence` in a last, immediate commit; `progress(done, total)` after each
+/// batch. A database cut short before the last commit has no sequence entry, and opening it says so.
+/// Returns the chunks written.
+pub fn write_world(
+    store: &VoxelStore,
+    table: &MaterialTable,
+    voxel_size: f32,
+    sequence: u64,
+    db: &mut impl ChunkDb,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<usize, DurableError> {
+    /// Chunks a batch: a few megabytes of records.
+    const BATCH: usize = 2048;
+    if !db.keys()?.is_empty() {
+        return Err(DurableError::NotEmpty);
+    }
+    let keys = store.chunk_keys();
+    let mut buf = vec![Voxel::AIR; CHUNK_VOXELS];
+    let mut written = 0;
+    for (i, part) in keys.chunks(BATCH).enumerate() {
+        let mut batch = Batch::default();
+        for &key in part {
+            if let Some(record) = chunk_record(store, key, &mut buf) {
+                batch.chunks.push((key, record));
+            }
+        }
+        written += batch.chunks.len();
+        db.commit(batch, Durability::Deferred)?;
+        progress(((i + 1) * BATCH).min(keys.len()) as u64, keys.len() as u64);
+    }
+    let mut batch = Batch::default();
+    let table = serde_json::to_vec(table).expect("a material table serializes");
+    batch.meta.push((META_MATERIALS.into(), table));
+    batch.meta.push((META_VOXEL_SIZE.into(), voxel_size.to_le_bytes().to_vec()));
+    batch.meta.push((META_SEQUENCE.into(), sequence.to_le_bytes().to_vec()));
+    db.commit(batch, Durability::Immediate)?;
+    Ok(written)
 }
 
 /// The record of chunk `key` from `store`, `None` when it is all air.

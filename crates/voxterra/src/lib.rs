@@ -164,7 +164,9 @@ pub use config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS,
     DetachConfig, TerrainConfig,
 };
-pub use durable::{DurableError, DurableTerrain, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE};
+pub use durable::{
+    DurableError, DurableTerrain, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE, write_world,
+};
 pub use error::{
     ConfigError, DeltaError, EditError, HistoryStep, InvalidTerrain, LoadError, QueryError, TerrainError,
 };
