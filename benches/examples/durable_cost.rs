@@ -3,9 +3,10 @@
 //! groups of 16, or kept in memory only.
 //! `cargo run --release -p voxterra-benches --example durable_cost -- [EDITS]`
 use std::time::Instant;
-use voxterra::chunk_db::{ChunkDb, Durability, RedbChunkDb, decode_chunk};
+use voxterra::chunk_db::{ChunkDb, Durability, RedbChunkDb};
 use voxterra::core::nalgebra::Point3;
 use voxterra::core::{MaterialTable, Voxel, materials};
+use voxterra::decode_chunk;
 use voxterra::{Brush, BrushOp, BrushShape, DurableTerrain, Terrain, TerrainConfig};
 
 fn percentiles(mut v: Vec<f64>) -> (f64, f64) {
@@ -16,7 +17,7 @@ fn percentiles(mut v: Vec<f64>) -> (f64, f64) {
 fn brush(i: usize) -> Brush {
     let f = i as f32;
     let center = Point3::new(40.0 + (f * 37.3) % 430.0, 50.0 + (f * 7.7) % 30.0, 40.0 + (f * 53.1) % 430.0);
-    let op = if i % 2 == 0 { BrushOp::Subtract } else { BrushOp::Add(materials::ROCK) };
+    let op = if i.is_multiple_of(2) { BrushOp::Subtract } else { BrushOp::Add(materials::ROCK) };
     Brush { shape: BrushShape::Sphere { center, radius: 3.0 }, op }
 }
 
@@ -61,7 +62,8 @@ fn main() {
     println!("cold chunk load (read + decode): p50 {p50:.1} us, p99 {p99:.1} us");
     drop(db);
     // Edits: in memory, committed at once, committed in groups of 16.
-    let mut memory = Terrain::from_store(w.store.clone(), table.clone(), TerrainConfig::default()).expect("a terrain");
+    let mut memory =
+        Terrain::from_store(w.store.clone(), table.clone(), TerrainConfig::default()).expect("a terrain");
     let mut times = Vec::new();
     for i in 0..edits {
         let start = Instant::now();

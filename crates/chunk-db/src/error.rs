@@ -21,14 +21,6 @@ pub enum ChunkDbError {
     /// `create` on a path that already holds a file.
     #[error("{0}: a file is there already")]
     Exists(PathBuf),
-    /// A chunk record whose checksum or contents are wrong.
-    #[error("chunk {key:?}: damaged record ({why})")]
-    DamagedChunk {
-        /// The chunk.
-        key: [i32; 3],
-        /// What is wrong.
-        why: String,
-    },
     /// The store failed: I/O (a full disk, a read-only file), or damage it found in its pages.
     #[error("the chunk database: {0}")]
     Store(#[from] redb::Error),

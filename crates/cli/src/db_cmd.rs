@@ -5,9 +5,10 @@ use crate::gen_cmd::parse_size;
 use anyhow::{Context, bail};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use voxterra::chunk_db::{ChunkDb, Durability, RedbChunkDb, decode_chunk};
+use voxterra::chunk_db::{ChunkDb, Durability, RedbChunkDb};
 use voxterra::core::nalgebra::Point3;
 use voxterra::core::{StoreChunkKey, Voxel, materials};
+use voxterra::decode_chunk;
 use voxterra::worldgen::GenParams;
 use voxterra::{Brush, BrushOp, BrushShape, DurableTerrain, META_SEQUENCE, Terrain, TerrainConfig};
 

@@ -1,11 +1,12 @@
 //! [`DurableTerrain`]: a terrain kept in a chunk database, each change committed as it is made.
 
+use crate::chunk_record::{CHUNK_VOXELS, decode_chunk, encode_chunk};
 use crate::config::TerrainConfig;
 use crate::error::{ConfigError, DeltaError, EditError};
 use crate::terrain::{EditReport, Terrain};
 use crate::{Brush, LoadError};
 use std::collections::BTreeSet;
-use voxterra_chunk_db::{Batch, CHUNK_VOXELS, ChunkDb, ChunkDbError, Durability, decode_chunk, encode_chunk};
+use voxterra_chunk_db::{Batch, ChunkDb, ChunkDbError, Durability};
 use voxterra_core::{MaterialTable, StoreChunkKey, Voxel, VoxelRead};
 use voxterra_voxel_store::VoxelStore;
 
@@ -35,6 +36,14 @@ pub enum DurableError {
     /// A metadata entry is missing or malformed.
     #[error("the database's {0:?} entry is missing or malformed")]
     Meta(&'static str),
+    /// A chunk record whose checksum or contents are wrong.
+    #[error("chunk {key:?}: damaged record ({why})")]
+    DamagedChunk {
+        /// The chunk.
+        key: [i32; 3],
+        /// What is wrong.
+        why: String,
+    },
     /// [`DurableTerrain::create`] on a database that holds chunks already.
     #[error("the database holds a world already")]
     NotEmpty,

@@ -124,6 +124,7 @@
 mod anchor;
 mod atomic_file;
 mod brush;
+mod chunk_record;
 mod collision_cache;
 mod config;
 mod cut;
@@ -160,6 +161,7 @@ mod world_step;
 
 pub use atomic_file::AtomicFile;
 pub use brush::{Brush, BrushOp, BrushShape};
+pub use chunk_record::{CHUNK_VOXELS, decode_chunk, encode_chunk};
 pub use config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS,
     DetachConfig, TerrainConfig,

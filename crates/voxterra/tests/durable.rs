@@ -84,3 +84,23 @@ fn a_database_with_a_world_or_without_its_metadata_is_refused() {
         Err(DurableError::Meta(_))
     ));
 }
+
+#[test]
+fn a_damaged_chunk_record_is_refused_not_decoded() {
+    use voxterra::{CHUNK_VOXELS, decode_chunk, encode_chunk};
+    let k = voxterra::core::StoreChunkKey::new(0, 0, 0);
+    let t = Terrain::generate(&GenParams::new(2, [32, 32, 32]), TerrainConfig::default()).unwrap();
+    let mut voxels = vec![Voxel::AIR; CHUNK_VOXELS];
+    t.store().read_box(&k.region().unwrap(), &mut voxels).unwrap();
+    let mut record = encode_chunk(&voxels);
+    let mut out = vec![Voxel::AIR; CHUNK_VOXELS];
+    decode_chunk(k, &record, &mut out, u64::MAX).unwrap();
+    assert!(out == voxels);
+    let last = record.len() - 1;
+    record[last] ^= 0x10;
+    assert!(matches!(decode_chunk(k, &record, &mut out, u64::MAX), Err(DurableError::DamagedChunk { .. })));
+    assert!(decode_chunk(k, &record[..6], &mut out, u64::MAX).is_err());
+    assert!(decode_chunk(k, &encode_chunk(&voxels), &mut out[..10], u64::MAX).is_err());
+    // A material the world's table does not know.
+    assert!(decode_chunk(k, &encode_chunk(&voxels), &mut out, 1).is_err());
+}

@@ -1,6 +1,7 @@
-//! A chunk record: magic, the CRC-32 of the block, the codec's block of the chunk's 32³ voxels.
+//! A chunk's record in a chunk database: magic, the CRC-32 of the block, the codec's block of the
+//! chunk's 32³ voxels.
 
-use crate::ChunkDbError;
+use crate::durable::DurableError;
 use voxterra_codec::block::{decode_block, encode_voxels};
 use voxterra_codec::{BlockScratch, Compression};
 use voxterra_core::{StoreChunkKey, Voxel};
@@ -21,14 +22,14 @@ pub fn encode_chunk(voxels: &[Voxel]) -> Vec<u8> {
 }
 
 /// Decodes chunk `key`'s record into `out` (32³ voxels); `known` is the bit mask of material ids
-/// the world's table has. A damaged record is [`ChunkDbError::DamagedChunk`], never other voxels.
+/// the world's table has. A damaged record is [`DurableError::DamagedChunk`], never other voxels.
 pub fn decode_chunk(
     key: StoreChunkKey,
     record: &[u8],
     out: &mut [Voxel],
     known: u64,
-) -> Result<(), ChunkDbError> {
-    let damaged = |why: String| ChunkDbError::DamagedChunk { key: key.to_array(), why };
+) -> Result<(), DurableError> {
+    let damaged = |why: String| DurableError::DamagedChunk { key: key.to_array(), why };
     if out.len() != CHUNK_VOXELS {
         return Err(damaged(format!("a buffer of {} voxels, not {CHUNK_VOXELS}", out.len())));
     }
