@@ -104,3 +104,77 @@ fn a_damaged_chunk_record_is_refused_not_decoded() {
     // A material the world's table does not know.
     assert!(decode_chunk(k, &encode_chunk(&voxels), &mut out, 1).is_err());
 }
+
+/// Unmounts the small file system when the test ends, however it ends.
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_refuses_the_edit_and_loses_nothing_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        // Mounting takes root (CI runs as root on these machines).
+        eprintln!("skipped: cannot mount a small tmpfs here");
+        return;
+    }
+    let _guard = Mounted(small.clone());
+    let path = small.join("w.redb");
+    let world = || Terrain::generate(&GenParams::new(5, [96, 48, 96]), TerrainConfig::default()).unwrap();
+    let mut d =
+        DurableTerrain::create(world(), RedbChunkDb::create(&path).unwrap(), Durability::Immediate).unwrap();
+    // Fill the disk, then leave a little room: a few commits go through, then one does not.
+    let filler = small.join("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while f.write_all(&[0xa5; 4096]).is_ok() {}
+        let len = f.metadata().unwrap().len();
+        f.set_len(len.saturating_sub(48 << 10)).unwrap();
+    }
+    // The same edits on a terrain of its own, each once the database took it.
+    let mut mirror = world();
+    let palette = [materials::ROCK, materials::DIRT, materials::SAND, materials::SNOW, materials::MUD];
+    let mut rng = voxterra_test_support::Rng::new(9);
+    let mut refused = None;
+    for i in 0..5000 {
+        let center = Point3::new(rng.range(6.0, 90.0), rng.range(6.0, 42.0), rng.range(6.0, 90.0));
+        let op = BrushOp::Add(palette[i % palette.len()]);
+        let brush = Brush { shape: BrushShape::Sphere { center, radius: rng.range(2.0, 5.0) }, op };
+        match d.apply_brush(&brush) {
+            Ok(_) => {
+                mirror.apply_brush(&brush).unwrap();
+            }
+            Err(DurableError::Db(e)) => {
+                refused = Some(e);
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let refused = refused.expect("a 1 MiB disk filled up");
+    eprintln!("refused at sequence {}: {refused}", mirror.sequence());
+    drop(d);
+    // Copied off the full disk, it opens at the last commit that went through.
+    let copy = dir.path().join("copy.redb");
+    std::fs::copy(&path, &copy).unwrap();
+    let back = DurableTerrain::open(
+        RedbChunkDb::open(&copy).unwrap(),
+        TerrainConfig::default(),
+        Durability::Immediate,
+    )
+    .unwrap();
+    assert_eq!(back.terrain().sequence(), mirror.sequence());
+    assert!(voxels(back.terrain()) == voxels(&mirror));
+}
