@@ -149,7 +149,8 @@ impl ServerHandle {
 pub enum Hosted {
     /// Held in memory only (save it from [`ServerHandle::shutdown`]).
     Memory(Terrain),
-    /// Kept in a chunk database.
+    /// Kept in a chunk database: edits are committed deferred as they come and made durable in one
+    /// commit at the next tick, before their replies and their replication go out.
     Durable(DurableTerrain<Box<dyn ChunkDb>>),
 }
 
@@ -160,7 +161,8 @@ impl From<Terrain> for Hosted {
 }
 
 impl From<DurableTerrain<Box<dyn ChunkDb>>> for Hosted {
-    fn from(t: DurableTerrain<Box<dyn ChunkDb>>) -> Self {
+    fn from(mut t: DurableTerrain<Box<dyn ChunkDb>>) -> Self {
+        t.set_durability(voxterra::chunk_db::Durability::Deferred);
         Hosted::Durable(t)
     }
 }
@@ -187,6 +189,18 @@ impl Hosted {
                     EditRefused::Terrain
                 }
             }),
+        }
+    }
+
+    fn is_durable(&self) -> bool {
+        matches!(self, Hosted::Durable(_))
+    }
+
+    /// Commits what is pending at once and on disk; whether it went through.
+    fn flush(&mut self) -> bool {
+        match self {
+            Hosted::Memory(_) => true,
+            Hosted::Durable(d) => d.flush().map_err(|e| log::error!("a group commit failed: {e}")).is_ok(),
         }
     }
 
@@ -326,6 +340,8 @@ async fn own(
     let table = serde_json::to_vec(host.terrain().materials()).expect("a material table serializes");
     let period = Duration::from_secs_f32(1.0 / config.tick_hz.clamp(0.1, 1000.0));
     let mut tick = tokio::time::interval(period);
+    // Edits applied (deferred on a durable world) whose replies wait for the tick's commit.
+    let mut unconfirmed: Vec<(u64, u32, Result<u64, EditRefused>)> = Vec::new();
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let send = |slots: &BTreeMap<u64, Slot>, session: u64, f: &ServerFrame| {
         if let Some(s) = slots.get(&session) {
@@ -363,8 +379,13 @@ async fn own(
                     }
                     Cmd::Edit { session, id, brush } => {
                         let result = edit(&mut host, world.as_ref(), config.max_brush, &brush);
-                        send(&slots, session, &ServerFrame::EditReply { id, result });
-                        let _ = events.try_send(ServerEvent::Edit { session, result });
+                        if result.is_ok() && host.is_durable() {
+                            // Confirmed once the tick's one commit has it on disk.
+                            unconfirmed.push((session, id, result));
+                        } else {
+                            send(&slots, session, &ServerFrame::EditReply { id, result });
+                            let _ = events.try_send(ServerEvent::Edit { session, result });
+                        }
                     }
                     Cmd::Refuse { session, id, why } => {
                         send(&slots, session, &ServerFrame::EditReply { id, result: Err(why) });
@@ -394,6 +415,16 @@ async fn own(
             }
             _ = tick.tick() => {
                 let start = Instant::now();
+                // Group commit: the tick's edits reach the disk in one fsync before anyone is told
+                // of them, by a reply or a replication message.
+                if !unconfirmed.is_empty() {
+                    let committed = host.flush();
+                    for (session, id, result) in unconfirmed.drain(..) {
+                        let result = if committed { result } else { Err(EditRefused::Terrain) };
+                        send(&slots, session, &ServerFrame::EditReply { id, result });
+                        let _ = events.try_send(ServerEvent::Edit { session, result });
+                    }
+                }
                 let mut behind = Vec::new();
                 let expired: Vec<u64> = slots
                     .iter()
