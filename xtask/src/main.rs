@@ -28,6 +28,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "apply_message",
     "client_frame",
     "server_frame",
+    "chunk_record",
 ];
 
 fn root() -> PathBuf {

@@ -89,3 +89,19 @@ pub fn check_apply_message(data: &[u8]) {
         check(&mut c, &framed);
     }
 }
+
+/// A chunk record read from a database, arbitrary bytes: refused with a typed error, or decoded to
+/// voxels the world's table knows that encode to a record decoding to the same voxels.
+pub fn check_chunk_record(data: &[u8]) {
+    use crate::chunk_record::{CHUNK_VOXELS, decode_chunk, encode_chunk};
+    let key = voxterra_core::StoreChunkKey::new(0, 0, 0);
+    let table = MaterialTable::default();
+    let known = table.solid_mask() | table.liquid_mask() | 1;
+    let mut out = vec![Voxel::AIR; CHUNK_VOXELS];
+    if decode_chunk(key, data, &mut out, known).is_ok() {
+        assert!(out.iter().all(|v| known >> v.material().id() & 1 == 1), "only known materials");
+        let mut again = vec![Voxel::AIR; CHUNK_VOXELS];
+        decode_chunk(key, &encode_chunk(&out), &mut again, known).expect("a fresh record decodes");
+        assert!(again == out, "a decoded record re-encodes to the same voxels");
+    }
+}

@@ -178,3 +178,8 @@ fn a_full_disk_refuses_the_edit_and_loses_nothing_committed() {
     assert_eq!(back.terrain().sequence(), mirror.sequence());
     assert!(voxels(back.terrain()) == voxels(&mirror));
 }
+
+#[test]
+fn chunk_record_corpus() {
+    voxterra_test_support::replay_corpus("chunk_record", voxterra::fuzz::check_chunk_record);
+}
