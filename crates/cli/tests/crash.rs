@@ -75,7 +75,7 @@ fn import_export_info_and_verify_take_a_database() {
         dir.path().join("w.redb").to_str().unwrap().to_string(),
         dir.path().join("back.vxt").to_str().unwrap().to_string(),
     );
-    assert!(voxterra(&["gen", "--size", "64x32x64", "--out", file]).status.success());
+    assert!(voxterra(&["gen", "--size", "128x64x128", "--out", file]).status.success());
     let import = voxterra(&["import", file, "--db", &db]);
     assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
     // A second import onto the same database is refused; the database is unharmed.
@@ -89,6 +89,14 @@ fn import_export_info_and_verify_take_a_database() {
     let a: serde_json::Value = serde_json::from_slice(&voxterra(&["info", file, "--json"]).stdout).unwrap();
     let b: serde_json::Value = serde_json::from_slice(&voxterra(&["info", &back, "--json"]).stdout).unwrap();
     assert_eq!((&a["materials"], &a["bounds"]), (&b["materials"], &b["bounds"]));
+    // The demo and a picture start from it (and leave it as it was).
+    let before = voxterra(&["info", &db, "--json"]).stdout;
+    let demo = voxterra(&["demo", "--db", &db, "--bodies", "10", "--frames", "30", "--no-picture", "--json"]);
+    assert!(demo.status.success(), "{}", String::from_utf8_lossy(&demo.stderr));
+    let png = dir.path().join("r.png");
+    let render = voxterra(&["render", "--db", &db, "--resolution", "32x18", "--out", png.to_str().unwrap()]);
+    assert!(render.status.success(), "{}", String::from_utf8_lossy(&render.stderr));
+    assert!(voxterra(&["info", &db, "--json"]).stdout == before, "reading a database changed its world");
     // Damaged databases and foreign files: errors, no panics.
     let bytes = std::fs::read(&db).unwrap();
     let cut = dir.path().join("cut.redb");

@@ -20,6 +20,19 @@ use anyhow::Context;
 pub(crate) use report::DemoArgs;
 
 pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
+    // A world from a database: the scene is built on it, its size is the database's.
+    let mut args = args.clone();
+    if let Some(path) = &args.db {
+        let d = crate::db_cmd::open(path)?;
+        let extent = d.terrain().extent().context("the database's world is empty")?;
+        anyhow::ensure!(
+            extent.min() == voxterra::core::VoxelPos::new(0, 0, 0),
+            "the demo needs a world from the origin; the database's starts at {:?}",
+            extent.min()
+        );
+        args.size = extent.size();
+    }
+    let args = &args;
     if !args.no_picture {
         crate::limits::check_png_out(&args.out)?;
         crate::render::Picture::ensure_fits(args.resolution[0], args.resolution[1])?;

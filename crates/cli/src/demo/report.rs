@@ -24,7 +24,7 @@ pub(crate) enum View {
 }
 
 /// Arguments of `voxterra demo`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub(crate) struct DemoArgs {
     /// Bodies dropped (balls, boxes, capsules, convex rocks; the first 30 slide across a plaza).
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..=100_000))]
@@ -40,6 +40,11 @@ pub(crate) struct DemoArgs {
     /// the craters dug under them).
     #[arg(long, default_value = "512x128x512", value_parser = parse_size)]
     pub(crate) size: [u32; 3],
+    /// Start from the world in this chunk database (redb) instead of generating one; its size
+    /// replaces --size. Read only: the scene, the bodies and the craters live in memory and are
+    /// not written into the database.
+    #[arg(long, value_name = "DB")]
+    pub(crate) db: Option<PathBuf>,
     /// Worker threads (default: all cores; at most 256). The final state is the same for any count.
     #[arg(long, value_parser = crate::limits::parse_threads)]
     pub(crate) threads: Option<usize>,

@@ -75,8 +75,11 @@ pub(crate) fn chunk_collider(
 /// course built beside it and the overhang on the other side; edits then detach what they cut
 /// loose.
 pub(crate) fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza, Course, Overhang)> {
-    let mut t = Terrain::generate(&GenParams::new(args.seed, args.size), TerrainConfig::default())
-        .context("generating the world")?;
+    let mut t = match &args.db {
+        Some(path) => crate::db_cmd::open(path)?.into_parts().0,
+        None => Terrain::generate(&GenParams::new(args.seed, args.size), TerrainConfig::default())
+            .context("generating the world")?,
+    };
     let plaza = scene::build_plaza(&mut t, args.size)?;
     let course = scene::build_course(&mut t, &plaza)?;
     let overhang = scene::build_overhang(&mut t, &plaza)?;
