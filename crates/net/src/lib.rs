@@ -44,11 +44,13 @@ mod error;
 mod frames;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
+mod hosted;
 pub mod protocol;
 mod server;
 mod tls;
 
 pub use client::{Client, RegionCheck};
 pub use error::NetError;
-pub use server::{Hosted, ServerConfig, ServerEvent, ServerHandle, serve};
+pub use hosted::Hosted;
+pub use server::{ServerConfig, ServerEvent, ServerHandle, serve};
 pub use tls::{TlsClient, TlsServer};

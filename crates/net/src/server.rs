@@ -6,6 +6,7 @@
 
 use crate::error::NetError;
 use crate::frames::{read_frame, write_all};
+use crate::hosted::{Hosted, edit};
 use crate::protocol::{
     CLIENT_FRAME_MAX, ClientFrame, EditRefused, PROTOCOL_VERSION, RefusedWhy, ServerFrame,
     terrain_region_hash,
@@ -21,11 +22,10 @@ use tokio::io::AsyncRead;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use voxterra::chunk_db::ChunkDb;
 use voxterra::core::Aabb;
 use voxterra::core::nalgebra::Point3;
 use voxterra::replication::{ClientId, RegionKey, ReplicationConfig, ReplicationServer, ResendRequest};
-use voxterra::{Brush, BrushShape, DurableError, DurableTerrain, EditError, Terrain};
+use voxterra::{Brush, Terrain};
 
 /// How a [`serve`]d world is run.
 #[derive(Clone, Debug)]
@@ -141,79 +141,6 @@ impl ServerHandle {
         }
         self.accept.abort();
         self.owner.await.expect("the server's owner task does not panic")
-    }
-}
-
-/// The world a server owns: in memory, or kept in a chunk database where every edit is committed
-/// before its reply goes out.
-pub enum Hosted {
-    /// Held in memory only (save it from [`ServerHandle::shutdown`]).
-    Memory(Terrain),
-    /// Kept in a chunk database: edits are committed deferred as they come and made durable in one
-    /// commit at the next tick, before their replies and their replication go out.
-    Durable(DurableTerrain<Box<dyn ChunkDb>>),
-}
-
-impl From<Terrain> for Hosted {
-    fn from(t: Terrain) -> Self {
-        Hosted::Memory(t)
-    }
-}
-
-impl From<DurableTerrain<Box<dyn ChunkDb>>> for Hosted {
-    fn from(mut t: DurableTerrain<Box<dyn ChunkDb>>) -> Self {
-        t.set_durability(voxterra::chunk_db::Durability::Deferred);
-        Hosted::Durable(t)
-    }
-}
-
-impl Hosted {
-    fn terrain(&self) -> &Terrain {
-        match self {
-            Hosted::Memory(t) => t,
-            Hosted::Durable(d) => d.terrain(),
-        }
-    }
-
-    fn apply_brush(&mut self, brush: &Brush) -> Result<(), EditRefused> {
-        let refused = |e: &EditError| match e {
-            EditError::InvalidBrush(_) | EditError::BadMaterial(_) => EditRefused::Invalid,
-            _ => EditRefused::Terrain,
-        };
-        match self {
-            Hosted::Memory(t) => t.apply_brush(brush).map(drop).map_err(|e| refused(&e)),
-            Hosted::Durable(d) => d.apply_brush(brush).map(drop).map_err(|e| match e {
-                DurableError::Edit(e) => refused(&e),
-                other => {
-                    log::error!("an edit was not committed: {other}");
-                    EditRefused::Terrain
-                }
-            }),
-        }
-    }
-
-    fn is_durable(&self) -> bool {
-        matches!(self, Hosted::Durable(_))
-    }
-
-    /// Commits what is pending at once and on disk; whether it went through.
-    fn flush(&mut self) -> bool {
-        match self {
-            Hosted::Memory(_) => true,
-            Hosted::Durable(d) => d.flush().map_err(|e| log::error!("a group commit failed: {e}")).is_ok(),
-        }
-    }
-
-    fn into_terrain(self) -> Terrain {
-        match self {
-            Hosted::Memory(t) => t,
-            Hosted::Durable(mut d) => {
-                if let Err(e) = d.flush() {
-                    log::error!("the last commit failed: {e}");
-                }
-                d.into_parts().0
-            }
-        }
     }
 }
 
@@ -495,30 +422,6 @@ fn new_session(slots: &BTreeMap<u64, Slot>) -> u64 {
             return s;
         }
     }
-}
-
-/// Validates and applies one edit request.
-fn edit(host: &mut Hosted, world: Option<&Aabb>, max: f32, brush: &Brush) -> Result<u64, EditRefused> {
-    let (lo, hi, size) = match brush.shape {
-        BrushShape::Sphere { center, radius } => {
-            (center.map(|c| c - radius), center.map(|c| c + radius), radius)
-        }
-        BrushShape::Box { min, max } => (min, max, ((max - min) / 2.0).amax()),
-        BrushShape::Capsule { a, b, radius } => {
-            (a.inf(&b).map(|c| c - radius), a.sup(&b).map(|c| c + radius), radius + (b - a).norm() / 2.0)
-        }
-    };
-    if !(lo.iter().chain(hi.iter()).all(|c| c.is_finite()) && size.is_finite()) {
-        return Err(EditRefused::Invalid);
-    }
-    if size > max {
-        return Err(EditRefused::TooLarge);
-    }
-    if !world.is_some_and(|w| w.contains(&Aabb::new(lo, hi))) {
-        return Err(EditRefused::OutsideWorld);
-    }
-    host.apply_brush(brush)?;
-    Ok(host.terrain().sequence())
 }
 
 /// One connection: the handshake, then its frames until it leaves, errs or idles out.
