@@ -9,7 +9,7 @@ use voxterra::{Brush, BrushShape, DurableError, DurableTerrain, EditError, Terra
 /// The world a server owns: in memory, or kept in a chunk database where every edit is committed
 /// before its reply goes out.
 pub enum Hosted {
-    /// Held in memory only (save it from [`ServerHandle::shutdown`]).
+    /// Held in memory only (save it from [`ServerHandle::shutdown`](crate::ServerHandle::shutdown)).
     Memory(Terrain),
     /// Kept in a chunk database: edits are committed deferred as they come and made durable in one
     /// commit at the next tick, before their replies and their replication go out.
