@@ -1,7 +1,7 @@
 //! A chunk's record in a chunk database: magic, the CRC-32 of the block, the codec's block of the
 //! chunk's 32³ voxels.
 
-use crate::durable::DurableError;
+use crate::error::DurableError;
 use voxterra_codec::block::{decode_block, encode_voxels};
 use voxterra_codec::{BlockScratch, Compression};
 use voxterra_core::{StoreChunkKey, Voxel};

@@ -2,11 +2,11 @@
 
 use crate::chunk_record::{CHUNK_VOXELS, decode_chunk, encode_chunk};
 use crate::config::TerrainConfig;
-use crate::error::{ConfigError, DeltaError, EditError};
+use crate::error::DurableError;
 use crate::terrain::{EditReport, Terrain};
 use crate::{Brush, LoadError};
 use std::collections::BTreeSet;
-use voxterra_chunk_db::{Batch, ChunkDb, ChunkDbError, Durability};
+use voxterra_chunk_db::{Batch, ChunkDb, Durability};
 use voxterra_core::{MaterialTable, StoreChunkKey, Voxel, VoxelRead};
 use voxterra_voxel_store::VoxelStore;
 
@@ -16,44 +16,6 @@ pub const META_SEQUENCE: &str = "sequence";
 pub const META_MATERIALS: &str = "materials";
 /// Metadata: the voxel size (f32, little-endian).
 pub const META_VOXEL_SIZE: &str = "voxel_size";
-
-/// Why a durable terrain operation failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DurableError {
-    /// The database failed; what was not committed is not acknowledged.
-    #[error(transparent)]
-    Db(#[from] ChunkDbError),
-    /// The edit was refused (nothing changed).
-    #[error(transparent)]
-    Edit(#[from] EditError),
-    /// The delta was refused (nothing changed).
-    #[error(transparent)]
-    Delta(#[from] DeltaError),
-    /// The stored world does not make a terrain.
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    /// A metadata entry is missing or malformed.
-    #[error("the database's {0:?} entry is missing or malformed")]
-    Meta(&'static str),
-    /// A chunk record whose checksum or contents are wrong.
-    #[error("chunk {key:?}: damaged record ({why})")]
-    DamagedChunk {
-        /// The chunk.
-        key: [i32; 3],
-        /// What is wrong.
-        why: String,
-    },
-    /// [`DurableTerrain::create`] on a database that holds chunks already.
-    #[error("the database holds a world already")]
-    NotEmpty,
-}
-
-impl From<ConfigError> for DurableError {
-    fn from(e: ConfigError) -> Self {
-        DurableError::Load(e.into())
-    }
-}
 
 /// A terrain kept in a chunk database ([`voxterra_chunk_db::RedbChunkDb`], or any [`ChunkDb`]):
 /// every edit, undo, redo and applied delta made through it is committed before it returns, so

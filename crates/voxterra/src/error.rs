@@ -5,6 +5,7 @@
 
 use crate::brush::Brush;
 use voxterra_bit_broadphase::{BroadphaseError, InvalidMasks};
+use voxterra_chunk_db::ChunkDbError;
 use voxterra_codec::{SnapshotError, TerrainFileError};
 use voxterra_core::CoreError;
 use voxterra_mesher::MeshError;
@@ -209,4 +210,42 @@ pub enum InvalidTerrain {
     /// The delta log's numbering or byte count.
     #[error("delta log: {0}")]
     DeltaLog(&'static str),
+}
+
+/// Why a durable terrain operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurableError {
+    /// The database failed; what was not committed is not acknowledged.
+    #[error(transparent)]
+    Db(#[from] ChunkDbError),
+    /// The edit was refused (nothing changed).
+    #[error(transparent)]
+    Edit(#[from] EditError),
+    /// The delta was refused (nothing changed).
+    #[error(transparent)]
+    Delta(#[from] DeltaError),
+    /// The stored world does not make a terrain.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A metadata entry is missing or malformed.
+    #[error("the database's {0:?} entry is missing or malformed")]
+    Meta(&'static str),
+    /// A chunk record whose checksum or contents are wrong.
+    #[error("chunk {key:?}: damaged record ({why})")]
+    DamagedChunk {
+        /// The chunk.
+        key: [i32; 3],
+        /// What is wrong.
+        why: String,
+    },
+    /// [`DurableTerrain::create`](crate::DurableTerrain::create) on a database that holds chunks already.
+    #[error("the database holds a world already")]
+    NotEmpty,
+}
+
+impl From<ConfigError> for DurableError {
+    fn from(e: ConfigError) -> Self {
+        DurableError::Load(e.into())
+    }
 }

@@ -166,11 +166,10 @@ pub use config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS,
     DetachConfig, TerrainConfig,
 };
-pub use durable::{
-    DurableError, DurableTerrain, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE, write_world,
-};
+pub use durable::{DurableTerrain, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE, write_world};
 pub use error::{
-    ConfigError, DeltaError, EditError, HistoryStep, InvalidTerrain, LoadError, QueryError, TerrainError,
+    ConfigError, DeltaError, DurableError, EditError, HistoryStep, InvalidTerrain, LoadError, QueryError,
+    TerrainError,
 };
 pub use readiness::{PrepareBudget, Readiness};
 pub use terrain::{EditReport, HistoryStats, Terrain};
