@@ -18,6 +18,13 @@ pub enum ChunkDbError {
         /// What gave it away.
         why: String,
     },
+    /// A database not closed cleanly (its writer crashed), opened read-only: opening it for
+    /// writing once repairs it from its last commit.
+    #[error("{0}: not closed cleanly; open it for writing once to repair it")]
+    NeedsRepair(PathBuf),
+    /// A commit or repair through a database opened read-only.
+    #[error("{0}: opened read-only")]
+    ReadOnly(PathBuf),
     /// `create` on a path that already holds a file.
     #[error("{0}: a file is there already")]
     Exists(PathBuf),

@@ -2,7 +2,10 @@
 
 use crate::error::store;
 use crate::{Batch, ChunkDb, ChunkDbError, Durability};
-use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition, TableError};
+use redb::{
+    Database, DatabaseError, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable,
+    TableDefinition, TableError,
+};
 use std::path::{Path, PathBuf};
 use voxterra_core::StoreChunkKey;
 
@@ -15,10 +18,26 @@ const FORMAT_KEY: &str = "format";
 const FORMAT: &[u8] = b"voxterra-chunk-db 1";
 
 /// A chunk database in one redb file: one writer at a time (a second opener, in this process or
-/// another, is [`ChunkDbError::Locked`]), readers see the last committed state.
+/// another, is [`ChunkDbError::Locked`]), or any number of read-only openers
+/// ([`open_read_only`](Self::open_read_only)) when no writer has it; reads see the last committed
+/// state.
 pub struct RedbChunkDb {
-    db: Database,
+    db: Handle,
     path: PathBuf,
+}
+
+enum Handle {
+    Write(Database),
+    Read(ReadOnlyDatabase),
+}
+
+impl Handle {
+    fn begin_read(&self) -> Result<ReadTransaction, ChunkDbError> {
+        match self {
+            Handle::Write(d) => d.begin_read().map_err(store),
+            Handle::Read(d) => d.begin_read().map_err(store),
+        }
+    }
 }
 
 impl std::fmt::Debug for RedbChunkDb {
@@ -27,9 +46,10 @@ impl std::fmt::Debug for RedbChunkDb {
     }
 }
 
-fn opened(path: &Path, r: Result<Database, DatabaseError>) -> Result<Database, ChunkDbError> {
-    r.map_err(|e| match e {
+fn open_error(path: &Path, e: DatabaseError) -> ChunkDbError {
+    match e {
         DatabaseError::DatabaseAlreadyOpen => ChunkDbError::Locked(path.to_path_buf()),
+        DatabaseError::RepairAborted => ChunkDbError::NeedsRepair(path.to_path_buf()),
         DatabaseError::UpgradeRequired(v) => {
             ChunkDbError::Foreign { path: path.to_path_buf(), why: format!("redb file format {v}") }
         }
@@ -37,7 +57,7 @@ fn opened(path: &Path, r: Result<Database, DatabaseError>) -> Result<Database, C
             ChunkDbError::Foreign { path: path.to_path_buf(), why }
         }
         other => store(other),
-    })
+    }
 }
 
 impl RedbChunkDb {
@@ -47,19 +67,34 @@ impl RedbChunkDb {
         if path.exists() {
             return Err(ChunkDbError::Exists(path.to_path_buf()));
         }
-        let db = opened(path, Database::create(path))?;
+        let db = Database::create(path).map_err(|e| open_error(path, e))?;
         let txn = db.begin_write().map_err(store)?;
         {
             txn.open_table(CHUNKS).map_err(store)?;
             txn.open_table(META).map_err(store)?.insert(FORMAT_KEY, FORMAT).map_err(store)?;
         }
         txn.commit().map_err(store)?;
-        Ok(RedbChunkDb { db, path: path.to_path_buf() })
+        Ok(RedbChunkDb { db: Handle::Write(db), path: path.to_path_buf() })
     }
 
-    /// The database at `path`, checked to be a voxterra chunk database.
+    /// The database at `path`, checked to be a voxterra chunk database, for reading and writing.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ChunkDbError> {
         let path = path.as_ref();
+        Self::checked(path, |p| Database::open(p).map(Handle::Write))
+    }
+
+    /// The database at `path`, for reading only: several processes may read it at once (none
+    /// while a writer has it), and a file without write permission opens; commits are
+    /// [`ChunkDbError::ReadOnly`].
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, ChunkDbError> {
+        let path = path.as_ref();
+        Self::checked(path, |p| ReadOnlyDatabase::open(p).map(Handle::Read))
+    }
+
+    fn checked(
+        path: &Path,
+        open: impl FnOnce(&Path) -> Result<Handle, DatabaseError> + std::panic::UnwindSafe,
+    ) -> Result<Self, ChunkDbError> {
         if !path.is_file() {
             return Err(
                 std::io::Error::new(std::io::ErrorKind::NotFound, format!("{}", path.display())).into()
@@ -67,11 +102,12 @@ impl RedbChunkDb {
         }
         // Should redb assert rather than err on a damaged file (its older releases did on files
         // cut or padded outside it), that is damage in a file handed to us: an error, not a panic.
-        let open = std::panic::catch_unwind(|| Database::open(path)).map_err(|_| ChunkDbError::Foreign {
+        let handle = std::panic::catch_unwind(|| open(path)).map_err(|_| ChunkDbError::Foreign {
             path: path.to_path_buf(),
             why: "damaged: shorter than its header says, or its pages disagree".into(),
         })?;
-        let db = RedbChunkDb { db: opened(path, open)?, path: path.to_path_buf() };
+        let handle = handle.map_err(|e| open_error(path, e))?;
+        let db = RedbChunkDb { db: handle, path: path.to_path_buf() };
         let foreign = |why: &str| ChunkDbError::Foreign { path: path.to_path_buf(), why: why.into() };
         match db.meta(FORMAT_KEY) {
             Ok(Some(f)) if f == FORMAT => Ok(db),
@@ -93,7 +129,10 @@ impl RedbChunkDb {
     /// Checks every page's checksum; `Ok(false)` when damage was found (and repaired from the last
     /// good commit where redb could).
     pub fn check_integrity(&mut self) -> Result<bool, ChunkDbError> {
-        self.db.check_integrity().map_err(store)
+        match &mut self.db {
+            Handle::Write(d) => d.check_integrity().map_err(store),
+            Handle::Read(_) => Err(ChunkDbError::ReadOnly(self.path.clone())),
+        }
     }
 
     /// The file's size, bytes.
@@ -111,7 +150,7 @@ fn missing_table(e: TableError) -> Result<(), ChunkDbError> {
 
 impl ChunkDb for RedbChunkDb {
     fn chunk(&self, key: StoreChunkKey) -> Result<Option<Vec<u8>>, ChunkDbError> {
-        let txn = self.db.begin_read().map_err(store)?;
+        let txn = self.db.begin_read()?;
         let table = match txn.open_table(CHUNKS) {
             Ok(t) => t,
             Err(e) => return missing_table(e).map(|()| None),
@@ -120,7 +159,7 @@ impl ChunkDb for RedbChunkDb {
     }
 
     fn keys(&self) -> Result<Vec<StoreChunkKey>, ChunkDbError> {
-        let txn = self.db.begin_read().map_err(store)?;
+        let txn = self.db.begin_read()?;
         let table = match txn.open_table(CHUNKS) {
             Ok(t) => t,
             Err(e) => return missing_table(e).map(|()| Vec::new()),
@@ -135,13 +174,14 @@ impl ChunkDb for RedbChunkDb {
     }
 
     fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, ChunkDbError> {
-        let txn = self.db.begin_read().map_err(store)?;
+        let txn = self.db.begin_read()?;
         let table = txn.open_table(META).map_err(store)?;
         Ok(table.get(name).map_err(store)?.map(|v| v.value().to_vec()))
     }
 
     fn commit(&mut self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError> {
-        let mut txn = self.db.begin_write().map_err(store)?;
+        let Handle::Write(db) = &self.db else { return Err(ChunkDbError::ReadOnly(self.path.clone())) };
+        let mut txn = db.begin_write().map_err(store)?;
         txn.set_durability(match durability {
             Durability::Immediate => redb::Durability::Immediate,
             Durability::Deferred => redb::Durability::None,

@@ -124,15 +124,21 @@ fn a_read_only_file_is_an_error_and_keeps_its_contents() {
         let batch = Batch { chunks: vec![(StoreChunkKey::new(1, 2, 3), record(1))], ..Batch::default() };
         db.commit(batch, Durability::Immediate).unwrap();
     }
-    let before = std::fs::read(&path).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
     // Root ignores file modes; elsewhere opening for writing is refused.
     if let Err(e) = RedbChunkDb::open(&path) {
         assert!(matches!(e, ChunkDbError::Store(_) | ChunkDbError::Io(_)), "{e}");
     }
+    // Opened read-only it reads, and refuses to commit.
+    let mut ro = RedbChunkDb::open_read_only(&path).unwrap();
+    assert_eq!(ro.keys().unwrap(), vec![StoreChunkKey::new(1, 2, 3)]);
+    assert!(matches!(ro.commit(Batch::default(), Durability::Immediate), Err(ChunkDbError::ReadOnly(_))));
+    // Two readers at once; no writer beside them.
+    let other = RedbChunkDb::open_read_only(&path).unwrap();
+    assert_eq!(other.chunk(StoreChunkKey::new(1, 2, 3)).unwrap(), Some(record(1)));
+    drop((ro, other));
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     let db = RedbChunkDb::open(&path).unwrap();
     assert_eq!(db.keys().unwrap(), vec![StoreChunkKey::new(1, 2, 3)]);
-    drop(db);
-    let _ = before;
+    assert!(matches!(RedbChunkDb::open_read_only(&path), Err(ChunkDbError::Locked(_))));
 }

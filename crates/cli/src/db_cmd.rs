@@ -57,7 +57,7 @@ pub(crate) struct ExportArgs {
 }
 
 pub(crate) fn export(args: &ExportArgs) -> anyhow::Result<()> {
-    let d = open(&args.db)?;
+    let d = open_read(&args.db)?;
     d.terrain().save(&args.out).with_context(|| format!("writing {}", args.out.display()))?;
     println!("{} chunks into {}", d.terrain().store().chunk_count(), args.out.display());
     Ok(())
@@ -65,6 +65,26 @@ pub(crate) fn export(args: &ExportArgs) -> anyhow::Result<()> {
 
 pub(crate) fn open(path: &Path) -> anyhow::Result<DurableTerrain<RedbChunkDb>> {
     let db = RedbChunkDb::open(path).with_context(|| format!("opening {}", path.display()))?;
+    DurableTerrain::open(db, TerrainConfig::default(), Durability::Immediate)
+        .with_context(|| format!("loading the world in {}", path.display()))
+}
+
+/// The database at `path` for reading only (several readers may share it); one its writer left
+/// uncleanly is opened for writing once, which repairs it from its last commit.
+fn open_db_read(path: &Path) -> anyhow::Result<RedbChunkDb> {
+    let db = match RedbChunkDb::open_read_only(path) {
+        Err(voxterra::chunk_db::ChunkDbError::NeedsRepair(_)) => {
+            drop(RedbChunkDb::open(path)?);
+            RedbChunkDb::open_read_only(path)
+        }
+        other => other,
+    };
+    db.with_context(|| format!("opening {}", path.display()))
+}
+
+/// The world in the database at `path`, opened for reading only.
+pub(crate) fn open_read(path: &Path) -> anyhow::Result<DurableTerrain<RedbChunkDb>> {
+    let db = open_db_read(path)?;
     DurableTerrain::open(db, TerrainConfig::default(), Durability::Immediate)
         .with_context(|| format!("loading the world in {}", path.display()))
 }
@@ -160,6 +180,7 @@ pub(crate) fn edit_soak(args: &EditSoakArgs) -> anyhow::Result<()> {
 
 /// Rebuilds the soak's world plus the edits the database holds, and compares every chunk.
 fn soak_check(path: &Path) -> anyhow::Result<()> {
+    // For writing: after a crash the database repairs itself on its first open, as at a restart.
     let d = open(path)?;
     let world: SoakWorld =
         serde_json::from_slice(&d.db().meta(META_SOAK_WORLD)?.context("no soak_world entry")?)?;
@@ -226,7 +247,7 @@ struct DbInfo {
 
 /// `voxterra info` on a chunk database.
 pub(crate) fn info(path: &Path, json: bool) -> anyhow::Result<()> {
-    let db = RedbChunkDb::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let db = open_db_read(path)?;
     let table: voxterra::core::MaterialTable =
         serde_json::from_slice(&db.meta(voxterra::META_MATERIALS)?.context("no material table")?)?;
     let known = table.solid_mask() | table.liquid_mask() | 1;

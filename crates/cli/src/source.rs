@@ -13,7 +13,7 @@ pub(crate) struct WorldSource {
     #[arg(long = "in", value_name = "FILE")]
     pub(crate) input: Option<PathBuf>,
     /// Read the world from this chunk database (redb). `serve` commits every edit to it before
-    /// answering; the other commands only read it.
+    /// answering; the other commands open it read-only (several at once, none beside a writer).
     #[arg(long, value_name = "DB", conflicts_with_all = ["input", "size", "seed"])]
     pub(crate) db: Option<PathBuf>,
     /// Size of the generated world, X×Y×Z.
@@ -29,7 +29,7 @@ impl WorldSource {
     /// `quiet`).
     pub(crate) fn terrain(&self, quiet: bool) -> anyhow::Result<Terrain> {
         if let Some(path) = &self.db {
-            return Ok(crate::db_cmd::open(path)?.into_parts().0);
+            return Ok(crate::db_cmd::open_read(path)?.into_parts().0);
         }
         let (what, unit) =
             if self.input.is_some() { ("loading   ", "chunks") } else { ("generating", "tiles") };

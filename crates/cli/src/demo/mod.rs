@@ -23,7 +23,7 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
     // A world from a database: the scene is built on it, its size is the database's.
     let mut args = args.clone();
     if let Some(path) = &args.db {
-        let d = crate::db_cmd::open(path)?;
+        let d = crate::db_cmd::open_read(path)?;
         let extent = d.terrain().extent().context("the database's world is empty")?;
         anyhow::ensure!(
             extent.min() == voxterra::core::VoxelPos::new(0, 0, 0),

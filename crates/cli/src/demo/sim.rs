@@ -76,7 +76,7 @@ pub(crate) fn chunk_collider(
 /// loose.
 pub(crate) fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza, Course, Overhang)> {
     let mut t = match &args.db {
-        Some(path) => crate::db_cmd::open(path)?.into_parts().0,
+        Some(path) => crate::db_cmd::open_read(path)?.into_parts().0,
         None => Terrain::generate(&GenParams::new(args.seed, args.size), TerrainConfig::default())
             .context("generating the world")?,
     };
