@@ -190,25 +190,17 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
             mib(summary.dense_bytes as f64)
         );
         println!("time       {:.2} s on {} threads", seconds, summary.threads);
-        if let Some(s) = &summary.saved {
-            println!(
-                "saved      {} ({:.2} MiB, {} chunks, {:.4} bytes per non-empty voxel) in {:.2} s",
-                s.file,
-                mib(s.bytes as f64),
-                s.chunks,
-                s.bytes_per_non_empty_voxel,
-                s.seconds
-            );
-        }
-        if let Some(s) = &summary.db {
-            println!(
-                "database   {} ({:.2} MiB, {} chunks, {:.4} bytes per non-empty voxel) in {:.2} s",
-                s.file,
-                mib(s.bytes as f64),
-                s.chunks,
-                s.bytes_per_non_empty_voxel,
-                s.seconds
-            );
+        for (label, written) in [("saved   ", &summary.saved), ("database", &summary.db)] {
+            if let Some(s) = written {
+                println!(
+                    "{label}   {} ({:.2} MiB, {} chunks, {:.4} bytes per non-empty voxel) in {:.2} s",
+                    s.file,
+                    mib(s.bytes as f64),
+                    s.chunks,
+                    s.bytes_per_non_empty_voxel,
+                    s.seconds
+                );
+            }
         }
     }
     Ok(())

@@ -13,10 +13,17 @@ fn voxterra() -> Command {
     c
 }
 
-/// Starts `voxterra serve` with `extra` flags; the child and the address it printed.
+/// Starts `voxterra serve` on a small generated world with `extra` flags; the child and the
+/// address it printed.
 fn serve(extra: &[&str]) -> (Child, String, BufReader<std::process::ChildStdout>) {
+    serve_world(&["--size", "96x48x96"], extra)
+}
+
+/// Starts `voxterra serve` on the world `world` names (flags) with `extra` flags.
+fn serve_world(world: &[&str], extra: &[&str]) -> (Child, String, BufReader<std::process::ChildStdout>) {
     let mut child = voxterra()
-        .args(["serve", "--size", "96x48x96", "--listen", "127.0.0.1:0"])
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(world)
         .args(extra)
         .stdout(Stdio::piped())
         .spawn()
@@ -101,15 +108,7 @@ fn served_from_a_chunk_database_every_confirmed_edit_is_in_it() {
     let db = db.to_str().unwrap();
     let made = voxterra().args(["gen", "--size", "96x48x96", "--db", db, "--json"]).output().unwrap();
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let mut child = voxterra()
-        .args(["serve", "--db", db, "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("listening on ").unwrap().to_string();
+    let (mut child, addr, _out) = serve_world(&["--db", db], &[]);
     let report = join(&addr, &[]);
     let confirmed = report["edits_confirmed"].as_u64().unwrap();
     assert!(confirmed > 0, "{report}");

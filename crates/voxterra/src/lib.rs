@@ -14,11 +14,13 @@
 //! | [`narrowphase`] | voxterra-narrowphase | contacts between convex shapes and triangle sets, manifolds of at most 4 points |
 //! | [`dynamic_aabb_tree`] | voxterra-dynamic-aabb-tree | the broadphase between moving bodies |
 //! | [`worldgen`] | voxterra-worldgen | deterministic procedural worlds (the default content) |
+//! | [`chunk_db`] | voxterra-chunk-db | a world's chunk records in a transactional database (redb) |
 //!
 //! [`Terrain`] is the value a game holds: the voxels, the material table, the voxel size (the
 //! one factor between world units and voxel indices), the terrain broadphase's masks kept current by every edit, and an undo
 //! history of RLE snapshots. Brushes (sphere, box, capsule; add, subtract, paint, smooth), fills
 //! and voxel writes report the dirty region and the physics chunks whose masks they rebuilt.
+//! [`DurableTerrain`] keeps one in a chunk database, each edit committed before it returns.
 //!
 //! ```
 //! use voxterra::prelude::*;

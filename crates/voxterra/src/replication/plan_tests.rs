@@ -13,14 +13,8 @@ use voxterra_worldgen::GenParams;
 /// stored chunk, sorted as [`due`] sorts.
 fn walk(c: &ClientState, terrain: &Terrain, config: &ReplicationConfig) -> Vec<Kind> {
     let scale = terrain.scale();
-    let mut due: Vec<(f32, u8, Kind)> = Vec::new();
-    for (&k, b) in &c.stale {
-        let o = Point3::new(k.x, k.y, k.z) * 16;
-        let min = (b.min() - o).map(|c| c as u8);
-        let size = b.size().map(|s| s as u8);
-        let patch = Kind::Patch(k, BlockBox { min: Point3::from(min), size });
-        due.push((distance(&c.viewers, scale, &region_of(k)), 0, patch));
-    }
+    // Patches are not planned: the reference takes them as the planner does.
+    let mut due = patches(c, scale);
     if let Some(extent) = terrain.extent() {
         let grown = Region::new(extent.min(), extent.max() + Vector3::new(0, 16, 0)).unwrap();
         for k in RegionKey::range(&grown).unwrap().iter() {

@@ -368,6 +368,21 @@ fn mip_level(config: &ReplicationConfig, d: f32) -> Option<u32> {
     (1..=3u32).find(|&l| d <= config.mip_radii[l as usize - 1])
 }
 
+/// The patches of a client's stale regions, each with its distance from the nearest viewer and
+/// its class (0: before full regions and mips at the same distance).
+fn patches(c: &ClientState, scale: VoxelScale) -> Vec<(f32, u8, Kind)> {
+    c.stale
+        .iter()
+        .map(|(&k, b)| {
+            let o = Point3::new(k.x, k.y, k.z) * 16;
+            let min = (b.min() - o).map(|c| c as u8);
+            let size = b.size().map(|s| s as u8);
+            let patch = Kind::Patch(k, BlockBox { min: Point3::from(min), size });
+            (distance(&c.viewers, scale, &region_of(k)), 0, patch)
+        })
+        .collect()
+}
+
 /// What is due for a client, nearest a viewer first: patches of stale regions, missing full
 /// regions, missing or coarser mips. Regions and mips come from the client's [`Plan`], made
 /// again when a viewer leaves its slack.
@@ -378,14 +393,7 @@ fn due(c: &mut ClientState, terrain: &Terrain, config: &ReplicationConfig) -> Ve
         _ => make_plan(c, terrain, config),
     };
     let viewers = &c.viewers;
-    let mut due: Vec<(f32, u8, Kind)> = Vec::new();
-    for (&k, b) in &c.stale {
-        let o = Point3::new(k.x, k.y, k.z) * 16;
-        let min = (b.min() - o).map(|c| c as u8);
-        let size = b.size().map(|s| s as u8);
-        let patch = Kind::Patch(k, BlockBox { min: Point3::from(min), size });
-        due.push((distance(viewers, scale, &region_of(k)), 0, patch));
-    }
+    let mut due = patches(c, scale);
     plan.regions.retain(|k| !c.full.contains(k) && !c.stale.contains_key(k));
     for &k in &plan.regions {
         let d = distance(viewers, scale, &region_of(k));
