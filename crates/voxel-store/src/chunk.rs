@@ -103,4 +103,11 @@ impl<'a> ChunkRef<'a> {
     pub fn allocated_rows(&self) -> usize {
         self.chunk.level0.allocated_rows()
     }
+
+    /// Heap bytes the chunk holds, level 0 and mips (what [`StoreStats`](crate::StoreStats)
+    /// counts for it, the hash table aside).
+    pub fn heap_bytes(&self) -> usize {
+        let (v, m) = self.chunk.heap_bytes();
+        v + m
+    }
 }

@@ -29,6 +29,6 @@ mod generate;
 mod params;
 mod terrain_model;
 
-pub use generate::{GenStats, generate};
+pub use generate::{GenStats, generate, generate_region};
 pub use params::{GenError, GenParams};
 pub use terrain_model::{Biome, Column, TerrainModel};
