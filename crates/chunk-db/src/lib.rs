@@ -63,7 +63,7 @@ pub struct Batch {
 /// What a terrain needs of the storage under it: chunk records by key, metadata by name, and
 /// atomic commits. Implemented by [`RedbChunkDb`]; a networked store can stand behind the same
 /// trait.
-pub trait ChunkDb: Send {
+pub trait ChunkDb: Send + Sync {
     /// The record of chunk `key`, `None` when it was never stored.
     fn chunk(&self, key: StoreChunkKey) -> Result<Option<Vec<u8>>, ChunkDbError>;
     /// Every stored chunk's key, sorted by (y, z, x).
@@ -71,7 +71,8 @@ pub trait ChunkDb: Send {
     /// The metadata entry `name`.
     fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, ChunkDbError>;
     /// Writes `batch` in one transaction: after a crash, either all of it or none of it is there.
-    fn commit(&mut self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError>;
+    /// Reads from other threads go on meanwhile and see the batch whole once it returns.
+    fn commit(&self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError>;
 }
 
 impl<T: ChunkDb + ?Sized> ChunkDb for Box<T> {
@@ -84,7 +85,22 @@ impl<T: ChunkDb + ?Sized> ChunkDb for Box<T> {
     fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, ChunkDbError> {
         (**self).meta(name)
     }
-    fn commit(&mut self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError> {
+    fn commit(&self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError> {
+        (**self).commit(batch, durability)
+    }
+}
+
+impl<T: ChunkDb + ?Sized> ChunkDb for std::sync::Arc<T> {
+    fn chunk(&self, key: StoreChunkKey) -> Result<Option<Vec<u8>>, ChunkDbError> {
+        (**self).chunk(key)
+    }
+    fn keys(&self) -> Result<Vec<StoreChunkKey>, ChunkDbError> {
+        (**self).keys()
+    }
+    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, ChunkDbError> {
+        (**self).meta(name)
+    }
+    fn commit(&self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError> {
         (**self).commit(batch, durability)
     }
 }

@@ -179,7 +179,7 @@ impl ChunkDb for RedbChunkDb {
         Ok(table.get(name).map_err(store)?.map(|v| v.value().to_vec()))
     }
 
-    fn commit(&mut self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError> {
+    fn commit(&self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError> {
         let Handle::Write(db) = &self.db else { return Err(ChunkDbError::ReadOnly(self.path.clone())) };
         let mut txn = db.begin_write().map_err(store)?;
         txn.set_durability(match durability {

@@ -27,7 +27,7 @@ proptest! {
         let path = dir.path().join("w.redb");
         let mut model: BTreeMap<StoreChunkKey, u64> = BTreeMap::new();
         {
-            let mut db = RedbChunkDb::create(&path).unwrap();
+            let db = RedbChunkDb::create(&path).unwrap();
             for (i, (writes, deferred)) in batches.iter().enumerate() {
                 let mut batch = Batch::default();
                 for &(x, y, z, seed, remove) in writes {
@@ -90,7 +90,7 @@ fn foreign_truncated_and_missing_files_are_typed_errors() {
     // A database cut short.
     let path = dir.path().join("w.redb");
     {
-        let mut db = RedbChunkDb::create(&path).unwrap();
+        let db = RedbChunkDb::create(&path).unwrap();
         let mut batch = Batch::default();
         for x in 0..20 {
             batch.chunks.push((StoreChunkKey::new(x, 0, 0), record(x as u64)));
@@ -120,7 +120,7 @@ fn a_read_only_file_is_an_error_and_keeps_its_contents() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.redb");
     {
-        let mut db = RedbChunkDb::create(&path).unwrap();
+        let db = RedbChunkDb::create(&path).unwrap();
         let batch = Batch { chunks: vec![(StoreChunkKey::new(1, 2, 3), record(1))], ..Batch::default() };
         db.commit(batch, Durability::Immediate).unwrap();
     }
@@ -130,7 +130,7 @@ fn a_read_only_file_is_an_error_and_keeps_its_contents() {
         assert!(matches!(e, ChunkDbError::Store(_) | ChunkDbError::Io(_)), "{e}");
     }
     // Opened read-only it reads, and refuses to commit.
-    let mut ro = RedbChunkDb::open_read_only(&path).unwrap();
+    let ro = RedbChunkDb::open_read_only(&path).unwrap();
     assert_eq!(ro.keys().unwrap(), vec![StoreChunkKey::new(1, 2, 3)]);
     assert!(matches!(ro.commit(Batch::default(), Durability::Immediate), Err(ChunkDbError::ReadOnly(_))));
     // Two readers at once; no writer beside them.

@@ -153,7 +153,7 @@ pub(crate) fn edit_soak(args: &EditSoakArgs) -> anyhow::Result<()> {
         let part = args.db.with_extension("redb.part");
         let _ = std::fs::remove_file(&part);
         let d = DurableTerrain::create(terrain, RedbChunkDb::create(&part)?, Durability::Immediate)?;
-        let (terrain, mut db) = d.into_parts();
+        let (terrain, db) = d.into_parts();
         let meta = vec![
             (META_SOAK_WORLD.to_string(), serde_json::to_vec(&world)?),
             (META_EDITS.to_string(), 0u64.to_le_bytes().to_vec()),

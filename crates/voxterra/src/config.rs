@@ -8,6 +8,8 @@ pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
 pub const DEFAULT_DELTA_LOG_BYTES: usize = 16 << 20;
 /// Default largest edit: 2^24 voxels (a 256³ box).
 pub const DEFAULT_MAX_EDIT_VOXELS: usize = 1 << 24;
+/// Default resident voxel budget of a paged terrain: 256 MiB.
+pub const DEFAULT_RESIDENT_BYTES: usize = 256 << 20;
 /// The default detached-piece search budget: voxels visited per piece before it counts as
 /// attached.
 pub const DEFAULT_DETACH_BUDGET: usize = 1 << 18;
@@ -37,6 +39,10 @@ pub struct TerrainConfig {
     pub delta_log_bytes: usize,
     /// The largest edit, in voxels; larger edits (and deltas) are refused.
     pub max_edit_voxels: usize,
+    /// A paged terrain's ([`Terrain::paged`](crate::Terrain::paged)) budget for resident voxels
+    /// (heap bytes of its storage chunks): past it, the least recently used clean chunks leave.
+    /// A terrain held whole ignores it.
+    pub resident_bytes: usize,
     /// Whether edits that remove terrain cut loose what no longer reaches the ground, and how
     /// ([`DetachConfig`]); `None` (the default) leaves floating terrain where it is.
     pub detach: Option<DetachConfig>,
@@ -90,6 +96,7 @@ impl Default for TerrainConfig {
             history_bytes: DEFAULT_HISTORY_BYTES,
             delta_log_bytes: DEFAULT_DELTA_LOG_BYTES,
             max_edit_voxels: DEFAULT_MAX_EDIT_VOXELS,
+            resident_bytes: DEFAULT_RESIDENT_BYTES,
             detach: None,
         }
     }

@@ -140,6 +140,11 @@ impl Terrain {
                         Some(Fate::Detached) => continue,
                         None => {}
                     }
+                    // What lies in a chunk not in memory is unknown: count it as holding on.
+                    if !self.is_resident(q) {
+                        anchored = true;
+                        break;
+                    }
                     if self.is_holding(q) {
                         local.insert(q);
                         queue.push(Reverse((q.y, q.z, q.x)));

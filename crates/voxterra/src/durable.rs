@@ -2,13 +2,18 @@
 
 use crate::chunk_record::{CHUNK_VOXELS, decode_chunk, encode_chunk};
 use crate::config::TerrainConfig;
-use crate::error::DurableError;
+use crate::error::{DurableError, PageError};
+use crate::paging::{DbSource, PageReport};
 use crate::terrain::{EditReport, Terrain};
 use crate::{Brush, LoadError};
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
 use voxterra_chunk_db::{Batch, ChunkDb, Durability};
-use voxterra_core::{MaterialTable, StoreChunkKey, Voxel, VoxelRead};
+use voxterra_core::nalgebra::Point3;
+use voxterra_core::{Aabb, MaterialTable, StoreChunkKey, Voxel, VoxelRead};
 use voxterra_voxel_store::VoxelStore;
+use voxterra_worldgen::GenParams;
 
 /// Metadata: the terrain's sequence as of the last commit (u64, little-endian).
 pub const META_SEQUENCE: &str = "sequence";
@@ -16,21 +21,59 @@ pub const META_SEQUENCE: &str = "sequence";
 pub const META_MATERIALS: &str = "materials";
 /// Metadata: the voxel size (f32, little-endian).
 pub const META_VOXEL_SIZE: &str = "voxel_size";
+/// Metadata: the world generator's parameters, in a world whose unstored chunks are generated
+/// (seed u64, size 3 × u32, origin 3 × i32, max voxels u64, max chunks u64; little-endian).
+pub const META_GENERATOR: &str = "generator";
+
+fn encode_generator(p: &GenParams) -> Vec<u8> {
+    let mut out = p.seed.to_le_bytes().to_vec();
+    p.size.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    [p.origin.x, p.origin.y, p.origin.z].iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    out.extend_from_slice(&p.max_voxels.to_le_bytes());
+    out.extend_from_slice(&p.max_chunks.to_le_bytes());
+    out
+}
+
+fn decode_generator(b: &[u8]) -> Option<GenParams> {
+    if b.len() != 48 {
+        return None;
+    }
+    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+    let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+    let mut p = GenParams::new(u64_at(0), [u32_at(8), u32_at(12), u32_at(16)]);
+    p.origin = Point3::new(u32_at(20) as i32, u32_at(24) as i32, u32_at(28) as i32);
+    p.max_voxels = u64_at(32);
+    p.max_chunks = u64_at(40);
+    p.region().ok().map(|_| p)
+}
+
+/// The world generator a database names, if any; malformed is an error.
+pub fn stored_generator(db: &impl ChunkDb) -> Result<Option<GenParams>, DurableError> {
+    db.meta(META_GENERATOR)?
+        .map(|b| decode_generator(&b).ok_or(DurableError::Meta(META_GENERATOR)))
+        .transpose()
+}
 
 /// A terrain kept in a chunk database ([`voxterra_chunk_db::RedbChunkDb`], or any [`ChunkDb`]):
 /// every edit, undo, redo and applied delta made through it is committed before it returns, so
 /// what it acknowledged survives a crash. With [`Durability::Deferred`] commits reach the disk at
 /// the next [`flush`](Self::flush) (group commit: a crash loses the edits since, whole).
 ///
-/// The world is held whole in memory; the database holds what it is made of (chunk records in
-/// the codec's block format, the material table, the voxel size, the sequence of the last
-/// commit). Undo history is not kept across a restart.
+/// [`open`](Self::open) holds the world whole in memory; [`open_paged`](Self::open_paged) pages
+/// it under [`TerrainConfig::resident_bytes`] (see [`crate::paging`]): chunks edits wrote stay
+/// until committed. The database holds what the world is made of: chunk records in the codec's
+/// block format, the material table, the voxel size, the sequence of the last commit, and for a
+/// generated world ([`create_generated`](Self::create_generated)) the generator's parameters:
+/// chunks never stored are generated (a chunk an edit emptied is stored as Air). Undo history is
+/// not kept across a restart.
 pub struct DurableTerrain<D: ChunkDb> {
     terrain: Terrain,
-    db: D,
+    db: Arc<D>,
     /// The terrain's sequence as of the last commit.
     committed: u64,
     durability: Durability,
+    /// The generator behind unstored chunks.
+    generator: Option<GenParams>,
 }
 
 impl<D: ChunkDb> std::fmt::Debug for DurableTerrain<D> {
@@ -47,32 +90,53 @@ fn meta_u64(db: &impl ChunkDb, name: &'static str) -> Result<u64, DurableError> 
     Ok(u64::from_le_bytes(v.as_slice().try_into().map_err(|_| DurableError::Meta(name))?))
 }
 
-impl<D: ChunkDb> DurableTerrain<D> {
+impl<D: ChunkDb + 'static> DurableTerrain<D> {
     /// Writes `terrain` whole into `db` (which must hold no chunks) and keeps it there.
-    pub fn create(terrain: Terrain, mut db: D, durability: Durability) -> Result<Self, DurableError> {
+    pub fn create(terrain: Terrain, db: D, durability: Durability) -> Result<Self, DurableError> {
         write_world(
             terrain.store(),
             terrain.materials(),
             terrain.voxel_size(),
             terrain.sequence(),
-            &mut db,
+            &db,
             |_, _| {},
         )?;
-        Ok(DurableTerrain { committed: terrain.sequence(), terrain, db, durability })
+        Ok(DurableTerrain { committed: terrain.sequence(), terrain, db: Arc::new(db), durability, generator: None })
+    }
+
+    /// Makes the world of `params` in `db` (which must hold no chunks) without writing a chunk:
+    /// the generator's parameters, the default materials and `config`'s voxel size, then opens it
+    /// paged ([`open_paged`](Self::open_paged)). A world of any size is made at once.
+    pub fn create_generated(
+        params: &GenParams,
+        db: D,
+        config: TerrainConfig,
+        durability: Durability,
+    ) -> Result<Self, DurableError> {
+        params.region().map_err(|e| LoadError::Generate(e.widen()))?;
+        if !db.keys()?.is_empty() {
+            return Err(DurableError::NotEmpty);
+        }
+        let mut batch = Batch::default();
+        let table = serde_json::to_vec(&MaterialTable::default()).expect("a material table serializes");
+        batch.meta.push((META_MATERIALS.into(), table));
+        batch.meta.push((META_VOXEL_SIZE.into(), config.voxel_size.to_le_bytes().to_vec()));
+        batch.meta.push((META_GENERATOR.into(), encode_generator(params)));
+        batch.meta.push((META_SEQUENCE.into(), 0u64.to_le_bytes().to_vec()));
+        db.commit(batch, Durability::Immediate)?;
+        Self::open_paged(db, config, durability)
     }
 
     /// The terrain kept in `db`, loaded whole (`config`'s voxel size gives way to the stored one),
     /// at the sequence of its last commit.
     pub fn open(db: D, config: TerrainConfig, durability: Durability) -> Result<Self, DurableError> {
-        let table: MaterialTable =
-            serde_json::from_slice(&db.meta(META_MATERIALS)?.ok_or(DurableError::Meta(META_MATERIALS))?)
-                .map_err(|_| DurableError::Meta(META_MATERIALS))?;
-        let size = db.meta(META_VOXEL_SIZE)?.ok_or(DurableError::Meta(META_VOXEL_SIZE))?;
-        let voxel_size =
-            f32::from_le_bytes(size.as_slice().try_into().map_err(|_| DurableError::Meta(META_VOXEL_SIZE))?);
-        let sequence = meta_u64(&db, META_SEQUENCE)?;
+        let (table, voxel_size, sequence) = read_meta(&db)?;
+        let generator = stored_generator(&db)?;
         let known = table.solid_mask() | table.liquid_mask() | 1;
         let mut store = VoxelStore::new();
+        if let Some(params) = &generator {
+            voxterra_worldgen::generate(params, &mut store, |_, _| {}).map_err(LoadError::from)?;
+        }
         let mut buf = vec![Voxel::AIR; CHUNK_VOXELS];
         for key in db.keys()? {
             let record = db.chunk(key)?.ok_or(DurableError::Meta("chunks"))?;
@@ -82,7 +146,30 @@ impl<D: ChunkDb> DurableTerrain<D> {
         }
         let mut terrain = Terrain::from_store(store, table, TerrainConfig { voxel_size, ..config })?;
         terrain.set_sequence(sequence);
-        Ok(DurableTerrain { terrain, db, committed: sequence, durability })
+        Ok(DurableTerrain { terrain, db: Arc::new(db), committed: sequence, durability, generator })
+    }
+
+    /// The terrain kept in `db`, paged ([`Terrain::paged`]): nothing is read but its metadata
+    /// until chunks are used, so a world of any size opens at once (`config`'s voxel size gives
+    /// way to the stored one).
+    pub fn open_paged(db: D, config: TerrainConfig, durability: Durability) -> Result<Self, DurableError> {
+        let (table, voxel_size, sequence) = read_meta(&db)?;
+        let generator = stored_generator(&db)?;
+        let db = Arc::new(db);
+        let source = Arc::new(DbSource::new(Arc::clone(&db), &table, generator));
+        let mut terrain = Terrain::paged(source, table, TerrainConfig { voxel_size, ..config })?;
+        terrain.set_sequence(sequence);
+        Ok(DurableTerrain { terrain, db, committed: sequence, durability, generator })
+    }
+
+    /// [`Terrain::page_in`]: the chunks `boxes` need, now.
+    pub fn page_in(&mut self, boxes: &[Aabb]) -> Result<PageReport, PageError> {
+        self.terrain.page_in(boxes)
+    }
+
+    /// [`Terrain::page`]: the chunks `boxes` need, ahead, off this thread.
+    pub fn page(&mut self, boxes: &[Aabb], max_time: Duration) -> Result<PageReport, PageError> {
+        self.terrain.page(boxes, max_time)
     }
 
     /// The terrain, to read and query.
@@ -148,8 +235,9 @@ impl<D: ChunkDb> DurableTerrain<D> {
         self.commit(Vec::new(), Durability::Immediate)
     }
 
-    /// Gives the terrain and the database back.
-    pub fn into_parts(self) -> (Terrain, D) {
+    /// Gives the terrain and the database back (a paged terrain reads its chunks from the same
+    /// database, hence the shared handle).
+    pub fn into_parts(self) -> (Terrain, Arc<D>) {
         (self.terrain, self.db)
     }
 
@@ -161,7 +249,10 @@ impl<D: ChunkDb> DurableTerrain<D> {
         let log = &self.terrain.log;
         let complete = now == self.committed
             || log.since(self.committed).next().is_some_and(|e| e.seq == self.committed);
-        let keys: BTreeSet<StoreChunkKey> = if complete {
+        let keys: BTreeSet<StoreChunkKey> = if self.terrain.is_paged() {
+            // Exactly the chunks written since the last commit: they stay in memory until then.
+            self.terrain.paged_dirty().into_iter().collect()
+        } else if complete {
             log.since(self.committed)
                 .filter_map(|e| StoreChunkKey::range(&e.region))
                 .flat_map(|r| r.iter())
@@ -176,12 +267,18 @@ impl<D: ChunkDb> DurableTerrain<D> {
         for key in keys {
             match chunk_record(self.terrain.store(), key, &mut buf) {
                 Some(record) => batch.chunks.push((key, record)),
+                // Over a generator, an emptied chunk is stored as Air, or it would come back.
+                None if self.generator.is_some() => {
+                    buf.fill(Voxel::AIR);
+                    batch.chunks.push((key, encode_chunk(&buf)));
+                }
                 None => batch.removed.push(key),
             }
         }
         batch.meta.push((META_SEQUENCE.into(), now.to_le_bytes().to_vec()));
         self.db.commit(batch, durability)?;
         self.committed = now;
+        self.terrain.paged_written_back();
         Ok(())
     }
 }
@@ -195,7 +292,7 @@ pub fn write_world(
     table: &MaterialTable,
     voxel_size: f32,
     sequence: u64,
-    db: &mut impl ChunkDb,
+    db: &impl ChunkDb,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<usize, DurableError> {
     /// Chunks a batch: a few megabytes of records.
@@ -224,6 +321,20 @@ pub fn write_world(
     batch.meta.push((META_SEQUENCE.into(), sequence.to_le_bytes().to_vec()));
     db.commit(batch, Durability::Immediate)?;
     Ok(written)
+}
+
+/// The material table, voxel size and committed sequence of a database.
+fn read_meta(db: &impl ChunkDb) -> Result<(MaterialTable, f32, u64), DurableError> {
+    let table: MaterialTable =
+        serde_json::from_slice(&db.meta(META_MATERIALS)?.ok_or(DurableError::Meta(META_MATERIALS))?)
+            .map_err(|_| DurableError::Meta(META_MATERIALS))?;
+    let size = db.meta(META_VOXEL_SIZE)?.ok_or(DurableError::Meta(META_VOXEL_SIZE))?;
+    let voxel_size =
+        f32::from_le_bytes(size.as_slice().try_into().map_err(|_| DurableError::Meta(META_VOXEL_SIZE))?);
+    if !(voxel_size.is_finite() && voxel_size > 0.0) {
+        return Err(DurableError::Meta(META_VOXEL_SIZE));
+    }
+    Ok((table, voxel_size, meta_u64(db, META_SEQUENCE)?))
 }
 
 /// The record of chunk `key` from `store`, `None` when it is all air.

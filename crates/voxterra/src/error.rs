@@ -95,6 +95,9 @@ pub enum EditError {
     /// A history snapshot did not decode.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError<std::convert::Infallible>),
+    /// The chunks the edit reaches could not be paged in (nothing changed).
+    #[error(transparent)]
+    Page(#[from] PageError),
 }
 
 /// Why a query (contacts, an intersection test, a ray, a shape cast, a sweep, a point
@@ -186,6 +189,9 @@ pub enum TerrainError {
     /// A region or voxel the core refuses (one made to pass to the terrain).
     #[error(transparent)]
     Core(#[from] CoreError),
+    /// Paging chunks in.
+    #[error(transparent)]
+    Page(#[from] PageError),
 }
 
 /// A broken invariant of a [`Terrain`](crate::Terrain), found by
@@ -228,6 +234,9 @@ pub enum DurableError {
     /// The stored world does not make a terrain.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// Chunks could not be paged in.
+    #[error(transparent)]
+    Page(#[from] PageError),
     /// A metadata entry is missing or malformed.
     #[error("the database's {0:?} entry is missing or malformed")]
     Meta(&'static str),
@@ -248,4 +257,39 @@ impl From<ConfigError> for DurableError {
     fn from(e: ConfigError) -> Self {
         DurableError::Load(e.into())
     }
+}
+
+/// Why chunks could not be paged in ([`Terrain::page_in`](crate::Terrain::page_in)): nothing
+/// was half loaded, and the terrain answers from what it held.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PageError {
+    /// The chunk database failed.
+    #[error(transparent)]
+    Db(#[from] ChunkDbError),
+    /// A stored chunk's record is damaged.
+    #[error("chunk {key:?}: damaged record ({why})")]
+    DamagedChunk {
+        /// The chunk.
+        key: [i32; 3],
+        /// What is wrong.
+        why: String,
+    },
+    /// The world generator refused the request.
+    #[error(transparent)]
+    Generate(#[from] GenError),
+    /// The boxes asked for more chunks than one call pages in.
+    #[error("{chunks} chunks asked for at once, over the limit of {limit}")]
+    TooMany {
+        /// Chunks the boxes touch.
+        chunks: u128,
+        /// The most one call pages in.
+        limit: usize,
+    },
+    /// The store refused a chunk (its limits).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The background loader is gone (it panicked).
+    #[error("the background chunk loader stopped")]
+    LoaderStopped,
 }

@@ -129,6 +129,7 @@ mod brush;
 mod chunk_record;
 mod collision_cache;
 mod config;
+mod chunk_source;
 mod cut;
 mod delta;
 mod delta_log;
@@ -139,6 +140,7 @@ mod error;
 pub mod fuzz;
 mod history;
 pub mod lod;
+pub mod paging;
 mod piece;
 pub mod reach;
 mod readiness;
@@ -166,11 +168,13 @@ pub use brush::{Brush, BrushOp, BrushShape};
 pub use chunk_record::{CHUNK_VOXELS, decode_chunk, encode_chunk};
 pub use config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DELTA_LOG_BYTES, DEFAULT_HISTORY_BYTES, DEFAULT_MAX_EDIT_VOXELS,
-    DetachConfig, TerrainConfig,
+    DEFAULT_RESIDENT_BYTES, DetachConfig, TerrainConfig,
 };
-pub use durable::{DurableTerrain, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE, write_world};
+pub use durable::{
+    DurableTerrain, META_GENERATOR, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE, stored_generator, write_world,
+};
 pub use error::{
-    ConfigError, DeltaError, DurableError, EditError, HistoryStep, InvalidTerrain, LoadError, QueryError,
+    ConfigError, DeltaError, DurableError, EditError, HistoryStep, InvalidTerrain, LoadError, PageError, QueryError,
     TerrainError,
 };
 pub use readiness::{PrepareBudget, Readiness};

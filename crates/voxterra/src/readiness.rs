@@ -101,7 +101,8 @@ impl Terrain {
             keys.sort_unstable();
             keys.dedup();
             let built = self.cache.prepare(&self.mesher, &self.store, &keys);
-            return Readiness { built, ready: keys.iter().all(|&k| self.cache.contains(k)) };
+            let ready = boxes.iter().all(|b| self.is_paged_in(b)) && keys.iter().all(|&k| self.cache.contains(k));
+            return Readiness { built, ready };
         }
         let built = self.prepare_nearest(boxes, budget);
         Readiness { built, ready: boxes.iter().all(|b| self.is_ready(b)) }
@@ -157,7 +158,7 @@ impl Terrain {
 
     /// True when every chunk a query inside `aabb` needs is built.
     fn is_ready(&self, aabb: &Aabb) -> bool {
-        self.solid_chunks(aabb).iter().all(|&k| self.cache.contains(k))
+        self.is_paged_in(aabb) && self.solid_chunks(aabb).iter().all(|&k| self.cache.contains(k))
     }
 }
 

@@ -83,6 +83,8 @@ pub struct Terrain {
     detached: Vec<DetachedPiece>,
     /// The anchor layer of [`crate::detach::Anchor::LowestSolid`].
     pub(crate) lowest_solid: LowestSolid,
+    /// The residency of a paged terrain ([`Terrain::paged`]); `None` when held whole.
+    pub(crate) pager: Option<crate::paging::Pager>,
 }
 
 /// Revisions are unique across every terrain of the process: a terrain swapped for another behind
@@ -128,6 +130,7 @@ impl Terrain {
             revision: next_revision(),
             detached: Vec::new(),
             lowest_solid: LowestSolid::unknown(),
+            pager: None,
         })
     }
 
@@ -266,6 +269,7 @@ impl Terrain {
     ) -> Result<EditReport, EditError> {
         let start = Instant::now();
         self.check_region(&region)?;
+        self.ensure_resident(&region)?;
         let mut before = Snapshot::capture(&self.store, &region, Compression::None)?;
         let dirty = write(&mut self.store)?;
         let mut report = EditReport { dirty, ..Default::default() };
@@ -285,6 +289,7 @@ impl Terrain {
             report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
             report.cache_dropped = self.cache.invalidate(&d);
             self.mark_changed(&d);
+            self.paged_written(&d);
             self.log.record(&self.store, &d)?;
         }
         report.elapsed = start.elapsed();
@@ -305,6 +310,7 @@ impl Terrain {
             // Smoothing reads the neighborhood as it was, then writes the region at once.
             self.check_region(&region.expanded(1))?;
             let around = region.expanded(1);
+            self.ensure_resident(&around)?;
             let mut src = vec![Voxel::AIR; around.len()?];
             self.store.read_box(&around, &mut src)?;
             let at = |p: VoxelPos| src[around.index_of(p)];
@@ -365,12 +371,14 @@ impl Terrain {
 
     fn restore(&mut self, s: &Snapshot) -> Result<EditReport, EditError> {
         let start = Instant::now();
+        self.ensure_resident(s.region())?;
         let voxels = s.decode(self.config.max_edit_voxels)?;
         let dirty = self.store.write_box(s.region(), &voxels)?;
         let masks_rebuilt = dirty.map_or(0, |d| self.masks.rebuild_region(&self.store, &d));
         let cache_dropped = dirty.map_or(0, |d| self.cache.invalidate(&d));
         if let Some(d) = dirty {
             self.mark_changed(&d);
+            self.paged_written(&d);
             self.log.record(&self.store, &d)?;
         }
         let reach = self.reach_of(dirty);
@@ -510,6 +518,25 @@ impl Terrain {
         report.elapsed = start.elapsed();
         report.reach = self.reach_of(report.dirty);
         Ok(report)
+    }
+
+    /// Writes `voxels` (Air when `None`) into `region` as paging does: store, masks, cache and
+    /// render updates, no history, no delta log. Returns what changed.
+    pub(crate) fn write_unlogged(
+        &mut self,
+        region: &Region,
+        voxels: Option<&[Voxel]>,
+    ) -> Result<Option<Region>, StoreError> {
+        let dirty = match voxels {
+            Some(v) => self.store.write_box(region, v),
+            None => self.store.fill(region, Voxel::AIR),
+        }?;
+        if let Some(d) = dirty {
+            self.masks.rebuild_region(&self.store, &d);
+            self.cache.invalidate(&d);
+            self.mark_changed(&d);
+        }
+        Ok(dirty)
     }
 
     /// Writes `voxels` into `region` through the edit path (history, masks, cache, render

@@ -160,6 +160,9 @@ pub enum WorldError {
     /// The terrain refused the edit.
     #[error(transparent)]
     Edit(#[from] EditError),
+    /// The chunks around the bodies could not be paged in.
+    #[error(transparent)]
+    Page(#[from] crate::error::PageError),
     /// parry cannot handle this pair of shapes.
     #[error("parry has no routine for this pair of shapes")]
     Unsupported,

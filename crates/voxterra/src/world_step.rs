@@ -44,6 +44,16 @@ impl World {
         let start = Instant::now();
         let events_before = self.events.len();
         let boxes = self.move_boxes(dt)?;
+        if self.terrain.is_paged() {
+            // Every body's chunks in memory before its contacts are read (a resting body's too:
+            // what this step needs is what eviction spares).
+            let grow = self.config.lookahead;
+            let around: Vec<Aabb> = (self.slots.iter().filter_map(|s| s.body.as_ref()?.aabb))
+                .chain(boxes.iter().map(|b| b.1))
+                .map(|b| b.loosened(grow))
+                .collect();
+            self.terrain.page_in(&around)?;
+        }
         self.update_pairs(&boxes);
         let terrain_updated = self.update_terrain_contacts(&boxes)?;
         let before = self.terrain.cache_stats();

@@ -117,7 +117,7 @@ pub enum GenError<E: std::error::Error = std::convert::Infallible> {
 
 impl GenError {
     /// Carries a parameter error over to any destination error type.
-    pub(crate) fn widen<E: std::error::Error>(self) -> GenError<E> {
+    pub fn widen<E: std::error::Error>(self) -> GenError<E> {
         match self {
             GenError::EmptySize(s) => GenError::EmptySize(s),
             GenError::TooLarge { size, voxels, limit } => GenError::TooLarge { size, voxels, limit },

@@ -1,0 +1,517 @@
+//! Paging: a terrain that holds part of its world ([`Terrain::paged`]). Storage chunks come in
+//! from a [`ChunkSource`] on first use — synchronously for edits, [`Terrain::page_in`] and
+//! `World` steps, from a background thread for [`Terrain::page`] (readiness ahead of bodies and
+//! viewers) — and the least recently used clean ones leave once the resident voxels pass
+//! [`TerrainConfig::resident_bytes`](crate::TerrainConfig::resident_bytes). Masks are built for
+//! resident chunks only and the collision cache keeps its own budget, so memory follows what is
+//! visited, not the world's size.
+//!
+//! A chunk an edit wrote stays until it is written back ([`DurableTerrain`](crate::DurableTerrain)
+//! commits it), so nothing is lost. Queries answer from resident chunks: a box is ready
+//! ([`Terrain::prepare`]) only once its chunks are resident, and the detached-piece search counts
+//! a piece reaching a chunk that is not resident as anchored.
+
+use crate::chunk_record::CHUNK_VOXELS;
+pub use crate::chunk_source::{ChunkSource, DbSource, GeneratorSource};
+use crate::config::TerrainConfig;
+use crate::error::{ConfigError, PageError};
+use crate::terrain::Terrain;
+use rayon::prelude::*;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::time::{Duration, Instant};
+use voxterra_core::nalgebra::Point3;
+use voxterra_core::{Aabb, MaterialTable, Region, StoreChunkKey, Voxel, VoxelPos};
+use voxterra_voxel_store::VoxelStore;
+
+type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
+type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
+
+/// Voxels around a box that are paged in with it: the collision mesh of a chunk reads its
+/// neighbours' voxels this far, and an edit's masks and detached-piece seeds reach one further.
+pub const PAGE_MARGIN: i32 = 4;
+/// The most chunks one call pages in (a box over a whole large world is refused, not loaded).
+pub const MAX_PAGE_CHUNKS: usize = 1 << 18;
+/// Columns of chunks the background loader holds requests for at once: enough to keep it busy,
+/// few enough that what it loads is still what the viewers want.
+const MAX_IN_FLIGHT: usize = 64;
+
+/// What a paging call did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PageReport {
+    /// Chunks that came in.
+    pub loaded: usize,
+    /// Clean chunks that left (least recently used first).
+    pub evicted: usize,
+    /// Every chunk the boxes need is resident.
+    pub ready: bool,
+    /// Regions whose voxels in memory changed (chunks that came in or left, when not all Air):
+    /// for [`LodView::mark_edited`](crate::lod::LodView::mark_edited) and render updates.
+    pub changed: Vec<Region>,
+    /// Wall time of the call.
+    pub elapsed: Duration,
+}
+
+/// A paged terrain's residency ([`Terrain::page_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageStats {
+    /// Storage chunks resident (those all Air included).
+    pub resident: usize,
+    /// Heap bytes of the resident chunks' voxels.
+    pub bytes: usize,
+    /// Resident chunks edits wrote that are not written back yet (never evicted).
+    pub dirty: usize,
+    /// Chunks the background loader is fetching.
+    pub in_flight: usize,
+    /// Chunks loaded since the terrain was made.
+    pub loaded_total: u64,
+    /// Chunks evicted since the terrain was made.
+    pub evicted_total: u64,
+}
+
+struct Entry {
+    /// The paging call that last needed the chunk (or edited it).
+    stamp: u64,
+    bytes: usize,
+}
+
+/// One column's chunks from the loader, tagged with the request that asked for them.
+type Arrival = (u64, Vec<StoreChunkKey>, Result<Vec<Voxel>, PageError>);
+
+struct Loader {
+    requests: Sender<(u64, Vec<StoreChunkKey>)>,
+    /// In a mutex only so that the terrain stays `Sync`: reached through `&mut`, never locked.
+    arrivals: Mutex<Receiver<Arrival>>,
+}
+
+impl Loader {
+    fn start(source: Arc<dyn ChunkSource>) -> Loader {
+        let (requests, todo) = std::sync::mpsc::channel::<(u64, Vec<StoreChunkKey>)>();
+        let (done, arrivals) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("voxterra-pager".into())
+            .spawn(move || {
+                // Ends when the terrain drops its sender.
+                while let Ok((id, keys)) = todo.recv() {
+                    let mut voxels = vec![Voxel::AIR; keys.len() * CHUNK_VOXELS];
+                    let r = source.load(&keys, &mut voxels).map(|()| voxels);
+                    if done.send((id, keys, r)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("a thread for the chunk loader");
+        Loader { requests, arrivals: Mutex::new(arrivals) }
+    }
+}
+
+/// The residency of a paged terrain.
+pub(crate) struct Pager {
+    source: Arc<dyn ChunkSource>,
+    resident: Map<StoreChunkKey, Entry>,
+    bytes: usize,
+    dirty: Set<StoreChunkKey>,
+    clock: u64,
+    /// Chunks asked of the loader, with the request that asked: an arrival counts only if its
+    /// request is still the chunk's (a chunk loaded, edited and evicted meanwhile is asked again).
+    in_flight: Map<StoreChunkKey, u64>,
+    next_request: u64,
+    /// Requests sent to the loader and not yet taken in.
+    requests_out: usize,
+    arrived: VecDeque<Arrival>,
+    loader: Option<Loader>,
+    loaded_total: u64,
+    evicted_total: u64,
+}
+
+impl std::fmt::Debug for Pager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pager")
+            .field("resident", &self.resident.len())
+            .field("bytes", &self.bytes)
+            .field("dirty", &self.dirty.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pager {
+    pub(crate) fn new(source: Arc<dyn ChunkSource>) -> Pager {
+        Pager {
+            source,
+            resident: Map::default(),
+            bytes: 0,
+            dirty: Set::default(),
+            clock: 0,
+            in_flight: Map::default(),
+            next_request: 0,
+            requests_out: 0,
+            arrived: VecDeque::new(),
+            loader: None,
+            loaded_total: 0,
+            evicted_total: 0,
+        }
+    }
+
+    pub(crate) fn is_resident(&self, key: StoreChunkKey) -> bool {
+        self.resident.contains_key(&key)
+    }
+}
+
+/// Loads `keys` (any chunks) from `source` in parallel, a column per task, in key order.
+fn load_columns(
+    source: &dyn ChunkSource,
+    keys: &[StoreChunkKey],
+) -> Result<Vec<(StoreChunkKey, Vec<Voxel>)>, PageError> {
+    let columns = columns_of(keys);
+    let loaded: Vec<Result<Vec<(StoreChunkKey, Vec<Voxel>)>, PageError>> = columns
+        .par_iter()
+        .map(|col| {
+            let mut voxels = vec![Voxel::AIR; col.len() * CHUNK_VOXELS];
+            source.load(col, &mut voxels)?;
+            Ok(col.iter().copied().zip(voxels.chunks_exact(CHUNK_VOXELS).map(<[Voxel]>::to_vec)).collect())
+        })
+        .collect();
+    let mut out = Vec::with_capacity(keys.len());
+    for r in loaded {
+        out.extend(r?);
+    }
+    Ok(out)
+}
+
+/// `keys` grouped into columns (same x and z), each sorted by y; columns in (z, x) order.
+fn columns_of(keys: &[StoreChunkKey]) -> Vec<Vec<StoreChunkKey>> {
+    let mut sorted = keys.to_vec();
+    sorted.sort_unstable_by_key(|k| (k.z, k.x, k.y));
+    sorted.dedup();
+    let mut columns: Vec<Vec<StoreChunkKey>> = Vec::new();
+    for k in sorted {
+        match columns.last_mut() {
+            Some(c) if c[0].x == k.x && c[0].z == k.z => c.push(k),
+            _ => columns.push(vec![k]),
+        }
+    }
+    columns
+}
+
+impl Terrain {
+    /// A terrain over a world that `source` holds, with nothing resident yet: chunks come in on
+    /// first use and leave under [`TerrainConfig::resident_bytes`] (see the [module](crate::paging)
+    /// docs). A world of any size opens at once and costs what is visited.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use voxterra::prelude::*;
+    /// use voxterra::paging::GeneratorSource;
+    /// use voxterra::worldgen::GenParams;
+    /// use voxterra::{PrepareBudget, TerrainConfig};
+    ///
+    /// let world = GeneratorSource(GenParams::new(3, [4096, 128, 4096]));
+    /// let mut t = Terrain::paged(Arc::new(world), MaterialTable::default(), TerrainConfig::default())?;
+    /// let around = Aabb::new(Point3::new(2000.0, 0.0, 2000.0), Point3::new(2040.0, 128.0, 2040.0));
+    /// let report = t.page_in(&[around])?;
+    /// assert!(report.ready && report.loaded > 0);
+    /// assert!(t.prepare(&[around], PrepareBudget::UNLIMITED).ready);
+    /// # Ok::<(), voxterra::TerrainError>(())
+    /// ```
+    pub fn paged(
+        source: Arc<dyn ChunkSource>,
+        table: MaterialTable,
+        config: TerrainConfig,
+    ) -> Result<Terrain, ConfigError> {
+        let mut t = Terrain::from_store(VoxelStore::new(), table, config)?;
+        t.pager = Some(Pager::new(source));
+        Ok(t)
+    }
+
+    /// Whether the terrain pages its chunks ([`Terrain::paged`]).
+    pub fn is_paged(&self) -> bool {
+        self.pager.is_some()
+    }
+
+    /// The residency of a paged terrain; `None` for one held whole.
+    pub fn page_stats(&self) -> Option<PageStats> {
+        self.pager.as_ref().map(|p| PageStats {
+            resident: p.resident.len(),
+            bytes: p.bytes,
+            dirty: p.dirty.len(),
+            in_flight: p.in_flight.len(),
+            loaded_total: p.loaded_total,
+            evicted_total: p.evicted_total,
+        })
+    }
+
+    /// Whether the voxel at `p` is in memory (always, for a terrain held whole).
+    pub fn is_resident(&self, p: VoxelPos) -> bool {
+        self.pager.as_ref().is_none_or(|pg| pg.is_resident(StoreChunkKey::containing(p)))
+    }
+
+    /// Whether every chunk `aabb` (world units) needs is resident (always, held whole).
+    pub(crate) fn is_paged_in(&self, aabb: &Aabb) -> bool {
+        let Some(pager) = &self.pager else { return true };
+        self.keys_for_box(aabb).is_ok_and(|keys| keys.iter().all(|k| pager.is_resident(*k)))
+    }
+
+    /// The storage chunks a world box needs resident: its voxels grown by [`PAGE_MARGIN`].
+    fn keys_for_box(&self, aabb: &Aabb) -> Result<Vec<StoreChunkKey>, PageError> {
+        let scale = self.scale();
+        let (lo, hi) = (scale.point_to_voxels(&aabb.mins), scale.point_to_voxels(&aabb.maxs));
+        let to_i = |v: f32, m: i64| (v.floor() as i64 + m).clamp(i32::MIN as i64 + 1, i32::MAX as i64 - 1) as i32;
+        if !(lo.coords.iter().chain(hi.coords.iter()).all(|v| v.is_finite())) {
+            return Ok(Vec::new());
+        }
+        let m = PAGE_MARGIN as i64;
+        let region = Region::new(
+            Point3::new(to_i(lo.x, -m), to_i(lo.y, -m), to_i(lo.z, -m)),
+            Point3::new(to_i(hi.x, m + 1), to_i(hi.y, m + 1), to_i(hi.z, m + 1)),
+        );
+        let Ok(region) = region else { return Ok(Vec::new()) };
+        self.keys_for_region(&region)
+    }
+
+    fn keys_for_region(&self, region: &Region) -> Result<Vec<StoreChunkKey>, PageError> {
+        let Some(range) = StoreChunkKey::range(region) else { return Ok(Vec::new()) };
+        if range.count() > MAX_PAGE_CHUNKS as u128 {
+            return Err(PageError::TooMany { chunks: range.count(), limit: MAX_PAGE_CHUNKS });
+        }
+        Ok(range.iter().collect())
+    }
+
+    /// The chunks `boxes` (world units) need, deduplicated, stamped as used now.
+    fn needed(&mut self, boxes: &[Aabb]) -> Result<Vec<StoreChunkKey>, PageError> {
+        let mut keys = Vec::new();
+        for b in boxes {
+            keys.extend(self.keys_for_box(b)?);
+            if keys.len() > MAX_PAGE_CHUNKS {
+                return Err(PageError::TooMany { chunks: keys.len() as u128, limit: MAX_PAGE_CHUNKS });
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let pager = self.pager.as_mut().expect("a paged terrain");
+        pager.clock += 1;
+        let now = pager.clock;
+        for k in &keys {
+            if let Some(e) = pager.resident.get_mut(k) {
+                e.stamp = now;
+            }
+        }
+        Ok(keys)
+    }
+
+    /// Pages in every chunk `boxes` (world units) need, now (in parallel), then evicts the least
+    /// recently used clean chunks outside them while the resident voxels pass the budget. What a
+    /// `World` step does around its bodies, and what a game calls before querying somewhere new;
+    /// [`Terrain::page`] does it ahead, off the frame thread. A terrain held whole has nothing to
+    /// page: `ready` at once.
+    pub fn page_in(&mut self, boxes: &[Aabb]) -> Result<PageReport, PageError> {
+        let start = Instant::now();
+        if self.pager.is_none() {
+            return Ok(PageReport { ready: true, elapsed: start.elapsed(), ..PageReport::default() });
+        }
+        let keys = self.needed(boxes)?;
+        let mut report = PageReport { ready: true, ..PageReport::default() };
+        self.load_now(&keys, &mut report)?;
+        self.evict(&keys, Duration::MAX, &mut report);
+        report.elapsed = start.elapsed();
+        Ok(report)
+    }
+
+    /// Pages in the chunks of `region` (voxels) grown by [`PAGE_MARGIN`], now: what an edit
+    /// reaches. Evicts nothing (the edit may read any of them).
+    pub(crate) fn ensure_resident(&mut self, region: &Region) -> Result<(), PageError> {
+        if self.pager.is_none() {
+            return Ok(());
+        }
+        let keys = self.keys_for_region(&region.expanded(PAGE_MARGIN as u32))?;
+        let mut report = PageReport::default();
+        self.load_now(&keys, &mut report)
+    }
+
+    fn load_now(&mut self, keys: &[StoreChunkKey], report: &mut PageReport) -> Result<(), PageError> {
+        let pager = self.pager.as_mut().expect("a paged terrain");
+        let missing: Vec<StoreChunkKey> = keys.iter().copied().filter(|k| !pager.is_resident(*k)).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        for k in &missing {
+            // Whatever the loader brings for these later is stale.
+            pager.in_flight.remove(k);
+        }
+        let source = Arc::clone(&pager.source);
+        for (key, voxels) in load_columns(source.as_ref(), &missing)? {
+            self.insert_chunk(key, &voxels, report)?;
+        }
+        Ok(())
+    }
+
+    /// Pages ahead: asks the background loader for the chunks `boxes` need (nearest a box's
+    /// center first), takes in what it has brought within `max_time`, and evicts the least
+    /// recently used clean chunks outside the boxes while over budget (within the time left). The
+    /// frame thread never waits for a load: `ready` says whether every chunk the boxes need is in.
+    pub fn page(&mut self, boxes: &[Aabb], max_time: Duration) -> Result<PageReport, PageError> {
+        let start = Instant::now();
+        if self.pager.is_none() {
+            return Ok(PageReport { ready: true, elapsed: start.elapsed(), ..PageReport::default() });
+        }
+        let keys = self.needed(boxes)?;
+        let mut report = PageReport::default();
+        // Take in what arrived, oldest first, within the time.
+        loop {
+            let pager = self.pager.as_mut().expect("a paged terrain");
+            if pager.arrived.is_empty() {
+                let next = pager.loader.as_mut().map(|l| match l.arrivals.get_mut() {
+                    Ok(rx) => rx.try_recv(),
+                    Err(_) => Err(TryRecvError::Disconnected),
+                });
+                match next {
+                    Some(Ok(a)) => pager.arrived.push_back(a),
+                    Some(Err(TryRecvError::Disconnected)) => return Err(PageError::LoaderStopped),
+                    Some(Err(TryRecvError::Empty)) | None => break,
+                }
+            }
+            if start.elapsed() >= max_time {
+                break;
+            }
+            let Some((id, col, voxels)) = pager.arrived.pop_front() else { break };
+            pager.requests_out -= 1;
+            let voxels = voxels?;
+            for (key, v) in col.iter().zip(voxels.chunks_exact(CHUNK_VOXELS)) {
+                let pager = self.pager.as_mut().expect("a paged terrain");
+                if pager.in_flight.get(key) == Some(&id) {
+                    pager.in_flight.remove(key);
+                    if !pager.is_resident(*key) {
+                        self.insert_chunk(*key, v, &mut report)?;
+                    }
+                }
+            }
+        }
+        // Ask for what is missing, nearest first, up to the in-flight bound.
+        let pager = self.pager.as_mut().expect("a paged terrain");
+        let missing: Vec<StoreChunkKey> =
+            keys.iter().copied().filter(|k| !pager.is_resident(*k) && !pager.in_flight.contains_key(k)).collect();
+        report.ready = keys.iter().all(|k| pager.is_resident(*k));
+        if !missing.is_empty() {
+            let centers: Vec<Point3<f32>> =
+                boxes.iter().map(|b| self.scale().point_to_voxels(&b.center()) / 32.0).collect();
+            let mut columns = columns_of(&missing);
+            let dist = |c: &[StoreChunkKey]| {
+                let p = Point3::new(c[0].x as f32 + 0.5, 0.0, c[0].z as f32 + 0.5);
+                centers.iter().map(|q| (q.x - p.x).powi(2) + (q.z - p.z).powi(2)).fold(f32::INFINITY, f32::min)
+            };
+            columns.sort_by(|a, b| dist(a).total_cmp(&dist(b)).then(a[0].cmp(&b[0])));
+            let pager = self.pager.as_mut().expect("a paged terrain");
+            let source = Arc::clone(&pager.source);
+            let loader = pager.loader.get_or_insert_with(|| Loader::start(source));
+            for col in columns.into_iter().take(MAX_IN_FLIGHT.saturating_sub(pager.requests_out)) {
+                let id = pager.next_request;
+                pager.next_request += 1;
+                pager.requests_out += 1;
+                for k in &col {
+                    pager.in_flight.insert(*k, id);
+                }
+                loader.requests.send((id, col)).map_err(|_| PageError::LoaderStopped)?;
+            }
+        }
+        let left = max_time.saturating_sub(start.elapsed());
+        self.evict(&keys, left, &mut report);
+        report.elapsed = start.elapsed();
+        Ok(report)
+    }
+
+    /// Makes chunk `key` resident with `voxels`: store, masks, cache and render updates, as a
+    /// replica's write (no history, no delta log: nothing changed in the world).
+    fn insert_chunk(
+        &mut self,
+        key: StoreChunkKey,
+        voxels: &[Voxel],
+        report: &mut PageReport,
+    ) -> Result<(), PageError> {
+        let region = key.region().expect("keys come from regions");
+        if let Some(d) = self.write_unlogged(&region, Some(voxels))? {
+            report.changed.push(d);
+        }
+        let bytes = self.store.chunk(key).map_or(0, |c| c.heap_bytes());
+        let pager = self.pager.as_mut().expect("a paged terrain");
+        pager.resident.insert(key, Entry { stamp: pager.clock, bytes });
+        pager.bytes += bytes;
+        pager.loaded_total += 1;
+        report.loaded += 1;
+        Ok(())
+    }
+
+    /// Evicts clean chunks outside `keep`, least recently used first, while over budget and
+    /// within `max_time`.
+    fn evict(&mut self, keep: &[StoreChunkKey], max_time: Duration, report: &mut PageReport) {
+        let start = Instant::now();
+        let budget = self.config().resident_bytes;
+        let pager = self.pager.as_ref().expect("a paged terrain");
+        if pager.bytes <= budget {
+            return;
+        }
+        let keep: Set<StoreChunkKey> = keep.iter().copied().collect();
+        let mut candidates: Vec<(u64, StoreChunkKey, usize)> = pager
+            .resident
+            .iter()
+            .filter(|(k, _)| !pager.dirty.contains(*k) && !keep.contains(*k))
+            .map(|(k, e)| (e.stamp, *k, e.bytes))
+            .collect();
+        // Down to a sixteenth under the budget, so that eviction runs now and then, not every
+        // call; only the oldest few candidates are sorted.
+        let mut over = pager.bytes - budget + budget / 16;
+        let average = pager.bytes / pager.resident.len().max(1);
+        let wanted = (over / average.max(1)).saturating_mul(2).saturating_add(64).min(candidates.len());
+        if wanted < candidates.len() {
+            candidates.select_nth_unstable(wanted);
+            candidates.truncate(wanted);
+        }
+        candidates.sort_unstable();
+        for (_, key, bytes) in candidates {
+            if over == 0 || start.elapsed() >= max_time {
+                break;
+            }
+            let region = key.region().expect("keys come from regions");
+            // Writing Air only removes a chunk: the store's limits cannot refuse it.
+            if let Ok(Some(d)) = self.write_unlogged(&region, None) {
+                report.changed.push(d);
+            }
+            let pager = self.pager.as_mut().expect("a paged terrain");
+            pager.resident.remove(&key);
+            pager.bytes -= bytes;
+            pager.evicted_total += 1;
+            report.evicted += 1;
+            over = over.saturating_sub(bytes);
+        }
+    }
+
+    /// After an edit wrote `dirty`: its chunks stay until written back, and their bytes change.
+    pub(crate) fn paged_written(&mut self, dirty: &Region) {
+        let Some(pager) = self.pager.as_mut() else { return };
+        let Some(range) = StoreChunkKey::range(dirty) else { return };
+        let now = pager.clock;
+        for key in range.iter() {
+            let bytes = self.store.chunk(key).map_or(0, |c| c.heap_bytes());
+            pager.dirty.insert(key);
+            let e = pager.resident.entry(key).or_insert(Entry { stamp: now, bytes: 0 });
+            pager.bytes = pager.bytes - e.bytes + bytes;
+            e.bytes = bytes;
+            e.stamp = now;
+        }
+    }
+
+    /// Every chunk edits wrote is written back (a durable terrain committed them): they may leave.
+    pub(crate) fn paged_written_back(&mut self) {
+        if let Some(pager) = self.pager.as_mut() {
+            pager.dirty.clear();
+        }
+    }
+
+    /// The chunks edits wrote that are not written back, in key order (a paged terrain's; empty
+    /// for one held whole).
+    pub(crate) fn paged_dirty(&self) -> Vec<StoreChunkKey> {
+        let mut keys: Vec<StoreChunkKey> =
+            self.pager.as_ref().map(|p| p.dirty.iter().copied().collect()).unwrap_or_default();
+        keys.sort_unstable();
+        keys
+    }
+}
