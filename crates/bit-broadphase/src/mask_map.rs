@@ -298,11 +298,22 @@ impl BitBroadphase {
     /// Returns the number of chunks rebuilt.
     pub fn rebuild_region(&mut self, source: &(impl VoxelRead + Sync), dirty: &Region) -> usize {
         let Some(range) = Key::range(&dirty.expanded(1)) else { return 0 };
-        let keys = range.iter();
+        self.rebuild_chunks(source, range.iter())
+    }
+
+    /// Rebuilds chunks `keys` (each once: pass them deduplicated) from their neighborhoods in
+    /// `source`, in parallel, applied in the order given: what a caller that changed several
+    /// regions at once passes instead of one [`rebuild_region`](Self::rebuild_region) each, so
+    /// chunks beside two of them are built once. Returns the number of chunks rebuilt.
+    pub fn rebuild_chunks(
+        &mut self,
+        source: &(impl VoxelRead + Sync),
+        keys: impl IntoIterator<Item = Key>,
+    ) -> usize {
         let (solid, liquid) = (self.solid, self.liquid);
         let mut batch = Vec::with_capacity(BATCH);
         let mut n = 0;
-        let mut keys = keys.peekable();
+        let mut keys = keys.into_iter().peekable();
         while keys.peek().is_some() {
             batch.clear();
             batch.extend(keys.by_ref().take(BATCH));

@@ -27,6 +27,10 @@ pub(crate) struct GenArgs {
     /// Write the world into this new chunk database (redb; it must not exist).
     #[arg(long)]
     db: Option<std::path::PathBuf>,
+    /// With --db: store only the generator's parameters, not the chunks. The world is made at
+    /// once whatever its size; its chunks are generated when first used and stored once edited.
+    #[arg(long, requires = "db", conflicts_with = "out")]
+    lazy: bool,
 }
 
 /// The summary `gen` prints.
@@ -98,6 +102,9 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
     let pool = builder.build().context("starting the worker threads")?;
     let params = GenParams::new(args.seed, args.size);
     params.region().context("checking the world size")?;
+    if let (true, Some(path)) = (args.lazy, &args.db) {
+        return gen_lazy(args, &params, path);
+    }
 
     let bar = progress_bar(0, "generating", "tiles", args.json)?;
 
@@ -202,6 +209,36 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// `gen --db --lazy`: a database naming the generator, no chunk stored.
+fn gen_lazy(args: &GenArgs, params: &GenParams, path: &std::path::Path) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let db = voxterra::chunk_db::RedbChunkDb::create(path)?;
+    let d = voxterra::DurableTerrain::create_generated(
+        params,
+        db,
+        voxterra::TerrainConfig::default(),
+        voxterra::chunk_db::Durability::Immediate,
+    )
+    .with_context(|| format!("writing {}", path.display()))?;
+    let bytes = d.db().file_len()?;
+    let seconds = start.elapsed().as_secs_f64();
+    if args.json {
+        let out = serde_json::json!({
+            "seed": args.seed, "size": args.size, "voxels": params.size.iter().map(|&v| v as u64).product::<u64>(),
+            "lazy": true, "db": { "file": path.display().to_string(), "bytes": bytes, "chunks": 0, "seconds": seconds },
+        });
+        println!("{out}");
+    } else {
+        println!("world      {}x{}x{} voxels, seed {}", args.size[0], args.size[1], args.size[2], args.seed);
+        println!(
+            "database   {} ({bytes} bytes: the generator's parameters, no chunk) in {seconds:.3} s",
+            path.display()
+        );
+        println!("           chunks are generated when first used and stored once edited");
     }
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! `voxterra`: the command-line face of voxterra.
 //!
 //! - `voxterra gen`: make a procedural world, report its size and memory, optionally save it.
+//! - `voxterra fly`: a viewer flying across a paged world (larger than memory): frame times and
+//!   peak memory.
 //! - `voxterra info FILE`: what a terrain file holds.
 //! - `voxterra mesh`: mesh a terrain file or a generated world and write OBJ or PLY.
 //! - `voxterra demo`: bodies on live-edited terrain through rapier, optionally beside per-chunk
@@ -17,6 +19,7 @@
 mod db_cmd;
 mod demo;
 mod export;
+mod fly;
 mod gen_cmd;
 mod info_cmd;
 mod limits;
@@ -46,6 +49,9 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Generate a procedural world in memory and print a summary.
     Gen(gen_cmd::GenArgs),
+    /// Fly a viewer across a paged world (a database, or generated as visited), paging ahead,
+    /// collision ready and levels of detail current each frame: frame times and peak memory.
+    Fly(fly::FlyArgs),
     /// Describe a terrain file or a chunk database: size, chunks, compression ratio, voxels per
     /// material (a database: its last durable edit's sequence).
     Info(info_cmd::InfoArgs),
@@ -81,6 +87,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),
         Command::Gen(args) => gen_cmd::run(&args),
+        Command::Fly(args) => fly::run(&args),
         Command::Info(args) => info_cmd::run(&args),
         Command::Import(args) => db_cmd::import(&args),
         Command::Export(args) => db_cmd::export(&args),

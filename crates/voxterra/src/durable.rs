@@ -101,7 +101,13 @@ impl<D: ChunkDb + 'static> DurableTerrain<D> {
             &db,
             |_, _| {},
         )?;
-        Ok(DurableTerrain { committed: terrain.sequence(), terrain, db: Arc::new(db), durability, generator: None })
+        Ok(DurableTerrain {
+            committed: terrain.sequence(),
+            terrain,
+            db: Arc::new(db),
+            durability,
+            generator: None,
+        })
     }
 
     /// Makes the world of `params` in `db` (which must hold no chunks) without writing a chunk:

@@ -3,7 +3,9 @@
 //! the oldest snapshots.
 
 use std::collections::VecDeque;
+use crate::error::HistoryStep;
 use voxterra_codec::Snapshot;
+use voxterra_core::Region;
 
 /// Undo and redo stacks of snapshots, within a byte budget.
 #[derive(Debug, Clone)]
@@ -50,6 +52,15 @@ impl History {
     pub(crate) fn set_budget(&mut self, budget: usize) {
         self.budget = budget;
         self.trim();
+    }
+
+    /// The region the next undo (`Undo`) or redo writes.
+    pub(crate) fn next_region(&self, step: HistoryStep) -> Option<Region> {
+        match step {
+            HistoryStep::Undo => self.undo.back(),
+            HistoryStep::Redo => self.redo.last(),
+        }
+        .map(|s| *s.region())
     }
 
     pub(crate) fn pop_undo(&mut self) -> Option<Snapshot> {

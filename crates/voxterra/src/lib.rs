@@ -127,9 +127,9 @@ mod anchor;
 mod atomic_file;
 mod brush;
 mod chunk_record;
+mod chunk_source;
 mod collision_cache;
 mod config;
-mod chunk_source;
 mod cut;
 mod delta;
 mod delta_log;
@@ -171,11 +171,12 @@ pub use config::{
     DEFAULT_RESIDENT_BYTES, DetachConfig, TerrainConfig,
 };
 pub use durable::{
-    DurableTerrain, META_GENERATOR, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE, stored_generator, write_world,
+    DurableTerrain, META_GENERATOR, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE, stored_generator,
+    write_world,
 };
 pub use error::{
-    ConfigError, DeltaError, DurableError, EditError, HistoryStep, InvalidTerrain, LoadError, PageError, QueryError,
-    TerrainError,
+    ConfigError, DeltaError, DurableError, EditError, HistoryStep, InvalidTerrain, LoadError, PageError,
+    QueryError, TerrainError,
 };
 pub use readiness::{PrepareBudget, Readiness};
 pub use terrain::{EditReport, HistoryStats, Terrain};

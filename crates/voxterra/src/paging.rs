@@ -18,8 +18,8 @@ use crate::error::{ConfigError, PageError};
 use crate::terrain::Terrain;
 use rayon::prelude::*;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, MaterialTable, Region, StoreChunkKey, Voxel, VoxelPos};
@@ -123,6 +123,14 @@ pub(crate) struct Pager {
     loader: Option<Loader>,
     loaded_total: u64,
     evicted_total: u64,
+    /// Measured cost of taking one chunk in (and out), to plan how many fit a frame's time.
+    insert_cost: Duration,
+    evict_cost: Duration,
+}
+
+/// A moving average: a quarter of the new sample.
+fn ewma(old: Duration, sample: Duration) -> Duration {
+    old.mul_f64(0.75) + sample.mul_f64(0.25)
 }
 
 impl std::fmt::Debug for Pager {
@@ -150,6 +158,8 @@ impl Pager {
             loader: None,
             loaded_total: 0,
             evicted_total: 0,
+            insert_cost: Duration::from_micros(100),
+            evict_cost: Duration::from_micros(100),
         }
     }
 
@@ -256,7 +266,8 @@ impl Terrain {
     fn keys_for_box(&self, aabb: &Aabb) -> Result<Vec<StoreChunkKey>, PageError> {
         let scale = self.scale();
         let (lo, hi) = (scale.point_to_voxels(&aabb.mins), scale.point_to_voxels(&aabb.maxs));
-        let to_i = |v: f32, m: i64| (v.floor() as i64 + m).clamp(i32::MIN as i64 + 1, i32::MAX as i64 - 1) as i32;
+        let to_i =
+            |v: f32, m: i64| (v.floor() as i64 + m).clamp(i32::MIN as i64 + 1, i32::MAX as i64 - 1) as i32;
         if !(lo.coords.iter().chain(hi.coords.iter()).all(|v| v.is_finite())) {
             return Ok(Vec::new());
         }
@@ -339,10 +350,8 @@ impl Terrain {
             pager.in_flight.remove(k);
         }
         let source = Arc::clone(&pager.source);
-        for (key, voxels) in load_columns(source.as_ref(), &missing)? {
-            self.insert_chunk(key, &voxels, report)?;
-        }
-        Ok(())
+        let loaded = load_columns(source.as_ref(), &missing)?;
+        self.insert_chunks(&loaded, report)
     }
 
     /// Pages ahead: asks the background loader for the chunks `boxes` need (nearest a box's
@@ -356,7 +365,9 @@ impl Terrain {
         }
         let keys = self.needed(boxes)?;
         let mut report = PageReport::default();
-        // Take in what arrived, oldest first, within the time.
+        // Take in what arrived, oldest first, as many as the time allows at the measured cost
+        // of a chunk (at least one), in one batch.
+        let mut take: Vec<(StoreChunkKey, Vec<Voxel>)> = Vec::new();
         loop {
             let pager = self.pager.as_mut().expect("a paged terrain");
             if pager.arrived.is_empty() {
@@ -370,26 +381,46 @@ impl Terrain {
                     Some(Err(TryRecvError::Empty)) | None => break,
                 }
             }
-            if start.elapsed() >= max_time {
+            let planned = start.elapsed() + pager.insert_cost.mul_f64(take.len() as f64 + 1.0);
+            if !take.is_empty() && planned >= max_time || max_time.is_zero() {
                 break;
             }
-            let Some((id, col, voxels)) = pager.arrived.pop_front() else { break };
-            pager.requests_out -= 1;
-            let voxels = voxels?;
-            for (key, v) in col.iter().zip(voxels.chunks_exact(CHUNK_VOXELS)) {
-                let pager = self.pager.as_mut().expect("a paged terrain");
-                if pager.in_flight.get(key) == Some(&id) {
-                    pager.in_flight.remove(key);
-                    if !pager.is_resident(*key) {
-                        self.insert_chunk(*key, v, &mut report)?;
-                    }
+            let Some((id, col, voxels)) = pager.arrived.front_mut() else { break };
+            let (id, voxels) = match voxels {
+                Ok(v) => (*id, v),
+                Err(_) => {
+                    pager.requests_out -= 1;
+                    let (_, _, e) = pager.arrived.pop_front().expect("the front");
+                    return Err(e.err().expect("an error"));
+                }
+            };
+            // One chunk at a time (the last of the column first).
+            let Some(key) = col.pop() else {
+                pager.requests_out -= 1;
+                pager.arrived.pop_front();
+                continue;
+            };
+            let v = voxels.split_off(voxels.len() - CHUNK_VOXELS);
+            if pager.in_flight.get(&key) == Some(&id) {
+                pager.in_flight.remove(&key);
+                if !pager.is_resident(key) {
+                    take.push((key, v));
                 }
             }
         }
+        if !take.is_empty() {
+            let t = Instant::now();
+            self.insert_chunks(&take, &mut report)?;
+            let pager = self.pager.as_mut().expect("a paged terrain");
+            pager.insert_cost = ewma(pager.insert_cost, t.elapsed() / take.len() as u32);
+        }
         // Ask for what is missing, nearest first, up to the in-flight bound.
         let pager = self.pager.as_mut().expect("a paged terrain");
-        let missing: Vec<StoreChunkKey> =
-            keys.iter().copied().filter(|k| !pager.is_resident(*k) && !pager.in_flight.contains_key(k)).collect();
+        let missing: Vec<StoreChunkKey> = keys
+            .iter()
+            .copied()
+            .filter(|k| !pager.is_resident(*k) && !pager.in_flight.contains_key(k))
+            .collect();
         report.ready = keys.iter().all(|k| pager.is_resident(*k));
         if !missing.is_empty() {
             let centers: Vec<Point3<f32>> =
@@ -397,7 +428,10 @@ impl Terrain {
             let mut columns = columns_of(&missing);
             let dist = |c: &[StoreChunkKey]| {
                 let p = Point3::new(c[0].x as f32 + 0.5, 0.0, c[0].z as f32 + 0.5);
-                centers.iter().map(|q| (q.x - p.x).powi(2) + (q.z - p.z).powi(2)).fold(f32::INFINITY, f32::min)
+                centers
+                    .iter()
+                    .map(|q| (q.x - p.x).powi(2) + (q.z - p.z).powi(2))
+                    .fold(f32::INFINITY, f32::min)
             };
             columns.sort_by(|a, b| dist(a).total_cmp(&dist(b)).then(a[0].cmp(&b[0])));
             let pager = self.pager.as_mut().expect("a paged terrain");
@@ -419,24 +453,26 @@ impl Terrain {
         Ok(report)
     }
 
-    /// Makes chunk `key` resident with `voxels`: store, masks, cache and render updates, as a
+    /// Makes `chunks` resident: store, masks, cache and render updates in one batch, as a
     /// replica's write (no history, no delta log: nothing changed in the world).
-    fn insert_chunk(
+    fn insert_chunks(
         &mut self,
-        key: StoreChunkKey,
-        voxels: &[Voxel],
+        chunks: &[(StoreChunkKey, Vec<Voxel>)],
         report: &mut PageReport,
     ) -> Result<(), PageError> {
-        let region = key.region().expect("keys come from regions");
-        if let Some(d) = self.write_unlogged(&region, Some(voxels))? {
-            report.changed.push(d);
+        let writes: Vec<(Region, Option<&[Voxel]>)> = chunks
+            .iter()
+            .map(|(k, v)| (k.region().expect("keys come from regions"), Some(v.as_slice())))
+            .collect();
+        report.changed.extend(self.write_unlogged(&writes)?);
+        for (key, _) in chunks {
+            let bytes = self.store.chunk(*key).map_or(0, |c| c.heap_bytes());
+            let pager = self.pager.as_mut().expect("a paged terrain");
+            pager.resident.insert(*key, Entry { stamp: pager.clock, bytes });
+            pager.bytes += bytes;
+            pager.loaded_total += 1;
+            report.loaded += 1;
         }
-        let bytes = self.store.chunk(key).map_or(0, |c| c.heap_bytes());
-        let pager = self.pager.as_mut().expect("a paged terrain");
-        pager.resident.insert(key, Entry { stamp: pager.clock, bytes });
-        pager.bytes += bytes;
-        pager.loaded_total += 1;
-        report.loaded += 1;
         Ok(())
     }
 
@@ -466,22 +502,33 @@ impl Terrain {
             candidates.truncate(wanted);
         }
         candidates.sort_unstable();
+        let mut victims = Vec::new();
         for (_, key, bytes) in candidates {
-            if over == 0 || start.elapsed() >= max_time {
+            let planned = start.elapsed() + pager.evict_cost.mul_f64(victims.len() as f64 + 1.0);
+            if over == 0 || !victims.is_empty() && planned >= max_time || max_time.is_zero() {
                 break;
             }
-            let region = key.region().expect("keys come from regions");
-            // Writing Air only removes a chunk: the store's limits cannot refuse it.
-            if let Ok(Some(d)) = self.write_unlogged(&region, None) {
-                report.changed.push(d);
-            }
-            let pager = self.pager.as_mut().expect("a paged terrain");
-            pager.resident.remove(&key);
+            victims.push((key, bytes));
+            over = over.saturating_sub(bytes);
+        }
+        if victims.is_empty() {
+            return;
+        }
+        let t = Instant::now();
+        let writes: Vec<(Region, Option<&[Voxel]>)> =
+            victims.iter().map(|(k, _)| (k.region().expect("keys come from regions"), None)).collect();
+        // Writing Air only removes chunks: the store's limits cannot refuse it.
+        if let Ok(changed) = self.write_unlogged(&writes) {
+            report.changed.extend(changed);
+        }
+        let pager = self.pager.as_mut().expect("a paged terrain");
+        for (key, bytes) in &victims {
+            pager.resident.remove(key);
             pager.bytes -= bytes;
             pager.evicted_total += 1;
             report.evicted += 1;
-            over = over.saturating_sub(bytes);
         }
+        pager.evict_cost = ewma(pager.evict_cost, t.elapsed() / victims.len() as u32);
     }
 
     /// After an edit wrote `dirty`: its chunks stay until written back, and their bytes change.

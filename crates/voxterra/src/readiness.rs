@@ -101,7 +101,8 @@ impl Terrain {
             keys.sort_unstable();
             keys.dedup();
             let built = self.cache.prepare(&self.mesher, &self.store, &keys);
-            let ready = boxes.iter().all(|b| self.is_paged_in(b)) && keys.iter().all(|&k| self.cache.contains(k));
+            let ready =
+                boxes.iter().all(|b| self.is_paged_in(b)) && keys.iter().all(|&k| self.cache.contains(k));
             return Readiness { built, ready };
         }
         let built = self.prepare_nearest(boxes, budget);

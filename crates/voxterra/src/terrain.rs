@@ -17,7 +17,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::BitBroadphase;
 use voxterra_codec::{Compression, Snapshot, TerrainFileError};
-use voxterra_core::{Aabb, StoreChunkKey};
+use voxterra_core::{Aabb, PhysicsChunkKey, StoreChunkKey};
 use voxterra_core::{Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
 use voxterra_mesher::{MeshError, RenderMesh};
 use voxterra_mesher::{MeshWorkspace, Mesher};
@@ -348,6 +348,9 @@ impl Terrain {
 
     /// Undoes the latest edit still in the history, bit for bit, through the same dirty path.
     pub fn undo(&mut self) -> Result<EditReport, EditError> {
+        let region = self.history.next_region(HistoryStep::Undo).ok_or(EditError::NoHistory(HistoryStep::Undo))?;
+        // In memory before the state it replaces is captured.
+        self.ensure_resident(&region)?;
         let s = self.history.pop_undo().ok_or(EditError::NoHistory(HistoryStep::Undo))?;
         let now = Snapshot::capture(&self.store, s.region(), Compression::None)?;
         let report = self.restore(&s)?;
@@ -357,6 +360,8 @@ impl Terrain {
 
     /// Redoes the latest undone edit.
     pub fn redo(&mut self) -> Result<EditReport, EditError> {
+        let region = self.history.next_region(HistoryStep::Redo).ok_or(EditError::NoHistory(HistoryStep::Redo))?;
+        self.ensure_resident(&region)?;
         let s = self.history.pop_redo().ok_or(EditError::NoHistory(HistoryStep::Redo))?;
         let now = Snapshot::capture(&self.store, s.region(), Compression::None)?;
         let report = self.restore(&s)?;
@@ -520,21 +525,30 @@ impl Terrain {
         Ok(report)
     }
 
-    /// Writes `voxels` (Air when `None`) into `region` as paging does: store, masks, cache and
-    /// render updates, no history, no delta log. Returns what changed.
+    /// Writes each region's voxels (Air when `None`) as paging does: store, masks (each physics
+    /// chunk beside any of them rebuilt once), cache and render updates; no history, no delta log.
+    /// Returns what changed.
     pub(crate) fn write_unlogged(
         &mut self,
-        region: &Region,
-        voxels: Option<&[Voxel]>,
-    ) -> Result<Option<Region>, StoreError> {
-        let dirty = match voxels {
-            Some(v) => self.store.write_box(region, v),
-            None => self.store.fill(region, Voxel::AIR),
-        }?;
-        if let Some(d) = dirty {
-            self.masks.rebuild_region(&self.store, &d);
-            self.cache.invalidate(&d);
-            self.mark_changed(&d);
+        writes: &[(Region, Option<&[Voxel]>)],
+    ) -> Result<Vec<Region>, StoreError> {
+        let mut dirty = Vec::new();
+        for (region, voxels) in writes {
+            let d = match voxels {
+                Some(v) => self.store.write_box(region, v),
+                None => self.store.fill(region, Voxel::AIR),
+            }?;
+            dirty.extend(d);
+        }
+        let keys: BTreeSet<PhysicsChunkKey> = dirty
+            .iter()
+            .filter_map(|d| PhysicsChunkKey::range(&d.expanded(1)))
+            .flat_map(|r| r.iter())
+            .collect();
+        self.masks.rebuild_chunks(&self.store, keys);
+        for d in &dirty {
+            self.cache.invalidate(d);
+            self.mark_changed(d);
         }
         Ok(dirty)
     }

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use voxterra::chunk_db::{Durability, RedbChunkDb};
 use voxterra::core::nalgebra::{Point3, Vector3};
-use voxterra::core::{Aabb, MaterialTable, Ray, Region, StoreChunkKey, Voxel, VoxelPos, VoxelRead, materials};
+use voxterra::core::{
+    Aabb, MaterialTable, Ray, Region, StoreChunkKey, Voxel, VoxelPos, VoxelRead, materials,
+};
 use voxterra::paging::GeneratorSource;
 use voxterra::worldgen::GenParams;
 use voxterra::{Brush, BrushOp, BrushShape, DurableTerrain, Terrain, TerrainConfig};
@@ -44,7 +46,10 @@ fn params(seed: u64, far: bool) -> GenParams {
 fn world_box(p: &GenParams, scale: f32, at: [f32; 2], half: f32) -> Aabb {
     let o = p.origin.map(|v| v as f32) * scale;
     let (x, z) = (o.x + at[0] * p.size[0] as f32 * scale, o.z + at[1] * p.size[2] as f32 * scale);
-    Aabb::new(Point3::new(x - half, o.y, z - half), Point3::new(x + half, o.y + p.size[1] as f32 * scale, z + half))
+    Aabb::new(
+        Point3::new(x - half, o.y, z - half),
+        Point3::new(x + half, o.y + p.size[1] as f32 * scale, z + half),
+    )
 }
 
 proptest! {
@@ -167,7 +172,9 @@ fn pages_ahead_from_the_background_until_ready() {
             assert!(calls < 10_000, "never ready");
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert!(paged.prepare(&[b], voxterra::PrepareBudget::NONE).ready || !paged.solid_chunks(&b).is_empty());
+        assert!(
+            paged.prepare(&[b], voxterra::PrepareBudget::NONE).ready || !paged.solid_chunks(&b).is_empty()
+        );
         for k in paged.store().chunk_keys() {
             assert!(chunk(&paged, k) == chunk(&whole, k), "chunk {k:?} differs");
         }
@@ -212,7 +219,9 @@ fn a_world_steps_on_a_paged_terrain_as_on_the_whole_one() {
 #[test]
 fn a_box_over_too_many_chunks_is_refused() {
     let p = GenParams::new(1, [8192, 256, 8192]);
-    let mut t = Terrain::paged(Arc::new(GeneratorSource(p)), MaterialTable::default(), TerrainConfig::default()).unwrap();
+    let mut t =
+        Terrain::paged(Arc::new(GeneratorSource(p)), MaterialTable::default(), TerrainConfig::default())
+            .unwrap();
     let all = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(8192.0, 256.0, 8192.0));
     assert!(matches!(t.page_in(&[all]), Err(voxterra::PageError::TooMany { .. })));
     assert_eq!(t.page_stats().unwrap().resident, 0);
