@@ -328,6 +328,34 @@ impl BitBroadphase {
         n
     }
 
+    /// [`rebuild_chunks`](Self::rebuild_chunks) on the calling thread alone, leaving the dense
+    /// window as it is (stale once chunks outside it hold masks: queries use the hash map until
+    /// [`optimize`](Self::optimize)). For a few hundred chunks beside a thread that holds a core
+    /// (a loader) in a frame's time: the pool's workers and the window's O(chunks) refresh cost
+    /// more than the builds.
+    pub fn rebuild_chunks_here(
+        &mut self,
+        source: &impl VoxelRead,
+        keys: impl IntoIterator<Item = Key>,
+    ) -> usize {
+        let (solid, liquid) = (self.solid, self.liquid);
+        let mut n = 0;
+        for k in keys {
+            let state = masks::build(source, k, solid, liquid);
+            self.set(k, state);
+            n += 1;
+        }
+        n
+    }
+
+    /// Drops the masks of chunks `keys` (they read as empty): what a terrain whose voxels there
+    /// left memory calls, rather than building them from Air. Leaves the window as it is.
+    pub fn remove_chunks(&mut self, keys: impl IntoIterator<Item = Key>) {
+        for k in keys {
+            self.set(k, None);
+        }
+    }
+
     /// The voxel range `[lo, hi]` (inclusive, i64) a world-space box touches. `None` for NaN or
     /// inverted boxes.
     #[inline]

@@ -89,6 +89,20 @@ pub(crate) fn open_read(path: &Path) -> anyhow::Result<DurableTerrain<RedbChunkD
         .with_context(|| format!("loading the world in {}", path.display()))
 }
 
+/// The terrain in database `path`, read-only: paged (nothing loaded until used, under `config`'s
+/// resident budget) when the database names a world generator (`gen --db --lazy`), else loaded
+/// whole.
+pub(crate) fn open_read_terrain(path: &Path, config: TerrainConfig) -> anyhow::Result<voxterra::Terrain> {
+    let db = open_db_read(path)?;
+    let lazy = voxterra::stored_generator(&db)?.is_some();
+    let d = if lazy {
+        DurableTerrain::open_paged(db, config, Durability::Immediate)
+    } else {
+        DurableTerrain::open(db, config, Durability::Immediate)
+    };
+    Ok(d.with_context(|| format!("opening the world in {}", path.display()))?.into_parts().0)
+}
+
 /// `voxterra edit-soak`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct EditSoakArgs {

@@ -43,7 +43,8 @@ pub(crate) struct FlyArgs {
     /// Paged in ahead around the viewer, m (half the side of a square column).
     #[arg(long, default_value_t = 320.0)]
     radius: f32,
-    /// Collision kept ready around the viewer, m (half the side of a cube).
+    /// Collision kept ready around a character on the ground under the viewer, m (half the side
+    /// of a cube).
     #[arg(long, default_value_t = 24.0)]
     collision: f32,
     /// Levels of detail: the distances (m) where levels 1, 2, … begin.
@@ -84,6 +85,8 @@ struct FlySummary {
     km: f32,
     speed: f32,
     frames: usize,
+    /// Paging in the start's surroundings before the first frame (a loading screen).
+    opening_seconds: f64,
     seconds: f64,
     /// Whole frame: paging, collision readiness, levels of detail.
     frame_ms: Spread,
@@ -93,8 +96,12 @@ struct FlySummary {
     lod_ms: Spread,
     frames_over_4ms: usize,
     paging_over_4ms: usize,
-    /// Frames whose collision box was not yet ready.
-    collision_not_ready: usize,
+    /// Frames whose collision box (a character on the ground under the viewer) was not yet
+    /// paged in.
+    ground_not_paged: usize,
+    /// Frames whose collision box was paged in but its collision data not all built yet (the
+    /// readiness budget: 16 chunks, 1 ms a frame).
+    collision_not_built: usize,
     chunks_loaded: u64,
     chunks_evicted: u64,
     resident_chunks: usize,
@@ -149,6 +156,7 @@ pub(crate) fn run(args: &FlyArgs) -> anyhow::Result<()> {
     let frames = (args.km * 1000.0 / args.speed * args.fps).ceil() as usize;
     let step = args.speed / args.fps;
     let bar = crate::gen_cmd::progress_bar(frames as u64, "flying    ", "frames", args.json)?;
+    let mut columns = std::collections::HashSet::new();
 
     // Diagonally through the centre, bouncing off the edges; at 3/4 of the world's height.
     let (w, d) = (world[0] as f32, world[2] as f32);
@@ -166,9 +174,22 @@ pub(crate) fn run(args: &FlyArgs) -> anyhow::Result<()> {
         Point3::new(start_at.x + bounce(dir.x * s, span.x), height, start_at.y + bounce(dir.y * s, span.y))
     };
 
+    // The loading screen: the start's surroundings in memory before the first frame.
+    let opening = Instant::now();
+    let first = at(0.0);
+    let r = args.radius;
+    let start_box = Aabb::new(
+        Point3::new(first.x - r, 0.0, first.z - r),
+        Point3::new(first.x + r, world[1] as f32, first.z + r),
+    );
+    for region in terrain.page_in(&[start_box])?.changed {
+        columns.insert((region.min().x >> 5, region.min().z >> 5));
+    }
+    view.update(&terrain, &mesher, &[first])?;
+    let opening = opening.elapsed().as_secs_f64();
+
     let (mut frame_ms, mut page_ms, mut ready_ms, mut lod_ms) = (vec![], vec![], vec![], vec![]);
-    let mut collision_not_ready = 0;
-    let mut columns = std::collections::HashSet::new();
+    let (mut ground_not_paged, mut collision_not_built) = (0, 0);
     let page_budget = Duration::from_secs_f32(args.page_ms / 1000.0);
     let started = Instant::now();
     for i in 0..frames {
@@ -181,18 +202,22 @@ pub(crate) fn run(args: &FlyArgs) -> anyhow::Result<()> {
         );
         let report = terrain.page(&[around], page_budget)?;
         for region in &report.changed {
-            if std::env::var_os("NOMARK").is_none() { view.mark_edited(region); }
+            view.mark_edited(region);
             columns.insert((region.min().x >> 5, region.min().z >> 5));
         }
         let t1 = Instant::now();
-        // A character under the viewer: its collision ready nearest first.
+        // A character on the ground under the viewer: its collision ready nearest first.
+        let down = voxterra::core::Ray::new(eye, voxterra::core::nalgebra::Vector3::new(0.0, -1.0, 0.0));
+        let floor = terrain.cast_ray(&down, eye.y)?.map_or(0.0, |h| h.point.y);
         let c = args.collision;
         let ground = Aabb::new(
-            Point3::new(eye.x - c, 0.0, eye.z - c),
-            Point3::new(eye.x + c, world[1] as f32, eye.z + c),
+            Point3::new(eye.x - c, floor - c, eye.z - c),
+            Point3::new(eye.x + c, floor + c, eye.z + c),
         );
-        if !terrain.prepare(&[ground], PrepareBudget::new(16, Duration::from_millis(1))).ready {
-            collision_not_ready += 1;
+        if !terrain.is_paged_in(&ground) {
+            ground_not_paged += 1;
+        } else if !terrain.prepare(&[ground], PrepareBudget::new(16, Duration::from_millis(1))).ready {
+            collision_not_built += 1;
         }
         let t2 = Instant::now();
         view.update(&terrain, &mesher, &[eye])?;
@@ -217,6 +242,7 @@ pub(crate) fn run(args: &FlyArgs) -> anyhow::Result<()> {
         km: args.km,
         speed: args.speed,
         frames,
+        opening_seconds: opening,
         seconds: started.elapsed().as_secs_f64(),
         frames_over_4ms: over(&frame_ms),
         paging_over_4ms: over(&page_ms),
@@ -224,7 +250,8 @@ pub(crate) fn run(args: &FlyArgs) -> anyhow::Result<()> {
         page_ms: spread(page_ms),
         readiness_ms: spread(ready_ms),
         lod_ms: spread(lod_ms),
-        collision_not_ready,
+        ground_not_paged,
+        collision_not_built,
         chunks_loaded: stats.loaded_total,
         chunks_evicted: stats.evicted_total,
         resident_chunks: stats.resident,
@@ -244,12 +271,16 @@ pub(crate) fn run(args: &FlyArgs) -> anyhow::Result<()> {
             "world        {}x{}x{}, {:.1} km at {} m/s, {} frames in {:.1} s",
             s.world[0], s.world[1], s.world[2], s.km, s.speed, s.frames, s.seconds
         );
+        println!("opening      {:.2} s (the start's surroundings paged in)", s.opening_seconds);
         show("frame", &s.frame_ms);
         show("paging", &s.page_ms);
         show("readiness", &s.readiness_ms);
         show("lod", &s.lod_ms);
         println!("over 4 ms    {} frames ({} of them paging)", s.frames_over_4ms, s.paging_over_4ms);
-        println!("collision    not ready in {} frames", s.collision_not_ready);
+        println!(
+            "collision    not paged in {} frames, paged but not built in {}",
+            s.ground_not_paged, s.collision_not_built
+        );
         println!(
             "chunks       {} loaded, {} evicted, {} resident ({:.1} MiB)",
             s.chunks_loaded, s.chunks_evicted, s.resident_chunks, s.resident_mib

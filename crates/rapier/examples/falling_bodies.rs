@@ -51,7 +51,7 @@ fn main() -> Result<(), voxterra::TerrainError> {
                 report.masks_rebuilt, report.elapsed
             );
         }
-        let built = ground.prepare(&bodies, &colliders, &params);
+        let built = ground.prepare(&bodies, &colliders, &params)?;
         pipeline.step(
             Vector::new(0.0, -9.81, 0.0),
             &params,

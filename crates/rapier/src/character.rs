@@ -54,7 +54,7 @@ use std::ops::{Deref, DerefMut};
 /// let dt = world.integration_parameters.dt;
 /// let (mut pose, mut fall, mut grounded) = (Pose::from_translation(start), 0.0, 0);
 /// for _ in 0..120 {
-///     ground.prepare(&world.bodies, &world.colliders, &world.integration_parameters);
+///     ground.prepare(&world.bodies, &world.colliders, &world.integration_parameters)?;
 ///     let walk = Vector::new(2.0, -fall, 0.0) * dt;
 ///     let queries = world.query_pipeline_with_filter(QueryFilter::default().exclude_rigid_body(body));
 ///     let moved = controller.move_shape(dt, &queries, &*shape, &pose, walk, |_| {});

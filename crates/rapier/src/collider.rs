@@ -76,16 +76,35 @@ impl RapierTerrain {
 
     /// Readies the terrain's collision data around every awake dynamic or kinematic body, in
     /// parallel, so the step that follows only reads the cache (a step run without it is still
-    /// correct, but builds what it misses on every query). Call it before each step. Returns how
-    /// many chunks were built.
+    /// correct, but builds what it misses on every query). Call it before each step. A paged
+    /// terrain ([`Terrain::paged`]) pages the chunks around the bodies in first; that is the one
+    /// way it fails. Returns how many chunks were built.
     pub fn prepare(
         &self,
         bodies: &RigidBodySet,
         colliders: &ColliderSet,
         params: &IntegrationParameters,
-    ) -> usize {
-        let Some(frame) = colliders.get(self.collider).map(|c| *c.position()) else { return 0 };
+    ) -> Result<usize, voxterra::PageError> {
+        let Some(frame) = colliders.get(self.collider).map(|c| *c.position()) else { return Ok(0) };
+        let paged = self.terrain.read().is_paged();
+        if paged {
+            let boxes = self.body_boxes(bodies, colliders, params, &frame, &self.terrain.read());
+            self.terrain.write().page_in(&boxes)?;
+        }
         let terrain = self.terrain.read();
+        let boxes = self.body_boxes(bodies, colliders, params, &frame, &terrain);
+        Ok(terrain.prepare(&boxes, PrepareBudget::UNLIMITED).built)
+    }
+
+    /// The boxes (terrain frame) around every awake dynamic or kinematic body that a step reads.
+    fn body_boxes(
+        &self,
+        bodies: &RigidBodySet,
+        colliders: &ColliderSet,
+        params: &IntegrationParameters,
+        frame: &Pose,
+        terrain: &Terrain,
+    ) -> Vec<Aabb> {
         let margin = params.prediction_distance() + terrain.scale().length_to_world(PREPARE_MARGIN_VOXELS);
         let mut boxes = Vec::new();
         for (_, co) in colliders.iter() {
@@ -99,7 +118,7 @@ impl RapierTerrain {
             let local = Aabb::from_parry(&b.to_parry().transform_by(&frame.inverse()));
             boxes.push(local.loosened(margin + co.contact_skin()));
         }
-        terrain.prepare(&boxes, PrepareBudget::UNLIMITED).built
+        boxes
     }
 
     /// Applies a brush between steps, then wakes every body near the change and has rapier

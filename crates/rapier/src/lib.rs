@@ -76,7 +76,7 @@
 //!     ColliderBuilder::ball(0.5),
 //! );
 //! for _ in 0..240 {
-//!     ground.prepare(&world.bodies, &world.colliders, &world.integration_parameters);
+//!     ground.prepare(&world.bodies, &world.colliders, &world.integration_parameters)?;
 //!     world.step();
 //! }
 //! // The ball has landed (and rolls down the slope): it rests on the ground under it, which

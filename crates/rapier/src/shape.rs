@@ -68,10 +68,11 @@ impl TerrainShape {
     }
 }
 
-/// The box holding every stored voxel (world units), grown by the voxel the geometry may spill;
-/// an empty terrain has a degenerate box at the origin.
+/// The box holding the world (world units: every stored voxel, and a paged terrain's whole
+/// world), grown by the voxel the geometry may spill; an empty terrain has a degenerate box at the
+/// origin.
 fn terrain_aabb(t: &Terrain) -> ParryAabb {
-    match t.extent() {
+    match t.world_bounds() {
         Some(e) => t.scale().region_to_world(&e, SURFACE_SPILL as f32).to_parry(),
         None => ParryAabb::new(Vector::ZERO, Vector::ZERO),
     }

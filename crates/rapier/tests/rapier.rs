@@ -90,7 +90,9 @@ impl Sim {
     }
 
     fn step(&mut self) {
-        self.ground.prepare(&self.bodies, &self.colliders, &self.params);
+        self.ground
+            .prepare(&self.bodies, &self.colliders, &self.params)
+            .expect("a terrain held whole pages nothing");
         let (joints, multibody, ccd) = &mut self.joints;
         self.pipeline.step(
             Vector::new(0.0, -9.81, 0.0),

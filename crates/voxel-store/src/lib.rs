@@ -58,4 +58,4 @@ pub use error::{InvalidStore, StoreError};
 pub use levels::{LevelView, MAX_LEVEL};
 pub use packed_box::RowFault;
 pub use stats::StoreStats;
-pub use store::{Rows, StoreLimits, VoxelStore};
+pub use store::{Rows, StoreLimits, StoredChunk, VoxelStore};

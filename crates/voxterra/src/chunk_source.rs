@@ -16,6 +16,12 @@ pub trait ChunkSource: Send + Sync {
     /// order given, each chunk in (y, z, x) order. The keys of one call share x and z (one column
     /// of chunks, so a generator evaluates the column's noise once).
     fn load(&self, keys: &[StoreChunkKey], out: &mut [Voxel]) -> Result<(), PageError>;
+
+    /// A region holding the world as the source makes it, when it knows one (a generator's
+    /// world): what colliders and cameras take as the world's bounds before it is visited.
+    fn bounds(&self) -> Option<Region> {
+        None
+    }
 }
 
 /// Chunks made by the world generator: a world of any size that costs only what is visited.
@@ -25,6 +31,10 @@ pub struct GeneratorSource(pub GenParams);
 impl ChunkSource for GeneratorSource {
     fn load(&self, keys: &[StoreChunkKey], out: &mut [Voxel]) -> Result<(), PageError> {
         generate_column(&self.0, keys, out)
+    }
+
+    fn bounds(&self) -> Option<Region> {
+        self.0.region().ok()
     }
 }
 
@@ -76,6 +86,10 @@ impl<D: ChunkDb> DbSource<D> {
 }
 
 impl<D: ChunkDb> ChunkSource for DbSource<D> {
+    fn bounds(&self) -> Option<Region> {
+        self.generator.and_then(|g| g.region().ok())
+    }
+
     fn load(&self, keys: &[StoreChunkKey], out: &mut [Voxel]) -> Result<(), PageError> {
         let mut never_stored = Vec::new();
         for (&key, dst) in keys.iter().zip(out.chunks_exact_mut(CHUNK_VOXELS)) {

@@ -2,8 +2,8 @@
 //! article's undo); undo writes it back after capturing the present for redo. A byte budget drops
 //! the oldest snapshots.
 
-use std::collections::VecDeque;
 use crate::error::HistoryStep;
+use std::collections::VecDeque;
 use voxterra_codec::Snapshot;
 use voxterra_core::Region;
 

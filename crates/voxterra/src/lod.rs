@@ -311,6 +311,17 @@ impl LodView {
         for root in roots(terrain, top)? {
             self.select(root, viewers, stored.as_ref(), &mut leaves, &mut split);
         }
+        if terrain.is_paged() {
+            // A paged terrain's node is drawn once every chunk its mesh reads is in memory, so
+            // chunks coming in never re-mesh a drawn node; one that loses a chunk (marked) goes.
+            let reach = (1u32 << MAX_LEVEL) + 2;
+            let edited = &self.edited;
+            leaves.retain(|n| {
+                let Ok(r) = n.region().map(|r| r.expanded(reach)) else { return false };
+                let marked = edited.iter().any(|e| e.intersection(&r).is_some());
+                (self.leaves.contains(n) && !marked) || terrain.is_region_resident(&r)
+            });
+        }
         let added: Vec<LodNode> = leaves.difference(&self.leaves).copied().collect();
         let removed: Vec<LodNode> = self.leaves.difference(&leaves).copied().collect();
         // New nodes and nodes showing edited voxels are meshed whole; kept nodes beside a node

@@ -22,8 +22,8 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Aabb, MaterialTable, Region, StoreChunkKey, Voxel, VoxelPos};
-use voxterra_voxel_store::VoxelStore;
+use voxterra_core::{Aabb, MaterialTable, PhysicsChunkKey, Region, StoreChunkKey, Voxel, VoxelPos};
+use voxterra_voxel_store::{StoredChunk, VoxelStore};
 
 type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
@@ -34,8 +34,8 @@ pub const PAGE_MARGIN: i32 = 4;
 /// The most chunks one call pages in (a box over a whole large world is refused, not loaded).
 pub const MAX_PAGE_CHUNKS: usize = 1 << 18;
 /// Columns of chunks the background loader holds requests for at once: enough to keep it busy,
-/// few enough that what it loads is still what the viewers want.
-const MAX_IN_FLIGHT: usize = 64;
+/// few enough that what it loads next is still the nearest of what the viewers want.
+const MAX_IN_FLIGHT: usize = 4;
 
 /// What a paging call did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -71,13 +71,19 @@ pub struct PageStats {
 }
 
 struct Entry {
-    /// The paging call that last needed the chunk (or edited it).
+    /// The paging call that last needed the chunk (or edited it), to within [`RESTAMP`] calls.
     stamp: u64,
     bytes: usize,
 }
 
+/// Paging calls a chunk's stamp may lag: a chunk needed call after call moves in the LRU order
+/// once per this many, not every call.
+const RESTAMP: u64 = 30;
+
+/// A chunk as it comes in: built off the frame thread (`None` when all Air), only moved in.
+type Loaded = (StoreChunkKey, Option<StoredChunk>);
 /// One column's chunks from the loader, tagged with the request that asked for them.
-type Arrival = (u64, Vec<StoreChunkKey>, Result<Vec<Voxel>, PageError>);
+type Arrival = (u64, Result<Vec<Loaded>, PageError>);
 
 struct Loader {
     requests: Sender<(u64, Vec<StoreChunkKey>)>,
@@ -94,9 +100,7 @@ impl Loader {
             .spawn(move || {
                 // Ends when the terrain drops its sender.
                 while let Ok((id, keys)) = todo.recv() {
-                    let mut voxels = vec![Voxel::AIR; keys.len() * CHUNK_VOXELS];
-                    let r = source.load(&keys, &mut voxels).map(|()| voxels);
-                    if done.send((id, keys, r)).is_err() {
+                    if done.send((id, load_column(source.as_ref(), &keys))).is_err() {
                         break;
                     }
                 }
@@ -110,6 +114,8 @@ impl Loader {
 pub(crate) struct Pager {
     source: Arc<dyn ChunkSource>,
     resident: Map<StoreChunkKey, Entry>,
+    /// The resident chunks by stamp, least recently used first.
+    order: std::collections::BTreeSet<(u64, StoreChunkKey)>,
     bytes: usize,
     dirty: Set<StoreChunkKey>,
     clock: u64,
@@ -128,9 +134,20 @@ pub(crate) struct Pager {
     evict_cost: Duration,
 }
 
-/// A moving average: a quarter of the new sample.
+/// What taking a chunk in costs, relative to one holding voxels: an all-Air one builds at most
+/// the masks on its faces.
+fn chunk_weight(chunk: &Option<StoredChunk>) -> f64 {
+    if chunk.is_some() { 1.0 } else { 0.25 }
+}
+
+/// A cost estimate that follows a dearer sample at once and a cheaper one slowly: planning by
+/// it overshoots a frame's time rarely.
 fn ewma(old: Duration, sample: Duration) -> Duration {
-    old.mul_f64(0.75) + sample.mul_f64(0.25)
+    if sample > old {
+        old.mul_f64(0.25) + sample.mul_f64(0.75)
+    } else {
+        old.mul_f64(0.9) + sample.mul_f64(0.1)
+    }
 }
 
 impl std::fmt::Debug for Pager {
@@ -148,6 +165,7 @@ impl Pager {
         Pager {
             source,
             resident: Map::default(),
+            order: std::collections::BTreeSet::new(),
             bytes: 0,
             dirty: Set::default(),
             clock: 0,
@@ -166,22 +184,56 @@ impl Pager {
     pub(crate) fn is_resident(&self, key: StoreChunkKey) -> bool {
         self.resident.contains_key(&key)
     }
+
+    /// Chunk `key` came in (or an edit made it resident) with `bytes`.
+    fn add(&mut self, key: StoreChunkKey, bytes: usize) {
+        let stamp = self.clock;
+        if let Some(old) = self.resident.insert(key, Entry { stamp, bytes }) {
+            self.order.remove(&(old.stamp, key));
+            self.bytes -= old.bytes;
+        }
+        self.order.insert((stamp, key));
+        self.bytes += bytes;
+    }
+
+    /// Chunk `key` is used now; `always` moves it even within [`RESTAMP`] calls.
+    fn touch(&mut self, key: StoreChunkKey, always: bool) {
+        let now = self.clock;
+        let Some(e) = self.resident.get_mut(&key) else { return };
+        if always || e.stamp + RESTAMP <= now {
+            self.order.remove(&(e.stamp, key));
+            e.stamp = now;
+            self.order.insert((now, key));
+        }
+    }
+
+    /// Chunk `key` left.
+    fn remove(&mut self, key: StoreChunkKey) {
+        if let Some(e) = self.resident.remove(&key) {
+            self.order.remove(&(e.stamp, key));
+            self.bytes -= e.bytes;
+        }
+    }
 }
 
-/// Loads `keys` (any chunks) from `source` in parallel, a column per task, in key order.
-fn load_columns(
-    source: &dyn ChunkSource,
-    keys: &[StoreChunkKey],
-) -> Result<Vec<(StoreChunkKey, Vec<Voxel>)>, PageError> {
-    let columns = columns_of(keys);
-    let loaded: Vec<Result<Vec<(StoreChunkKey, Vec<Voxel>)>, PageError>> = columns
-        .par_iter()
-        .map(|col| {
-            let mut voxels = vec![Voxel::AIR; col.len() * CHUNK_VOXELS];
-            source.load(col, &mut voxels)?;
-            Ok(col.iter().copied().zip(voxels.chunks_exact(CHUNK_VOXELS).map(<[Voxel]>::to_vec)).collect())
+/// Loads the chunks of one column and builds each as the store holds it.
+fn load_column(source: &dyn ChunkSource, keys: &[StoreChunkKey]) -> Result<Vec<Loaded>, PageError> {
+    let mut voxels = vec![Voxel::AIR; keys.len() * CHUNK_VOXELS];
+    source.load(keys, &mut voxels)?;
+    let mut scratch = VoxelStore::new();
+    keys.iter()
+        .zip(voxels.chunks_exact(CHUNK_VOXELS))
+        .map(|(&k, v)| {
+            scratch.write_box(&k.region().expect("keys come from regions"), v)?;
+            Ok((k, scratch.take_chunk(k)))
         })
-        .collect();
+        .collect()
+}
+
+/// Loads `keys` (any chunks) from `source` in parallel, a column per task.
+fn load_columns(source: &dyn ChunkSource, keys: &[StoreChunkKey]) -> Result<Vec<Loaded>, PageError> {
+    let loaded: Vec<Result<Vec<Loaded>, PageError>> =
+        columns_of(keys).par_iter().map(|col| load_column(source, col)).collect();
     let mut out = Vec::with_capacity(keys.len());
     for r in loaded {
         out.extend(r?);
@@ -251,13 +303,31 @@ impl Terrain {
         })
     }
 
+    /// A region holding the world: the [`extent`](Terrain::extent) of a terrain held whole; for a
+    /// paged one, also what its source says the world spans ([`ChunkSource::bounds`]), visited or
+    /// not. What a collider's box or a camera covers.
+    pub fn world_bounds(&self) -> Option<Region> {
+        let source = self.pager.as_ref().and_then(|p| p.source.bounds());
+        match (source, self.extent()) {
+            (Some(a), Some(b)) => Some(a.union(&b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Whether the voxel at `p` is in memory (always, for a terrain held whole).
     pub fn is_resident(&self, p: VoxelPos) -> bool {
         self.pager.as_ref().is_none_or(|pg| pg.is_resident(StoreChunkKey::containing(p)))
     }
 
-    /// Whether every chunk `aabb` (world units) needs is resident (always, held whole).
-    pub(crate) fn is_paged_in(&self, aabb: &Aabb) -> bool {
+    /// Whether every chunk of `region` (voxels) is in memory (always, for a terrain held whole).
+    pub fn is_region_resident(&self, region: &Region) -> bool {
+        let Some(pager) = &self.pager else { return true };
+        StoreChunkKey::range(region).is_none_or(|r| r.iter().all(|k| pager.is_resident(k)))
+    }
+
+    /// Whether every chunk a query inside `aabb` (world units) reads is resident (always, for a
+    /// terrain held whole).
+    pub fn is_paged_in(&self, aabb: &Aabb) -> bool {
         let Some(pager) = &self.pager else { return true };
         self.keys_for_box(aabb).is_ok_and(|keys| keys.iter().all(|k| pager.is_resident(*k)))
     }
@@ -301,11 +371,8 @@ impl Terrain {
         keys.dedup();
         let pager = self.pager.as_mut().expect("a paged terrain");
         pager.clock += 1;
-        let now = pager.clock;
         for k in &keys {
-            if let Some(e) = pager.resident.get_mut(k) {
-                e.stamp = now;
-            }
+            pager.touch(*k, false);
         }
         Ok(keys)
     }
@@ -324,6 +391,10 @@ impl Terrain {
         let mut report = PageReport { ready: true, ..PageReport::default() };
         self.load_now(&keys, &mut report)?;
         self.evict(&keys, Duration::MAX, &mut report);
+        if report.loaded + report.evicted > 0 {
+            // A loading call: the masks' dense window made current for the queries that follow.
+            self.masks.optimize();
+        }
         report.elapsed = start.elapsed();
         Ok(report)
     }
@@ -351,7 +422,7 @@ impl Terrain {
         }
         let source = Arc::clone(&pager.source);
         let loaded = load_columns(source.as_ref(), &missing)?;
-        self.insert_chunks(&loaded, report)
+        self.insert_chunks(loaded, report)
     }
 
     /// Pages ahead: asks the background loader for the chunks `boxes` need (nearest a box's
@@ -367,7 +438,12 @@ impl Terrain {
         let mut report = PageReport::default();
         // Take in what arrived, oldest first, as many as the time allows at the measured cost
         // of a chunk (at least one), in one batch.
-        let mut take: Vec<(StoreChunkKey, Vec<Voxel>)> = Vec::new();
+        let mut take: Vec<Loaded> = Vec::new();
+        let mut weight = 0.0;
+        // Over budget, eviction keeps half the time: memory comes down while chunks come in.
+        let over = self.pager.as_ref().is_some_and(|p| p.bytes > self.config().resident_bytes);
+        let evict_share = if over { max_time / 2 } else { Duration::ZERO };
+        let insert_time = max_time - evict_share;
         loop {
             let pager = self.pager.as_mut().expect("a paged terrain");
             if pager.arrived.is_empty() {
@@ -381,38 +457,39 @@ impl Terrain {
                     Some(Err(TryRecvError::Empty)) | None => break,
                 }
             }
-            let planned = start.elapsed() + pager.insert_cost.mul_f64(take.len() as f64 + 1.0);
-            if !take.is_empty() && planned >= max_time || max_time.is_zero() {
+            let planned = start.elapsed() + pager.insert_cost.mul_f64(weight + 1.0);
+            if !take.is_empty() && planned >= insert_time || insert_time.is_zero() {
                 break;
             }
-            let Some((id, col, voxels)) = pager.arrived.front_mut() else { break };
-            let (id, voxels) = match voxels {
-                Ok(v) => (*id, v),
+            let Some((id, col)) = pager.arrived.front_mut() else { break };
+            let id = *id;
+            let col = match col {
+                Ok(col) => col,
                 Err(_) => {
                     pager.requests_out -= 1;
-                    let (_, _, e) = pager.arrived.pop_front().expect("the front");
+                    let (_, e) = pager.arrived.pop_front().expect("the front");
                     return Err(e.err().expect("an error"));
                 }
             };
             // One chunk at a time (the last of the column first).
-            let Some(key) = col.pop() else {
+            let Some((key, chunk)) = col.pop() else {
                 pager.requests_out -= 1;
                 pager.arrived.pop_front();
                 continue;
             };
-            let v = voxels.split_off(voxels.len() - CHUNK_VOXELS);
             if pager.in_flight.get(&key) == Some(&id) {
                 pager.in_flight.remove(&key);
                 if !pager.is_resident(key) {
-                    take.push((key, v));
+                    weight += chunk_weight(&chunk);
+                    take.push((key, chunk));
                 }
             }
         }
         if !take.is_empty() {
             let t = Instant::now();
-            self.insert_chunks(&take, &mut report)?;
+            self.insert_chunks(take, &mut report)?;
             let pager = self.pager.as_mut().expect("a paged terrain");
-            pager.insert_cost = ewma(pager.insert_cost, t.elapsed() / take.len() as u32);
+            pager.insert_cost = ewma(pager.insert_cost, t.elapsed().div_f64(weight));
         }
         // Ask for what is missing, nearest first, up to the in-flight bound.
         let pager = self.pager.as_mut().expect("a paged terrain");
@@ -447,87 +524,125 @@ impl Terrain {
                 loader.requests.send((id, col)).map_err(|_| PageError::LoaderStopped)?;
             }
         }
-        let left = max_time.saturating_sub(start.elapsed());
+        let left = max_time.saturating_sub(start.elapsed()).max(evict_share);
         self.evict(&keys, left, &mut report);
         report.elapsed = start.elapsed();
         Ok(report)
     }
 
-    /// Makes `chunks` resident: store, masks, cache and render updates in one batch, as a
-    /// replica's write (no history, no delta log: nothing changed in the world).
-    fn insert_chunks(
-        &mut self,
-        chunks: &[(StoreChunkKey, Vec<Voxel>)],
-        report: &mut PageReport,
-    ) -> Result<(), PageError> {
-        let writes: Vec<(Region, Option<&[Voxel]>)> = chunks
-            .iter()
-            .map(|(k, v)| (k.region().expect("keys come from regions"), Some(v.as_slice())))
-            .collect();
-        report.changed.extend(self.write_unlogged(&writes)?);
-        for (key, _) in chunks {
-            let bytes = self.store.chunk(*key).map_or(0, |c| c.heap_bytes());
+    /// Makes `chunks` resident (moved into the store), then brings masks, cache and render
+    /// updates up to date in one batch, as a replica's write (no history, no delta log: nothing
+    /// changed in the world).
+    fn insert_chunks(&mut self, chunks: Vec<Loaded>, report: &mut PageReport) -> Result<(), PageError> {
+        let (mut changed, mut air) = (Vec::new(), Vec::new());
+        for (key, chunk) in chunks {
+            let bytes = chunk.as_ref().map_or(0, StoredChunk::heap_bytes);
+            match chunk {
+                Some(c) => changed.push(self.store.put_chunk(key, c)?),
+                None => air.push(key),
+            }
             let pager = self.pager.as_mut().expect("a paged terrain");
-            pager.resident.insert(*key, Entry { stamp: pager.clock, bytes });
-            pager.bytes += bytes;
+            pager.add(key, bytes);
             pager.loaded_total += 1;
             report.loaded += 1;
         }
+        self.paged_changed(&changed, &air);
+        report.changed.extend(changed);
         Ok(())
     }
 
+    /// After chunks came in or left: `changed` are the regions of those that hold voxels, `air`
+    /// the keys of those all Air. Masks of the physics chunks beside a changed region are rebuilt
+    /// once each where their storage chunk is resident and dropped elsewhere (nothing is known
+    /// there); an all-Air chunk that came in builds the physics chunks on its faces when a
+    /// neighbour holds voxels (their dilation reaches in), one that left drops its own. Cache
+    /// entries reading a changed region are dropped and render updates marked.
+    fn paged_changed(&mut self, changed: &[Region], air: &[StoreChunkKey]) {
+        let pager = self.pager.as_ref().expect("a paged terrain");
+        let mut keys: std::collections::BTreeSet<PhysicsChunkKey> = changed
+            .iter()
+            .filter_map(|d| PhysicsChunkKey::range(&d.expanded(1)))
+            .flat_map(|r| r.iter())
+            .collect();
+        for &k in air {
+            let region = k.region().expect("a key's region");
+            if !pager.is_resident(k) {
+                keys.extend(PhysicsChunkKey::range(&region).expect("a region").iter());
+                continue;
+            }
+            // Only the voxel-thick slab beside each neighbour holding voxels (a face, an edge or
+            // a corner of this chunk) takes their dilation.
+            for n in StoreChunkKey::range(&region.expanded(1)).expect("a region").iter() {
+                if n == k || self.store.chunk(n).is_none() {
+                    continue;
+                }
+                let touched = n.region().ok().and_then(|r| region.intersection(&r.expanded(1)));
+                if let Some(range) = touched.and_then(|t| PhysicsChunkKey::range(&t)) {
+                    keys.extend(range.iter());
+                }
+            }
+        }
+        let (rebuild, drop): (Vec<PhysicsChunkKey>, Vec<PhysicsChunkKey>) = keys
+            .into_iter()
+            .partition(|k| k.region().is_ok_and(|r| pager.is_resident(StoreChunkKey::containing(r.min()))));
+        self.masks.remove_chunks(drop);
+        // A frame's few hundred on this thread; a loading screen's many in parallel, and the
+        // masks' dense window made current then (a moving window is refreshed only there).
+        if rebuild.len() > 4096 {
+            self.masks.rebuild_chunks(&self.store, rebuild);
+        } else {
+            self.masks.rebuild_chunks_here(&self.store, rebuild);
+        }
+        for d in changed {
+            self.cache.invalidate(d);
+            self.mark_changed(d);
+        }
+    }
+
     /// Evicts clean chunks outside `keep`, least recently used first, while over budget and
-    /// within `max_time`.
+    /// within `max_time` (down to a sixteenth under the budget, so that eviction runs now and
+    /// then, not every call).
     fn evict(&mut self, keep: &[StoreChunkKey], max_time: Duration, report: &mut PageReport) {
         let start = Instant::now();
         let budget = self.config().resident_bytes;
         let pager = self.pager.as_ref().expect("a paged terrain");
-        if pager.bytes <= budget {
+        if pager.bytes <= budget || max_time.is_zero() {
             return;
         }
         let keep: Set<StoreChunkKey> = keep.iter().copied().collect();
-        let mut candidates: Vec<(u64, StoreChunkKey, usize)> = pager
-            .resident
-            .iter()
-            .filter(|(k, _)| !pager.dirty.contains(*k) && !keep.contains(*k))
-            .map(|(k, e)| (e.stamp, *k, e.bytes))
-            .collect();
-        // Down to a sixteenth under the budget, so that eviction runs now and then, not every
-        // call; only the oldest few candidates are sorted.
         let mut over = pager.bytes - budget + budget / 16;
-        let average = pager.bytes / pager.resident.len().max(1);
-        let wanted = (over / average.max(1)).saturating_mul(2).saturating_add(64).min(candidates.len());
-        if wanted < candidates.len() {
-            candidates.select_nth_unstable(wanted);
-            candidates.truncate(wanted);
-        }
-        candidates.sort_unstable();
         let mut victims = Vec::new();
-        for (_, key, bytes) in candidates {
+        for &(_, key) in &pager.order {
             let planned = start.elapsed() + pager.evict_cost.mul_f64(victims.len() as f64 + 1.0);
-            if over == 0 || !victims.is_empty() && planned >= max_time || max_time.is_zero() {
+            if over == 0 || !victims.is_empty() && planned >= max_time {
                 break;
             }
-            victims.push((key, bytes));
-            over = over.saturating_sub(bytes);
+            if pager.dirty.contains(&key) || keep.contains(&key) {
+                continue;
+            }
+            victims.push(key);
+            over = over.saturating_sub(pager.resident.get(&key).map_or(0, |e| e.bytes));
         }
         if victims.is_empty() {
             return;
         }
         let t = Instant::now();
-        let writes: Vec<(Region, Option<&[Voxel]>)> =
-            victims.iter().map(|(k, _)| (k.region().expect("keys come from regions"), None)).collect();
-        // Writing Air only removes chunks: the store's limits cannot refuse it.
-        if let Ok(changed) = self.write_unlogged(&writes) {
-            report.changed.extend(changed);
-        }
         let pager = self.pager.as_mut().expect("a paged terrain");
-        for (key, bytes) in &victims {
-            pager.resident.remove(key);
-            pager.bytes -= bytes;
+        for key in &victims {
+            pager.remove(*key);
             pager.evicted_total += 1;
             report.evicted += 1;
         }
+        let (mut changed, mut air) = (Vec::new(), Vec::new());
+        for k in &victims {
+            match self.store.take_chunk(*k) {
+                Some(_) => changed.push(k.region().expect("a key's region")),
+                None => air.push(*k),
+            }
+        }
+        self.paged_changed(&changed, &air);
+        report.changed.extend(changed);
+        let pager = self.pager.as_mut().expect("a paged terrain");
         pager.evict_cost = ewma(pager.evict_cost, t.elapsed() / victims.len() as u32);
     }
 
@@ -535,14 +650,10 @@ impl Terrain {
     pub(crate) fn paged_written(&mut self, dirty: &Region) {
         let Some(pager) = self.pager.as_mut() else { return };
         let Some(range) = StoreChunkKey::range(dirty) else { return };
-        let now = pager.clock;
         for key in range.iter() {
             let bytes = self.store.chunk(key).map_or(0, |c| c.heap_bytes());
             pager.dirty.insert(key);
-            let e = pager.resident.entry(key).or_insert(Entry { stamp: now, bytes: 0 });
-            pager.bytes = pager.bytes - e.bytes + bytes;
-            e.bytes = bytes;
-            e.stamp = now;
+            pager.add(key, bytes);
         }
     }
 

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::BitBroadphase;
 use voxterra_codec::{Compression, Snapshot, TerrainFileError};
-use voxterra_core::{Aabb, PhysicsChunkKey, StoreChunkKey};
+use voxterra_core::{Aabb, StoreChunkKey};
 use voxterra_core::{Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
 use voxterra_mesher::{MeshError, RenderMesh};
 use voxterra_mesher::{MeshWorkspace, Mesher};
@@ -348,7 +348,8 @@ impl Terrain {
 
     /// Undoes the latest edit still in the history, bit for bit, through the same dirty path.
     pub fn undo(&mut self) -> Result<EditReport, EditError> {
-        let region = self.history.next_region(HistoryStep::Undo).ok_or(EditError::NoHistory(HistoryStep::Undo))?;
+        let region =
+            self.history.next_region(HistoryStep::Undo).ok_or(EditError::NoHistory(HistoryStep::Undo))?;
         // In memory before the state it replaces is captured.
         self.ensure_resident(&region)?;
         let s = self.history.pop_undo().ok_or(EditError::NoHistory(HistoryStep::Undo))?;
@@ -360,7 +361,8 @@ impl Terrain {
 
     /// Redoes the latest undone edit.
     pub fn redo(&mut self) -> Result<EditReport, EditError> {
-        let region = self.history.next_region(HistoryStep::Redo).ok_or(EditError::NoHistory(HistoryStep::Redo))?;
+        let region =
+            self.history.next_region(HistoryStep::Redo).ok_or(EditError::NoHistory(HistoryStep::Redo))?;
         self.ensure_resident(&region)?;
         let s = self.history.pop_redo().ok_or(EditError::NoHistory(HistoryStep::Redo))?;
         let now = Snapshot::capture(&self.store, s.region(), Compression::None)?;
@@ -417,7 +419,7 @@ impl Terrain {
 
     /// Records a write to `dirty`: grows the extent, moves the revision on and marks the storage chunks whose render
     /// mesh reads its voxels (their padded read reaches it).
-    fn mark_changed(&mut self, dirty: &Region) {
+    pub(crate) fn mark_changed(&mut self, dirty: &Region) {
         self.lowest_solid.written(dirty);
         self.extent = Some(self.extent.map_or(*dirty, |e| e.union(dirty)));
         self.render.mark(dirty);
@@ -523,34 +525,6 @@ impl Terrain {
         report.elapsed = start.elapsed();
         report.reach = self.reach_of(report.dirty);
         Ok(report)
-    }
-
-    /// Writes each region's voxels (Air when `None`) as paging does: store, masks (each physics
-    /// chunk beside any of them rebuilt once), cache and render updates; no history, no delta log.
-    /// Returns what changed.
-    pub(crate) fn write_unlogged(
-        &mut self,
-        writes: &[(Region, Option<&[Voxel]>)],
-    ) -> Result<Vec<Region>, StoreError> {
-        let mut dirty = Vec::new();
-        for (region, voxels) in writes {
-            let d = match voxels {
-                Some(v) => self.store.write_box(region, v),
-                None => self.store.fill(region, Voxel::AIR),
-            }?;
-            dirty.extend(d);
-        }
-        let keys: BTreeSet<PhysicsChunkKey> = dirty
-            .iter()
-            .filter_map(|d| PhysicsChunkKey::range(&d.expanded(1)))
-            .flat_map(|r| r.iter())
-            .collect();
-        self.masks.rebuild_chunks(&self.store, keys);
-        for d in &dirty {
-            self.cache.invalidate(d);
-            self.mark_changed(d);
-        }
-        Ok(dirty)
     }
 
     /// Writes `voxels` into `region` through the edit path (history, masks, cache, render

@@ -87,6 +87,17 @@ proptest! {
             let inner = b.loosened(-2.0 * voxel_size);
             prop_assert!(paged.prepare(&[b], voxterra::PrepareBudget::UNLIMITED).ready);
             prop_assert_eq!(paged.solid_chunks(&inner), whole.solid_chunks(&inner));
+            let voxels = |p: Point3<f32>| p.map(|v| (v / voxel_size).floor() as i32);
+            let region = Region::new(voxels(inner.mins), voxels(inner.maxs)).unwrap();
+            // Every physics chunk whose neighbourhood was paged in has the whole world's masks.
+            let m = voxterra::paging::PAGE_MARGIN;
+            let paged_region = Region::new(voxels(b.mins) - Vector3::repeat(m), voxels(b.maxs) + Vector3::repeat(m)).unwrap();
+            for k in voxterra::core::PhysicsChunkKey::range(&region).unwrap().iter() {
+                let around = k.region().unwrap().expanded(1);
+                if paged_region.intersection(&around) == Some(around) {
+                    prop_assert_eq!(paged.masks().chunk(k), whole.masks().chunk(k), "masks of {:?}", k);
+                }
+            }
             for i in 0..16 {
                 let f = |s: f32| (s * 0.618 * (i as f32 + 1.0)).fract();
                 let x = inner.mins.x + f(1.0) * (inner.maxs.x - inner.mins.x);

@@ -23,8 +23,13 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
     // A world from a database: the scene is built on it, its size is the database's.
     let mut args = args.clone();
     if let Some(path) = &args.db {
-        let d = crate::db_cmd::open_read(path)?;
-        let extent = d.terrain().extent().context("the database's world is empty")?;
+        let t = crate::db_cmd::open_read_terrain(path, voxterra::TerrainConfig::default())?;
+        anyhow::ensure!(
+            !(t.is_paged() && args.baseline.is_some()),
+            "--baseline needs the whole world in memory; {} is a lazily generated world, paged",
+            path.display()
+        );
+        let extent = t.world_bounds().context("the database's world is empty")?;
         anyhow::ensure!(
             extent.min() == voxterra::core::VoxelPos::new(0, 0, 0),
             "the demo needs a world from the origin; the database's starts at {:?}",

@@ -42,7 +42,8 @@ pub(crate) struct DemoArgs {
     pub(crate) size: [u32; 3],
     /// Start from the world in this chunk database (redb) instead of generating one; its size
     /// replaces --size. Read only: the scene, the bodies and the craters live in memory and are
-    /// not written into the database.
+    /// not written into the database. A lazily generated world (`gen --db --lazy`) is paged:
+    /// only the chunks around the scene come into memory.
     #[arg(long, value_name = "DB")]
     pub(crate) db: Option<PathBuf>,
     /// Worker threads (default: all cores; at most 256). The final state is the same for any count.

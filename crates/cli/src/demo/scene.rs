@@ -68,12 +68,28 @@ pub(crate) fn ground_at(t: &Terrain, x: f32, z: f32) -> Option<f32> {
     t.cast_ray(&down, top + 1024.0).ok().flatten().map(|h| h.point.y)
 }
 
+/// Pages in the terrain within `r` of (`x`, `z`) over the world's height (a paged terrain's
+/// loading screen for a part of the scene; nothing for one held whole).
+pub(crate) fn page_around(t: &mut Terrain, x: f32, z: f32, r: f32) -> anyhow::Result<()> {
+    if let (true, Some(b)) = (t.is_paged(), t.world_bounds()) {
+        let w = t.scale().region_to_world(&b, 0.0);
+        let around = voxterra::core::Aabb::new(
+            Point3::new(x - r, w.mins.y, z - r),
+            Point3::new(x + r, w.maxs.y, z + r),
+        );
+        t.page_in(&[around])?;
+    }
+    Ok(())
+}
+
 /// Levels the plaza: rock up to its height, air above, over a rectangle centered on a store-chunk
 /// corner near the world's center.
 pub(crate) fn build_plaza(t: &mut Terrain, size: [u32; 3]) -> anyhow::Result<Plaza> {
     let s = StoreChunkKey::SIZE as u32;
     let cx = ((size[0] / 2) / s * s) as f32;
     let cz = ((size[2] / 2) / s * s) as f32;
+    // The plaza, the course and the overhang lie within this of the centre.
+    page_around(t, cx, cz, 160.0)?;
     let h = ground_at(t, cx, cz).unwrap_or(size[1] as f32 * 0.5).round().clamp(8.0, size[1] as f32 - 24.0);
     let (min, max) = ([cx - 28.0, cz - 14.0], [cx + 28.0, cz + 14.0]);
     let slab = Brush {
@@ -215,12 +231,12 @@ fn rock(rng: &mut Rng, r: f32) -> SharedShape {
 
 /// The bodies: group 0 slides across the plaza; the others drop over the world in 6×5 grids.
 pub(crate) fn bodies(
-    t: &Terrain,
+    t: &mut Terrain,
     size: [u32; 3],
     plaza: &Plaza,
     count: usize,
     rng: &mut Rng,
-) -> Vec<BodySpec> {
+) -> anyhow::Result<Vec<BodySpec>> {
     let mut out = Vec::with_capacity(count);
     let groups = count.div_ceil(GROUP);
     for g in 0..groups {
@@ -240,6 +256,7 @@ pub(crate) fn bodies(
             }
             at
         };
+        page_around(t, cx, cz, 48.0)?;
         for i in 0..n {
             let (gx, gz) = ((i % 6) as f32, (i / 6) as f32);
             let kind = (g + i) % 4;
@@ -276,7 +293,7 @@ pub(crate) fn bodies(
             out.push(BodySpec { shape, position: Vector::new(x, y, z), rotation, velocity, group: g });
         }
     }
-    out
+    Ok(out)
 }
 
 /// The frame's edits, if it is an edit frame: a crater under the centroid of the next group (not

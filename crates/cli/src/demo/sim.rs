@@ -76,7 +76,7 @@ pub(crate) fn chunk_collider(
 /// loose.
 pub(crate) fn scene_terrain(args: &DemoArgs) -> anyhow::Result<(Terrain, Plaza, Course, Overhang)> {
     let mut t = match &args.db {
-        Some(path) => crate::db_cmd::open_read(path)?.into_parts().0,
+        Some(path) => crate::db_cmd::open_read_terrain(path, TerrainConfig::default())?,
         None => Terrain::generate(&GenParams::new(args.seed, args.size), TerrainConfig::default())
             .context("generating the world")?,
     };
@@ -163,10 +163,10 @@ pub(crate) fn simulate(
     let run_start = Instant::now();
     bar.set_message("setting up the world and the bodies");
     let refused_before = voxterra_rapier::refused_queries();
-    let (terrain, plaza, course, overhang) = scene_terrain(args)?;
+    let (mut terrain, plaza, course, overhang) = scene_terrain(args)?;
     let table = terrain.materials().clone();
     let mut rng = Rng::new(args.seed);
-    let specs = scene::bodies(&terrain, args.size, &plaza, args.bodies as usize, &mut rng);
+    let specs = scene::bodies(&mut terrain, args.size, &plaza, args.bodies as usize, &mut rng)?;
     let (mut bodies, mut colliders) = (RigidBodySet::new(), ColliderSet::new());
     let (mut islands, mut broad_phase) = (IslandManager::new(), DefaultBroadPhase::new());
     let mut soft_bodies = SoftBodySet::new();
@@ -283,7 +283,7 @@ pub(crate) fn simulate(
         // Readiness: collision data around every awake body.
         let start = Instant::now();
         if let Ground::Voxterra(g) = &ground {
-            g.prepare(&bodies, &colliders, &params);
+            g.prepare(&bodies, &colliders, &params)?;
         }
         let builds = start.elapsed().as_secs_f64() * 1e3;
         // The character moves, then the world steps.

@@ -138,7 +138,8 @@ impl Sim {
 
     pub fn step(&mut self) {
         if let Ground::Voxterra(g) = &self.ground {
-            g.prepare(&self.world.bodies, &self.world.colliders, &self.world.integration_parameters);
+            g.prepare(&self.world.bodies, &self.world.colliders, &self.world.integration_parameters)
+                .expect("a terrain held whole pages nothing");
         }
         self.world.step();
     }
