@@ -339,11 +339,19 @@ impl BitBroadphase {
         keys: impl IntoIterator<Item = Key>,
     ) -> usize {
         let (solid, liquid) = (self.solid, self.liquid);
-        let mut n = 0;
-        for k in keys {
-            let state = masks::build(source, k, solid, liquid);
-            self.set(k, state);
-            n += 1;
+        // The chunks of one storage chunk (32³: 4³ of these) read its voxels once.
+        let mut keys: Vec<Key> = keys.into_iter().collect();
+        keys.sort_unstable_by_key(|k| (k.y >> 2, k.z >> 2, k.x >> 2, *k));
+        let n = keys.len();
+        for group in keys.chunk_by(|a, b| (a.x >> 2, a.y >> 2, a.z >> 2) == (b.x >> 2, b.y >> 2, b.z >> 2)) {
+            let states = if group.len() >= 4 {
+                masks::build_group(source, group, solid, liquid)
+            } else {
+                group.iter().map(|&k| masks::build(source, k, solid, liquid)).collect()
+            };
+            for (&k, state) in group.iter().zip(states) {
+                self.set(k, state);
+            }
         }
         n
     }

@@ -75,18 +75,85 @@ pub(crate) fn build(
         s_rows[y][z] |= s << shift;
         w_rows[y][z] |= w << shift;
     });
+    state_of(&s_rows, &w_rows)
+}
+
+/// A chunk's state from its neighborhood's rows (10 bits per (y, z), bit i: voxel x = base - 1 + i).
+fn state_of(s_rows: &[[u16; 10]; 10], w_rows: &[[u16; 10]; 10]) -> Option<ChunkState> {
     let full = |rows: &[[u16; 10]; 10]| rows.iter().flatten().all(|&r| r == 0x3ff);
     let empty = |rows: &[[u16; 10]; 10]| rows.iter().flatten().all(|&r| r == 0);
-    if full(&s_rows) {
+    if full(s_rows) {
         return Some(ChunkState::Solid);
     }
-    if full(&w_rows) {
+    if full(w_rows) {
         return Some(ChunkState::Water);
     }
-    if empty(&s_rows) && empty(&w_rows) {
+    if empty(s_rows) && empty(w_rows) {
         return None;
     }
-    Some(ChunkState::Masks(Masks { solid: dilate(&s_rows), water: dilate(&w_rows) }))
+    Some(ChunkState::Masks(Masks { solid: dilate(s_rows), water: dilate(w_rows) }))
+}
+
+/// [`build`] for several chunks near each other (their neighborhoods within 64 voxels along X, as
+/// the chunks of one storage chunk are), reading the voxels once: each voxel's bit is made
+/// once however many neighborhoods hold it. The same states as [`build`], chunk by chunk.
+pub(crate) fn build_group(
+    source: &impl VoxelRead,
+    keys: &[PhysicsChunkKey],
+    solid: u64,
+    liquid: u64,
+) -> Vec<Option<ChunkState>> {
+    let single = || keys.iter().map(|&k| build(source, k, solid, liquid)).collect();
+    let Some(first) = keys.first() else { return Vec::new() };
+    let (mut lo, mut hi) = (origin(*first), origin(*first));
+    for &k in keys {
+        let o = origin(k);
+        for a in 0..3 {
+            lo[a] = lo[a].min(o[a]);
+            hi[a] = hi[a].max(o[a] + 10);
+        }
+    }
+    let fits = |v: i64| (i32::MIN as i64..=i32::MAX as i64).contains(&v);
+    if hi[0] - lo[0] > 64 || !lo.iter().chain(&hi).all(|&v| fits(v)) {
+        return single();
+    }
+    let Ok(region) = Region::new(
+        Point3::new(lo[0] as i32, lo[1] as i32, lo[2] as i32),
+        Point3::new(hi[0] as i32, hi[1] as i32, hi[2] as i32),
+    ) else {
+        return single();
+    };
+    let nz = (hi[2] - lo[2]) as usize;
+    let rows = (hi[1] - lo[1]) as usize * nz;
+    let (mut s_bits, mut w_bits) = (vec![0u64; rows], vec![0u64; rows]);
+    source.visit_rows(&region, &mut |p, row| {
+        let at = (p.y as i64 - lo[1]) as usize * nz + (p.z as i64 - lo[2]) as usize;
+        let shift = p.x as i64 - lo[0];
+        let (mut s, mut w) = (0u64, 0u64);
+        for (i, v) in row.iter().enumerate() {
+            let m = v.material().id();
+            s |= (solid >> m & 1) << i;
+            w |= (liquid >> m & 1) << i;
+        }
+        s_bits[at] |= s << shift;
+        w_bits[at] |= w << shift;
+    });
+    keys.iter()
+        .map(|&k| {
+            let o = origin(k);
+            let (dx, dy, dz) = ((o[0] - lo[0]) as u32, (o[1] - lo[1]) as usize, (o[2] - lo[2]) as usize);
+            let mut s_rows = [[0u16; 10]; 10];
+            let mut w_rows = [[0u16; 10]; 10];
+            for y in 0..10 {
+                for z in 0..10 {
+                    let at = (dy + y) * nz + dz + z;
+                    s_rows[y][z] = (s_bits[at] >> dx & 0x3ff) as u16;
+                    w_rows[y][z] = (w_bits[at] >> dx & 0x3ff) as u16;
+                }
+            }
+            state_of(&s_rows, &w_rows)
+        })
+        .collect()
 }
 
 /// The article's bit dilation: shift-or along X, then OR of neighboring rows along Z and along Y;

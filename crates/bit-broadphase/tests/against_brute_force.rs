@@ -102,6 +102,21 @@ proptest! {
     }
 
     #[test]
+    fn grouped_rebuild_equals_one_by_one(seed: u64, skip in 0usize..5) {
+        let d = world(seed);
+        let keys: Vec<PhysicsChunkKey> = PhysicsChunkKey::range(&d.region().expanded(1)).unwrap().iter().collect();
+        let mut one = BitBroadphase::new(&MaterialTable::default(), 1.0).unwrap();
+        let mut grouped = BitBroadphase::new(&MaterialTable::default(), 1.0).unwrap();
+        // Some keys left out, so groups of every size occur.
+        let some: Vec<PhysicsChunkKey> = keys.iter().copied().enumerate().filter(|(i, _)| skip == 0 || i % 5 != skip).map(|(_, k)| k).collect();
+        for &key in &some {
+            one.rebuild_chunk(&d, key);
+        }
+        grouped.rebuild_chunks_here(&d, some);
+        prop_assert_eq!(one.chunks(), grouped.chunks());
+    }
+
+    #[test]
     fn parallel_rebuild_equals_serial(seed: u64) {
         let d = world(seed);
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();

@@ -236,9 +236,32 @@ pub(crate) fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
         if !db.check_integrity()? {
             bail!("{}: damaged pages (repaired from the last good commit)", args.path.display());
         }
-        let d = DurableTerrain::open(db, TerrainConfig::default(), Durability::Immediate)?;
-        d.terrain().validate()?;
-        println!("ok: {} chunks, sequence {}", d.db().keys()?.len(), d.committed());
+        if let Some(g) = voxterra::stored_generator(&db)? {
+            // A lazily generated world is not materialized: every stored record decoded, the
+            // metadata read, the stored chunks paged in and the terrain's invariants checked.
+            let table: voxterra::core::MaterialTable =
+                serde_json::from_slice(&db.meta(voxterra::META_MATERIALS)?.context("no material table")?)?;
+            let known = table.solid_mask() | table.liquid_mask() | 1;
+            let keys = db.keys()?;
+            let mut v = vec![Voxel::AIR; 32 * 32 * 32];
+            for &k in &keys {
+                decode_chunk(k, &db.chunk(k)?.context("a listed chunk")?, &mut v, known)?;
+            }
+            let mut d = DurableTerrain::open_paged(db, TerrainConfig::default(), Durability::Immediate)?;
+            let scale = d.terrain().scale();
+            for part in keys.chunks(256) {
+                let boxes: Vec<_> =
+                    part.iter().filter_map(|k| k.region().ok()).map(|r| scale.region_to_world(&r, 0.0)).collect();
+                d.page_in(&boxes)?;
+            }
+            d.terrain().validate()?;
+            let [x, y, z] = g.size;
+            println!("ok: {} chunks stored over a generated {x}x{y}x{z} world, sequence {}", keys.len(), d.committed());
+        } else {
+            let d = DurableTerrain::open(db, TerrainConfig::default(), Durability::Immediate)?;
+            d.terrain().validate()?;
+            println!("ok: {} chunks, sequence {}", d.db().keys()?.len(), d.committed());
+        }
     } else {
         let t = Terrain::load(&args.path, TerrainConfig::default())
             .with_context(|| format!("loading {}", args.path.display()))?;
@@ -257,6 +280,16 @@ struct DbInfo {
     bytes_per_non_empty_voxel: f64,
     /// The terrain's sequence as of the last durable commit.
     sequence: u64,
+    /// A lazily generated world's generator (chunks not stored are made by it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generator: Option<GeneratorInfo>,
+}
+
+#[derive(serde::Serialize, Debug)]
+struct GeneratorInfo {
+    seed: u64,
+    size: [u32; 3],
+    origin: [i32; 3],
 }
 
 /// `voxterra info` on a chunk database.
@@ -280,6 +313,11 @@ pub(crate) fn info(path: &Path, json: bool) -> anyhow::Result<()> {
         non_empty_voxels: non_empty,
         bytes_per_non_empty_voxel: if non_empty == 0 { 0.0 } else { bytes as f64 / non_empty as f64 },
         sequence: meta_u64(&db, META_SEQUENCE)?.context("no sequence entry")?,
+        generator: voxterra::stored_generator(&db)?.map(|g| GeneratorInfo {
+            seed: g.seed,
+            size: g.size,
+            origin: [g.origin.x, g.origin.y, g.origin.z],
+        }),
     };
     if json {
         println!("{}", serde_json::to_string(&info)?);
@@ -291,6 +329,10 @@ pub(crate) fn info(path: &Path, json: bool) -> anyhow::Result<()> {
             info.non_empty_voxels, info.bytes_per_non_empty_voxel
         );
         println!("sequence   {} (the last durable edit's)", info.sequence);
+        if let Some(g) = &info.generator {
+            let [x, y, z] = g.size;
+            println!("generated  {x}x{y}x{z} voxels, seed {}: chunks not stored are made when used", g.seed);
+        }
     }
     Ok(())
 }

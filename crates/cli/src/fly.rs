@@ -41,7 +41,7 @@ pub(crate) struct FlyArgs {
     #[arg(long)]
     unpaced: bool,
     /// Paged in ahead around the viewer, m (half the side of a square column).
-    #[arg(long, default_value_t = 320.0)]
+    #[arg(long, default_value_t = 256.0)]
     radius: f32,
     /// Collision kept ready around a character on the ground under the viewer, m (half the side
     /// of a cube).
@@ -57,7 +57,7 @@ pub(crate) struct FlyArgs {
     #[arg(long, default_value_t = 64)]
     cache_mb: usize,
     /// Paging's share of a frame, ms (taking in loaded chunks and evicting).
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 1.5)]
     page_ms: f32,
     /// Print the summary as one JSON object on stdout (no progress bar).
     #[arg(long)]
