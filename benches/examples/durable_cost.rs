@@ -33,9 +33,9 @@ fn main() {
     let saved = voxterra::save(&file, &w.store, &table, |_, _| {}).expect("the world file");
     let file_s = start.elapsed().as_secs_f64();
     let path = dir.join("w.redb");
-    let mut db = RedbChunkDb::create(&path).expect("a database");
+    let db = RedbChunkDb::create(&path).expect("a database");
     let start = Instant::now();
-    voxterra::write_world(&w.store, &table, 1.0, 0, &mut db, |_, _| {}).expect("the world written");
+    voxterra::write_world(&w.store, &table, 1.0, 0, &db, |_, _| {}).expect("the world written");
     let db_s = start.elapsed().as_secs_f64();
     let db_bytes = db.file_len().expect("its size");
     println!(

@@ -132,7 +132,8 @@ fn fuzz(args: &[String]) -> Result<(), String> {
 }
 
 /// The differential harness's capabilities, each an ignored `soak_*` test.
-const SOAKS: &[&str] = &["contacts", "rays", "intersects", "casts", "sweeps", "pieces", "replicas", "lod"];
+const SOAKS: &[&str] =
+    &["contacts", "rays", "intersects", "casts", "sweeps", "pieces", "replicas", "lod", "paging"];
 
 fn soak(args: &[String]) -> Result<(), String> {
     let seconds: u64 = match args.first() {

@@ -250,13 +250,20 @@ pub(crate) fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
             let mut d = DurableTerrain::open_paged(db, TerrainConfig::default(), Durability::Immediate)?;
             let scale = d.terrain().scale();
             for part in keys.chunks(256) {
-                let boxes: Vec<_> =
-                    part.iter().filter_map(|k| k.region().ok()).map(|r| scale.region_to_world(&r, 0.0)).collect();
+                let boxes: Vec<_> = part
+                    .iter()
+                    .filter_map(|k| k.region().ok())
+                    .map(|r| scale.region_to_world(&r, 0.0))
+                    .collect();
                 d.page_in(&boxes)?;
             }
             d.terrain().validate()?;
             let [x, y, z] = g.size;
-            println!("ok: {} chunks stored over a generated {x}x{y}x{z} world, sequence {}", keys.len(), d.committed());
+            println!(
+                "ok: {} chunks stored over a generated {x}x{y}x{z} world, sequence {}",
+                keys.len(),
+                d.committed()
+            );
         } else {
             let d = DurableTerrain::open(db, TerrainConfig::default(), Durability::Immediate)?;
             d.terrain().validate()?;

@@ -145,9 +145,9 @@ pub(crate) fn run(args: &GenArgs) -> anyhow::Result<()> {
         Some(path) => {
             let bar = progress_bar(store.chunk_count() as u64, "writing   ", "chunks", args.json)?;
             let start = Instant::now();
-            let mut db = voxterra::chunk_db::RedbChunkDb::create(path)?;
+            let db = voxterra::chunk_db::RedbChunkDb::create(path)?;
             let table = voxterra::core::MaterialTable::default();
-            let chunks = voxterra::write_world(&store, &table, 1.0, 0, &mut db, |done, total| {
+            let chunks = voxterra::write_world(&store, &table, 1.0, 0, &db, |done, total| {
                 bar.set_length(total);
                 bar.set_position(done);
             })

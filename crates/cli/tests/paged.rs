@@ -42,7 +42,19 @@ fn fly_pages_across_a_world_under_its_budget() {
     let db = db.to_str().unwrap();
     json(&voxterra(&["gen", "--size", "4096x128x4096", "--db", db, "--lazy", "--json"]));
     let fly = json(&voxterra(&[
-        "fly", "--db", db, "--km", "0.25", "--speed", "100", "--radius", "96", "--lod", "24,48", "--budget-mb", "8",
+        "fly",
+        "--db",
+        db,
+        "--km",
+        "0.25",
+        "--speed",
+        "100",
+        "--radius",
+        "96",
+        "--lod",
+        "24,48",
+        "--budget-mb",
+        "8",
         "--json",
     ]));
     assert_eq!(fly["frames"], 150);
@@ -52,10 +64,19 @@ fn fly_pages_across_a_world_under_its_budget() {
     let touched = fly["world_touched"].as_f64().unwrap();
     assert!(touched > 0.0 && touched < 0.05, "{fly}");
     // The same flight over the generator alone.
-    let gen = json(&voxterra(&[
-        "fly", "--size", "4096x128x4096", "--km", "0.05", "--radius", "64", "--lod", "24", "--json",
+    let generated = json(&voxterra(&[
+        "fly",
+        "--size",
+        "4096x128x4096",
+        "--km",
+        "0.05",
+        "--radius",
+        "64",
+        "--lod",
+        "24",
+        "--json",
     ]));
-    assert!(gen["chunks_loaded"].as_u64().unwrap() > 0);
+    assert!(generated["chunks_loaded"].as_u64().unwrap() > 0);
 }
 
 #[test]
@@ -65,7 +86,17 @@ fn the_demo_runs_paged_on_a_lazy_world_and_loses_nothing() {
     let db = db.to_str().unwrap();
     json(&voxterra(&["gen", "--size", "2048x96x2048", "--seed", "3", "--db", db, "--lazy", "--json"]));
     let demo = json(&voxterra(&[
-        "demo", "--db", db, "--bodies", "60", "--frames", "120", "--seed", "3", "--no-picture", "--json",
+        "demo",
+        "--db",
+        db,
+        "--bodies",
+        "60",
+        "--frames",
+        "120",
+        "--seed",
+        "3",
+        "--no-picture",
+        "--json",
     ]));
     let v = &demo["voxterra"];
     assert_eq!(demo["size"], serde_json::json!([2048, 96, 2048]));

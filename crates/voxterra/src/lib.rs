@@ -20,7 +20,9 @@
 //! one factor between world units and voxel indices), the terrain broadphase's masks kept current by every edit, and an undo
 //! history of RLE snapshots. Brushes (sphere, box, capsule; add, subtract, paint, smooth), fills
 //! and voxel writes report the dirty region and the physics chunks whose masks they rebuilt.
-//! [`DurableTerrain`] keeps one in a chunk database, each edit committed before it returns.
+//! [`DurableTerrain`] keeps one in a chunk database, each edit committed before it returns; a
+//! paged terrain ([`Terrain::paged`], [`paging`]) holds only the chunks in use, so a world may be
+//! larger than memory.
 //!
 //! ```
 //! use voxterra::prelude::*;

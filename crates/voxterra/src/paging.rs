@@ -468,7 +468,7 @@ impl Terrain {
                 Err(_) => {
                     pager.requests_out -= 1;
                     let (_, e) = pager.arrived.pop_front().expect("the front");
-                    return Err(e.err().expect("an error"));
+                    return Err(e.expect_err("an error"));
                 }
             };
             // One chunk at a time (the last of the column first).

@@ -12,7 +12,10 @@ impl Terrain {
     pub fn validate(&self) -> Result<(), InvalidTerrain> {
         self.store.validate()?;
         if let Some(extent) = self.extent() {
-            self.masks.validate(&self.store, &extent.expanded(1))?;
+            // A paged terrain holds masks only over resident chunks.
+            let known =
+                |k: voxterra_core::PhysicsChunkKey| k.region().is_ok_and(|r| self.is_resident(r.min()));
+            self.masks.validate_where(&self.store, &extent.expanded(1), known)?;
         }
         self.cache.validate(&self.mesher, &self.store)?;
         self.log.validate()

@@ -83,6 +83,7 @@ proptest! {
             for k in paged.store().chunk_keys() {
                 prop_assert!(chunk(&paged, k) == chunk(&whole, k), "chunk {:?} differs", k);
             }
+            paged.validate().unwrap();
             // Inside the box: the masks and vertical rays of the whole world.
             let inner = b.loosened(-2.0 * voxel_size);
             prop_assert!(paged.prepare(&[b], voxterra::PrepareBudget::UNLIMITED).ready);
@@ -152,6 +153,7 @@ proptest! {
             for k in d.terrain().store().chunk_keys() {
                 prop_assert!(chunk(d.terrain(), k) == chunk(&whole, k), "chunk {:?} differs", k);
             }
+            d.terrain().validate().unwrap();
         }
         d.flush().unwrap();
         drop(d);

@@ -1,5 +1,7 @@
 //! Generating one box equals generating the world and reading that box.
 
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
 use proptest::prelude::*;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Region, Voxel, VoxelRead};

@@ -14,6 +14,7 @@
 mod contacts;
 mod lod_views;
 mod motion;
+mod paging;
 mod pieces;
 mod rays;
 mod regressions;
@@ -138,6 +139,11 @@ proptest! {
     }
 
     #[test]
+    fn paged_terrains_agree_with_the_whole(seed in any::<u64>()) {
+        brief_seed("paging", seed, |seed, tally| paging::run(seed, 8, tally))?;
+    }
+
+    #[test]
     fn replicas_agree_with_the_server(seed in any::<u64>()) {
         brief_seed("replicas", seed, |seed, tally| replicas::run(seed, 60, tally))?;
     }
@@ -181,6 +187,12 @@ fn soak_lod() {
 #[ignore = "long: `cargo xtask soak`"]
 fn soak_pieces() {
     soak_seeds("pieces", |seed, tally| pieces::run(seed, 12, tally));
+}
+
+#[test]
+#[ignore = "long: `cargo xtask soak`"]
+fn soak_paging() {
+    soak_seeds("paging", |seed, tally| paging::run(seed, 24, tally));
 }
 
 #[test]
