@@ -52,10 +52,12 @@ mod mips;
 mod packed_box;
 mod stats;
 mod store;
+mod stored;
 
 pub use chunk::{CHUNK_SHIFT, CHUNK_SIZE, ChunkRef};
 pub use error::{InvalidStore, StoreError};
 pub use levels::{LevelView, MAX_LEVEL};
 pub use packed_box::RowFault;
 pub use stats::StoreStats;
-pub use store::{Rows, StoreLimits, StoredChunk, VoxelStore};
+pub use store::{Rows, StoreLimits, VoxelStore};
+pub use stored::StoredChunk;

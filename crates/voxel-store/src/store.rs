@@ -38,19 +38,6 @@ pub struct VoxelStore {
     scratch: Scratch,
 }
 
-/// One chunk taken out of a store, to move into another ([`VoxelStore::take_chunk`],
-/// [`VoxelStore::put_chunk`]): what a loader thread builds so the owner of the store only moves it.
-#[derive(Debug, Clone)]
-pub struct StoredChunk(Chunk);
-
-impl StoredChunk {
-    /// Heap bytes the chunk holds (see [`ChunkRef::heap_bytes`](crate::ChunkRef::heap_bytes)).
-    pub fn heap_bytes(&self) -> usize {
-        let (v, m) = self.0.heap_bytes();
-        v + m
-    }
-}
-
 impl Clone for VoxelStore {
     fn clone(&self) -> Self {
         VoxelStore { chunks: self.chunks.clone(), limits: self.limits, scratch: Scratch::default() }
@@ -96,24 +83,6 @@ impl VoxelStore {
     /// A view of chunk `key`, if it is held.
     pub fn chunk(&self, key: Key) -> Option<ChunkRef<'_>> {
         self.chunks.get(&key).map(|chunk| ChunkRef { key, chunk })
-    }
-
-    /// Takes chunk `key` out of the store (`None` when not held): a [`StoredChunk`] moves whole
-    /// between stores, mips and all, with no copy of its voxels.
-    pub fn take_chunk(&mut self, key: Key) -> Option<StoredChunk> {
-        self.chunks.remove(&key).map(StoredChunk)
-    }
-
-    /// Puts `chunk` in at `key` (one another store's [`take_chunk`](Self::take_chunk) gave),
-    /// replacing what the store held there; the chunk's region is its dirty region. Fails only
-    /// past the chunk limit.
-    pub fn put_chunk(&mut self, key: Key, chunk: StoredChunk) -> Result<Region, StoreError> {
-        if !self.chunks.contains_key(&key) && self.chunks.len() >= self.limits.max_chunks {
-            let (needed, held) = (self.chunks.len() as u128 + 1, self.chunks.len());
-            return Err(StoreError::TooManyChunks { needed, limit: self.limits.max_chunks, held });
-        }
-        self.chunks.insert(key, chunk.0);
-        Ok(chunk_region(key))
     }
 
     /// The keys of every chunk held, sorted by (y, z, x) so the order is the same on every run.
@@ -327,7 +296,7 @@ fn local(v: i32) -> usize {
 
 /// The voxels of chunk `key` that half-open regions can address: the top chunk of the i32 space
 /// ends at `i32::MAX` (exclusive), one voxel short.
-fn chunk_region(key: Key) -> Region {
+pub(crate) fn chunk_region(key: Key) -> Region {
     let lo = key.to_point().map(|k| k << CHUNK_SHIFT);
     let hi = key.to_point().map(|k| ((k as i64 + 1) << CHUNK_SHIFT).min(i32::MAX as i64) as i32);
     Region::new(lo, hi).expect("a chunk's min is below its max")

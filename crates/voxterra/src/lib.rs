@@ -142,6 +142,7 @@ mod error;
 pub mod fuzz;
 mod history;
 pub mod lod;
+mod pager;
 pub mod paging;
 mod piece;
 pub mod reach;

@@ -84,7 +84,7 @@ pub struct Terrain {
     /// The anchor layer of [`crate::detach::Anchor::LowestSolid`].
     pub(crate) lowest_solid: LowestSolid,
     /// The residency of a paged terrain ([`Terrain::paged`]); `None` when held whole.
-    pub(crate) pager: Option<crate::paging::Pager>,
+    pub(crate) pager: Option<crate::pager::Pager>,
 }
 
 /// Revisions are unique across every terrain of the process: a terrain swapped for another behind
