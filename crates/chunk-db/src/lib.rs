@@ -58,6 +58,8 @@ pub struct Batch {
     pub removed: Vec<StoreChunkKey>,
     /// Metadata entries to set.
     pub meta: Vec<(String, Vec<u8>)>,
+    /// Metadata entries to remove (they read as never set).
+    pub removed_meta: Vec<String>,
 }
 
 /// What a terrain needs of the storage under it: chunk records by key, metadata by name, and

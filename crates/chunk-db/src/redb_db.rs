@@ -199,6 +199,9 @@ impl ChunkDb for RedbChunkDb {
             for (name, value) in &batch.meta {
                 meta.insert(name.as_str(), value.as_slice()).map_err(store)?;
             }
+            for name in &batch.removed_meta {
+                meta.remove(name.as_str()).map_err(store)?;
+            }
         }
         // Dropped without a commit on any error above: the transaction aborts, nothing changes.
         txn.commit().map_err(store)

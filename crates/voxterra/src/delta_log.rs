@@ -22,14 +22,19 @@ impl LoggedEdit {
     pub(crate) fn capture(seq: u64, src: &impl VoxelRead, region: &Region) -> Result<Self, EditError> {
         let mut voxels = vec![Voxel::AIR; region.len()?];
         src.read_box(region, &mut voxels)?;
-        let mut block = Vec::new();
-        encode_voxels(&voxels, Compression::Lz4, &mut BlockScratch::default(), &mut block);
-        Ok(LoggedEdit { seq, region: *region, block })
+        Ok(Self::from_voxels(seq, *region, &voxels))
     }
 
     /// Its size on the wire.
     pub(crate) fn bytes(&self) -> usize {
         encoded_len(self.block.len())
+    }
+
+    /// An edit from its voxels (as decoded from its wire form).
+    pub(crate) fn from_voxels(seq: u64, region: Region, voxels: &[Voxel]) -> Self {
+        let mut block = Vec::new();
+        encode_voxels(voxels, Compression::Lz4, &mut BlockScratch::default(), &mut block);
+        LoggedEdit { seq, region, block }
     }
 
     /// The wire form.
@@ -86,6 +91,26 @@ impl DeltaLog {
         self.next = seq;
         self.entries.clear();
         self.bytes = 0;
+    }
+
+    /// Restarts the log with `entries` (consecutive, oldest first) as the last edits before
+    /// `next`, within the budget (the oldest go first).
+    pub(crate) fn restore(&mut self, entries: Vec<LoggedEdit>, next: u64) {
+        self.restart(next);
+        if entries.last().is_none_or(|e| e.seq + 1 == next)
+            && entries.windows(2).all(|w| w[1].seq == w[0].seq + 1)
+        {
+            for e in entries {
+                self.bytes += e.bytes();
+                self.entries.push_back(e);
+            }
+            self.trim();
+        }
+    }
+
+    /// The oldest logged edit's number (the sequence when the log is empty).
+    pub(crate) fn oldest(&self) -> u64 {
+        self.entries.front().map_or(self.next, |e| e.seq)
     }
 
     /// The logged edits numbered `seq` and after, oldest first.

@@ -2,6 +2,7 @@
 
 use crate::chunk_record::{CHUNK_VOXELS, decode_chunk, encode_chunk};
 use crate::config::TerrainConfig;
+use crate::delta_log::LoggedEdit;
 use crate::error::{DurableError, PageError};
 use crate::paging::{DbSource, PageReport};
 use crate::terrain::{EditReport, Terrain};
@@ -10,6 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use voxterra_chunk_db::{Batch, ChunkDb, Durability};
+use voxterra_codec::delta::decode_delta;
 use voxterra_core::nalgebra::Point3;
 use voxterra_core::{Aabb, MaterialTable, StoreChunkKey, Voxel, VoxelRead};
 use voxterra_voxel_store::VoxelStore;
@@ -21,6 +23,15 @@ pub const META_SEQUENCE: &str = "sequence";
 pub const META_MATERIALS: &str = "materials";
 /// Metadata: the voxel size (f32, little-endian).
 pub const META_VOXEL_SIZE: &str = "voxel_size";
+/// Metadata: the number of the oldest edit whose delta the database keeps (u64, little-endian);
+/// the deltas from it up to the sequence are entries `delta/<number>`, each in the delta wire
+/// format, so that after a restart [`Terrain::edits_since`] serves what it served before.
+pub const META_DELTAS_FROM: &str = "deltas_from";
+
+fn delta_name(seq: u64) -> String {
+    format!("delta/{seq}")
+}
+
 /// Metadata: the world generator's parameters, in a world whose unstored chunks are generated
 /// (seed u64, size 3 × u32, origin 3 × i32, max voxels u64, max chunks u64; little-endian).
 pub const META_GENERATOR: &str = "generator";
@@ -64,8 +75,9 @@ pub fn stored_generator(db: &impl ChunkDb) -> Result<Option<GenParams>, DurableE
 /// until committed. The database holds what the world is made of: chunk records in the codec's
 /// block format, the material table, the voxel size, the sequence of the last commit, and for a
 /// generated world ([`create_generated`](Self::create_generated)) the generator's parameters:
-/// chunks never stored are generated (a chunk an edit emptied is stored as Air). Undo history is
-/// not kept across a restart.
+/// chunks never stored are generated (a chunk an edit emptied is stored as Air). The delta log
+/// is kept beside them ([`META_DELTAS_FROM`]), so after a restart [`Terrain::edits_since`] serves
+/// what it served before and replicas resume; undo history is not kept across a restart.
 pub struct DurableTerrain<D: ChunkDb> {
     terrain: Terrain,
     db: Arc<D>,
@@ -74,6 +86,8 @@ pub struct DurableTerrain<D: ChunkDb> {
     durability: Durability,
     /// The generator behind unstored chunks.
     generator: Option<GenParams>,
+    /// The oldest edit whose delta the database keeps.
+    deltas_from: u64,
 }
 
 impl<D: ChunkDb> std::fmt::Debug for DurableTerrain<D> {
@@ -101,12 +115,14 @@ impl<D: ChunkDb + 'static> DurableTerrain<D> {
             &db,
             |_, _| {},
         )?;
+        let seq = terrain.sequence();
         Ok(DurableTerrain {
-            committed: terrain.sequence(),
+            committed: seq,
             terrain,
             db: Arc::new(db),
             durability,
             generator: None,
+            deltas_from: seq,
         })
     }
 
@@ -151,8 +167,15 @@ impl<D: ChunkDb + 'static> DurableTerrain<D> {
             store.write_box(&region, &buf).map_err(LoadError::from)?;
         }
         let mut terrain = Terrain::from_store(store, table, TerrainConfig { voxel_size, ..config })?;
-        terrain.set_sequence(sequence);
-        Ok(DurableTerrain { terrain, db: Arc::new(db), committed: sequence, durability, generator })
+        let deltas_from = restore_deltas(&db, &mut terrain, sequence)?;
+        Ok(DurableTerrain {
+            terrain,
+            db: Arc::new(db),
+            committed: sequence,
+            durability,
+            generator,
+            deltas_from,
+        })
     }
 
     /// The terrain kept in `db`, paged ([`Terrain::paged`]): nothing is read but its metadata
@@ -164,8 +187,8 @@ impl<D: ChunkDb + 'static> DurableTerrain<D> {
         let db = Arc::new(db);
         let source = Arc::new(DbSource::new(Arc::clone(&db), &table, generator));
         let mut terrain = Terrain::paged(source, table, TerrainConfig { voxel_size, ..config })?;
-        terrain.set_sequence(sequence);
-        Ok(DurableTerrain { terrain, db, committed: sequence, durability, generator })
+        let deltas_from = restore_deltas(db.as_ref(), &mut terrain, sequence)?;
+        Ok(DurableTerrain { terrain, db, committed: sequence, durability, generator, deltas_from })
     }
 
     /// [`Terrain::page_in`]: the chunks `boxes` need, now.
@@ -281,9 +304,21 @@ impl<D: ChunkDb + 'static> DurableTerrain<D> {
                 None => batch.removed.push(key),
             }
         }
+        // The deltas: those since the last commit (all the log holds when it no longer reaches
+        // back that far), and none older than the log keeps.
+        let oldest = self.terrain.log.oldest();
+        let from = if oldest <= self.committed { self.deltas_from.max(oldest) } else { oldest };
+        let stored_to = if oldest <= self.committed { self.committed } else { self.deltas_from };
+        for e in self.terrain.log.since(from.max(stored_to)) {
+            batch.meta.push((delta_name(e.seq), e.to_bytes()));
+        }
+        let gone_to = if oldest <= self.committed { from } else { self.committed };
+        batch.removed_meta.extend((self.deltas_from..gone_to.min(self.committed)).map(delta_name));
+        batch.meta.push((META_DELTAS_FROM.into(), from.to_le_bytes().to_vec()));
         batch.meta.push((META_SEQUENCE.into(), now.to_le_bytes().to_vec()));
         self.db.commit(batch, durability)?;
         self.committed = now;
+        self.deltas_from = from;
         self.terrain.paged_written_back();
         Ok(())
     }
@@ -327,6 +362,34 @@ pub fn write_world(
     batch.meta.push((META_SEQUENCE.into(), sequence.to_le_bytes().to_vec()));
     db.commit(batch, Durability::Immediate)?;
     Ok(written)
+}
+
+/// Puts the deltas `db` keeps back into `terrain`'s delta log, numbered up to `sequence` (the
+/// terrain's sequence after). Returns the oldest one's number.
+fn restore_deltas(db: &impl ChunkDb, terrain: &mut Terrain, sequence: u64) -> Result<u64, DurableError> {
+    let from = match db.meta(META_DELTAS_FROM)? {
+        Some(v) => {
+            u64::from_le_bytes(v.as_slice().try_into().map_err(|_| DurableError::Meta(META_DELTAS_FROM))?)
+        }
+        None => sequence,
+    };
+    if from > sequence {
+        return Err(DurableError::Meta(META_DELTAS_FROM));
+    }
+    let table = terrain.materials();
+    let known = if table.len() >= 64 { u64::MAX } else { (1u64 << table.len()) - 1 };
+    let max = terrain.config().max_edit_voxels;
+    let mut entries = Vec::new();
+    for seq in from..sequence {
+        let bytes = db.meta(&delta_name(seq))?.ok_or(DurableError::Meta("delta log"))?;
+        let d = decode_delta(&bytes, max, known).map_err(|_| DurableError::Meta("delta log"))?;
+        if d.seq != seq {
+            return Err(DurableError::Meta("delta log"));
+        }
+        entries.push(LoggedEdit::from_voxels(seq, d.region, &d.voxels));
+    }
+    terrain.log.restore(entries, sequence);
+    Ok(from)
 }
 
 /// The material table, voxel size and committed sequence of a database.

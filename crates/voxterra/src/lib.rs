@@ -174,8 +174,8 @@ pub use config::{
     DEFAULT_RESIDENT_BYTES, DetachConfig, TerrainConfig,
 };
 pub use durable::{
-    DurableTerrain, META_GENERATOR, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE, stored_generator,
-    write_world,
+    DurableTerrain, META_DELTAS_FROM, META_GENERATOR, META_MATERIALS, META_SEQUENCE, META_VOXEL_SIZE,
+    stored_generator, write_world,
 };
 pub use error::{
     ConfigError, DeltaError, DurableError, EditError, HistoryStep, InvalidTerrain, LoadError, PageError,

@@ -61,7 +61,56 @@ proptest! {
         prop_assert_eq!(back.terrain().sequence(), expected.sequence());
         prop_assert!(voxels(back.terrain()) == voxels(&expected));
         back.terrain().validate().unwrap();
+        // The delta log came back: a replica behind the restart catches up as before it.
+        prop_assert_eq!(back.terrain().edits_since(0), expected.edits_since(0));
+        if !small_log {
+            prop_assert_eq!(back.terrain().edits_since(0).len() as u64, expected.sequence());
+        }
+        drop(back);
+        let paged = DurableTerrain::open_paged(RedbChunkDb::open(&path).unwrap(), config, Durability::Immediate).unwrap();
+        prop_assert_eq!(paged.terrain().edits_since(0), expected.edits_since(0));
     }
+}
+
+#[test]
+fn a_replica_resumes_from_the_deltas_of_a_restarted_world() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.redb");
+    let params = GenParams::new(4, [96, 48, 96]);
+    let mut replica = Terrain::generate(&params, TerrainConfig::default()).unwrap();
+    let mut d = DurableTerrain::create(
+        Terrain::generate(&params, TerrainConfig::default()).unwrap(),
+        RedbChunkDb::create(&path).unwrap(),
+        Durability::Deferred,
+    )
+    .unwrap();
+    let crater = |x: f32| Brush {
+        shape: BrushShape::Sphere { center: Point3::new(x, 30.0, 40.0), radius: 4.0 },
+        op: BrushOp::Subtract,
+    };
+    for i in 0..6 {
+        d.apply_brush(&crater(20.0 + 8.0 * i as f32)).unwrap();
+        if i == 2 {
+            // The replica follows up to here, then the server restarts.
+            for delta in d.terrain().edits_since(0) {
+                replica.apply_delta(&delta).unwrap();
+            }
+        }
+    }
+    d.flush().unwrap();
+    drop(d);
+    let mut back = DurableTerrain::open(
+        RedbChunkDb::open(&path).unwrap(),
+        TerrainConfig::default(),
+        Durability::Deferred,
+    )
+    .unwrap();
+    back.apply_brush(&crater(70.0)).unwrap();
+    for delta in back.terrain().edits_since(replica.sequence()) {
+        replica.apply_delta(&delta).unwrap();
+    }
+    assert_eq!(replica.sequence(), back.terrain().sequence());
+    assert!(voxels(&replica) == voxels(back.terrain()));
 }
 
 #[test]
