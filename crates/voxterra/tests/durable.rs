@@ -232,3 +232,50 @@ fn a_full_disk_refuses_the_edit_and_loses_nothing_committed() {
 fn chunk_record_corpus() {
     voxterra_test_support::replay_corpus("chunk_record", voxterra::fuzz::check_chunk_record);
 }
+
+#[test]
+fn a_malformed_generator_or_delta_log_entry_is_a_typed_error() {
+    use voxterra::chunk_db::Batch;
+    let dir = tempfile::tempdir().unwrap();
+    let config = TerrainConfig::default();
+    let make = |name: &str| {
+        let path = dir.path().join(name);
+        let d = DurableTerrain::create_generated(
+            &GenParams::new(2, [128, 48, 128]),
+            RedbChunkDb::create(&path).unwrap(),
+            config,
+            Durability::Immediate,
+        )
+        .unwrap();
+        drop(d);
+        (path.clone(), RedbChunkDb::open(&path).unwrap())
+    };
+    type Meta = Vec<(String, Vec<u8>)>;
+    let cases: [(&str, Meta); 4] = [
+        ("short generator", vec![(voxterra::META_GENERATOR.into(), vec![1, 2, 3])]),
+        // A world of zero size.
+        ("empty generator", vec![(voxterra::META_GENERATOR.into(), vec![0; 48])]),
+        ("deltas past the sequence", vec![(voxterra::META_DELTAS_FROM.into(), 5u64.to_le_bytes().to_vec())]),
+        (
+            "a missing delta",
+            vec![
+                (voxterra::META_SEQUENCE.into(), 3u64.to_le_bytes().to_vec()),
+                (voxterra::META_DELTAS_FROM.into(), 1u64.to_le_bytes().to_vec()),
+            ],
+        ),
+    ];
+    for (i, (what, meta)) in cases.into_iter().enumerate() {
+        let (path, db) = make(&format!("w{i}.redb"));
+        db.commit(Batch { meta, ..Batch::default() }, Durability::Immediate).unwrap();
+        drop(db);
+        for paged in [false, true] {
+            let db = RedbChunkDb::open(&path).unwrap();
+            let r = if paged {
+                DurableTerrain::open_paged(db, config, Durability::Immediate)
+            } else {
+                DurableTerrain::open(db, config, Durability::Immediate)
+            };
+            assert!(matches!(r, Err(DurableError::Meta(_))), "{what} (paged {paged}): {:?}", r.map(|_| ()));
+        }
+    }
+}
