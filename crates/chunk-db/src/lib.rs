@@ -77,32 +77,25 @@ pub trait ChunkDb: Send + Sync {
     fn commit(&self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError>;
 }
 
-impl<T: ChunkDb + ?Sized> ChunkDb for Box<T> {
-    fn chunk(&self, key: StoreChunkKey) -> Result<Option<Vec<u8>>, ChunkDbError> {
-        (**self).chunk(key)
-    }
-    fn keys(&self) -> Result<Vec<StoreChunkKey>, ChunkDbError> {
-        (**self).keys()
-    }
-    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, ChunkDbError> {
-        (**self).meta(name)
-    }
-    fn commit(&self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError> {
-        (**self).commit(batch, durability)
-    }
+/// A database behind a pointer (a boxed trait object, or one shared with a loader thread) is one.
+macro_rules! forward_chunk_db {
+    ($($ptr:ident)::+) => {
+        impl<T: ChunkDb + ?Sized> ChunkDb for $($ptr)::+<T> {
+            fn chunk(&self, key: StoreChunkKey) -> Result<Option<Vec<u8>>, ChunkDbError> {
+                (**self).chunk(key)
+            }
+            fn keys(&self) -> Result<Vec<StoreChunkKey>, ChunkDbError> {
+                (**self).keys()
+            }
+            fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, ChunkDbError> {
+                (**self).meta(name)
+            }
+            fn commit(&self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError> {
+                (**self).commit(batch, durability)
+            }
+        }
+    };
 }
 
-impl<T: ChunkDb + ?Sized> ChunkDb for std::sync::Arc<T> {
-    fn chunk(&self, key: StoreChunkKey) -> Result<Option<Vec<u8>>, ChunkDbError> {
-        (**self).chunk(key)
-    }
-    fn keys(&self) -> Result<Vec<StoreChunkKey>, ChunkDbError> {
-        (**self).keys()
-    }
-    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, ChunkDbError> {
-        (**self).meta(name)
-    }
-    fn commit(&self, batch: Batch, durability: Durability) -> Result<(), ChunkDbError> {
-        (**self).commit(batch, durability)
-    }
-}
+forward_chunk_db!(Box);
+forward_chunk_db!(std::sync::Arc);

@@ -235,6 +235,8 @@ impl Terrain {
     /// center first), takes in what it has brought within `max_time`, and evicts the least
     /// recently used clean chunks outside the boxes while over budget (within the time left). The
     /// frame thread never waits for a load: `ready` says whether every chunk the boxes need is in.
+    /// Eviction being bound by the time too, the resident voxels may pass the budget by a few
+    /// calls' arrivals before it catches up.
     pub fn page(&mut self, boxes: &[Aabb], max_time: Duration) -> Result<PageReport, PageError> {
         let start = Instant::now();
         if self.pager.is_none() {
