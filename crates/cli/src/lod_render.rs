@@ -4,12 +4,14 @@
 
 use crate::render::{Camera, Picture, material_color, primary_rays, shade, sky, sun};
 use rayon::prelude::*;
+use std::collections::BTreeMap;
 use std::time::Instant;
 use voxterra::Terrain;
+use voxterra::core::StoreChunkKey;
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{Culling, MaterialTable, Ray, RayHit};
 use voxterra::kdtree::KdTree;
-use voxterra::lod::{LodConfig, LodView};
+use voxterra::lod::{LodConfig, LodMeshKey, LodNode, LodView};
 use voxterra::mesher::{Mesher, RenderMesh};
 
 /// The clipmap's meshes around `eye`, merged, with each triangle's level.
@@ -19,20 +21,119 @@ pub(crate) struct LodScene {
     /// Nodes drawn per level, finest first.
     pub(crate) nodes_per_level: Vec<usize>,
     pub(crate) seconds: f64,
+    /// For a paged terrain, what drawing the view read.
+    pub(crate) paging: Option<ScenePaging>,
 }
 
-/// Selects and meshes the clipmap around `eye` (terrain voxel units).
-pub(crate) fn lod_scene(terrain: &Terrain, mesher: &Mesher, eye: Point3<f32>) -> anyhow::Result<LodScene> {
-    let start = Instant::now();
+/// What a view over a paged terrain read: chunk loads (a chunk evicted and read again counts
+/// twice), the world's storage chunks it touched and how many the world has.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub(crate) struct ScenePaging {
+    pub(crate) chunks_loaded: u64,
+    pub(crate) world_touched: u64,
+    pub(crate) world_chunks: u64,
+    pub(crate) page_calls: usize,
+    /// Bytes the view's chunk clusters held at the end.
+    pub(crate) cluster_bytes: usize,
+}
+
+impl ScenePaging {
+    pub(crate) fn line(&self) -> String {
+        format!(
+            "paged      {} chunk loads in {} calls, {:.1}% of the world's {} chunks touched, view clusters {:.0} MiB, peak resident {:.0} MiB",
+            self.chunks_loaded,
+            self.page_calls,
+            self.world_touched as f64 * 100.0 / self.world_chunks.max(1) as f64,
+            self.world_chunks,
+            self.cluster_bytes as f64 / (1 << 20) as f64,
+            crate::fly::peak_rss_mib()
+        )
+    }
+}
+
+/// A clipmap drawn: its meshes in key order, the view, and what paging it read.
+pub(crate) type DrawnView = (Vec<(LodMeshKey, RenderMesh)>, LodView, Option<ScenePaging>);
+
+/// The clipmap around `eye` (terrain voxel units): its meshes in key order and the view. On a
+/// paged terrain the nodes are drawn nearest first, each once the chunks it reads are paged in
+/// (the least recently used leaving past the terrain's budget), so a view over a world far
+/// larger than memory is drawn within the budget; the bar counts nodes drawn.
+pub(crate) fn lod_meshes(
+    terrain: &mut Terrain,
+    mesher: &Mesher,
+    eye: Point3<f32>,
+    quiet: bool,
+) -> anyhow::Result<DrawnView> {
     let mut view = LodView::new(LodConfig::default())?;
     let update = view.update(terrain, mesher, &[eye])?;
+    if !terrain.is_paged() {
+        return Ok((update.meshes, view, None));
+    }
+    let loaded_before = terrain.page_stats().map_or(0, |s| s.loaded_total);
+    let mut meshes: BTreeMap<LodMeshKey, RenderMesh> = update.meshes.into_iter().collect();
+    let bar = crate::gen_cmd::progress_bar(0, "paging    ", "nodes", quiet)?;
+    let mut page_calls = 0;
+    let world = terrain.world_bounds();
+    let mut touched: std::collections::HashSet<StoreChunkKey> = Default::default();
+    while let Some(next) = nearest(view.waiting(), &eye) {
+        bar.set_length((view.nodes().count() + view.waiting().len()) as u64);
+        bar.set_position(view.nodes().count() as u64);
+        if let Some(reads) = next.reads(terrain)? {
+            terrain.page_in(&[terrain.scale().region_to_world(&reads, 0.0)])?;
+            let inside = world.and_then(|w| w.intersection(&reads));
+            touched.extend(inside.and_then(|r| StoreChunkKey::range(&r)).into_iter().flat_map(|r| r.iter()));
+        }
+        page_calls += 1;
+        let update = view.update(terrain, mesher, &[eye])?;
+        for k in &update.dropped {
+            meshes.remove(k);
+        }
+        meshes.extend(update.meshes);
+        anyhow::ensure!(
+            !view.waiting().contains(&next),
+            "node {next:?} is still not drawable after paging in what it reads"
+        );
+    }
+    bar.finish_and_clear();
+    let loaded = terrain.page_stats().map_or(0, |s| s.loaded_total) - loaded_before;
+    let world_chunks = world.and_then(|w| StoreChunkKey::range(&w)).map_or(0, |r| r.count() as u64);
+    let paging = ScenePaging {
+        chunks_loaded: loaded,
+        world_touched: touched.len() as u64,
+        world_chunks,
+        page_calls,
+        cluster_bytes: view.cluster_bytes(),
+    };
+    Ok((meshes.into_iter().collect(), view, Some(paging)))
+}
+
+/// The node of `nodes` nearest `eye`, the first in key order among equals.
+fn nearest(nodes: &[LodNode], eye: &Point3<f32>) -> Option<LodNode> {
+    let d = |n: &LodNode| {
+        n.region().map_or(f32::INFINITY, |r| {
+            let c = r.min().map(|v| v as f32) + (r.max() - r.min()).map(|v| v as f32) * 0.5;
+            (c - eye).norm()
+        })
+    };
+    nodes.iter().copied().min_by(|a, b| d(a).total_cmp(&d(b)))
+}
+
+/// Selects and meshes the clipmap around `eye` (terrain voxel units), merged.
+pub(crate) fn lod_scene(
+    terrain: &mut Terrain,
+    mesher: &Mesher,
+    eye: Point3<f32>,
+    quiet: bool,
+) -> anyhow::Result<LodScene> {
+    let start = Instant::now();
+    let (meshes, view, paging) = lod_meshes(terrain, mesher, eye, quiet)?;
     let mut nodes_per_level = vec![0; view.top_level() as usize + 1];
     for n in view.nodes() {
         nodes_per_level[n.level as usize] += 1;
     }
     let mut mesh = RenderMesh::default();
     let mut levels = Vec::new();
-    for (key, m) in &update.meshes {
+    for (key, m) in &meshes {
         let base = mesh.positions.len() as u32;
         mesh.positions.extend(&m.positions);
         mesh.normals.extend(&m.normals);
@@ -40,7 +141,7 @@ pub(crate) fn lod_scene(terrain: &Terrain, mesher: &Mesher, eye: Point3<f32>) ->
         mesh.indices.extend(m.indices.iter().map(|t| t.map(|i| i + base)));
         levels.extend(std::iter::repeat_n(key.node.level as u8, m.indices.len()));
     }
-    Ok(LodScene { mesh, levels, nodes_per_level, seconds: start.elapsed().as_secs_f64() })
+    Ok(LodScene { mesh, levels, nodes_per_level, seconds: start.elapsed().as_secs_f64(), paging })
 }
 
 /// A level's tint: finest red through coarsest violet.

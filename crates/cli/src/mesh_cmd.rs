@@ -76,7 +76,12 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
     }
     let pool = builder.build().context("starting the worker threads")?;
 
-    let terrain = pool.install(|| args.source.terrain(args.json))?;
+    // A clipmap pages a lazily generated database's world in as it draws; full resolution reads
+    // the whole world.
+    let mut terrain = match args.lod_from {
+        Some(_) => pool.install(|| args.source.terrain_paged(args.json))?,
+        None => pool.install(|| args.source.terrain(args.json))?,
+    };
     let table = terrain.materials().clone();
 
     let mode = match args.shape {
@@ -90,9 +95,12 @@ pub(crate) fn run(args: &MeshArgs) -> anyhow::Result<()> {
     let (chunks, meshes) = match args.lod_from {
         Some(p) => {
             // The clipmap's nodes, meshed in parallel, in key order.
-            let mut view = voxterra::lod::LodView::new(voxterra::lod::LodConfig::default())?;
-            let update = pool.install(|| view.update(&terrain, &mesher, &[p.into()]))?;
-            (update.meshes.len(), update.meshes.into_iter().map(|(_, m)| m).collect::<Vec<_>>())
+            let (meshes, _, paging) =
+                pool.install(|| crate::lod_render::lod_meshes(&mut terrain, &mesher, p.into(), args.json))?;
+            if let (Some(p), false) = (paging, args.json) {
+                println!("{}", p.line());
+            }
+            (meshes.len(), meshes.into_iter().map(|(_, m)| m).collect::<Vec<_>>())
         }
         None => {
             let keys = terrain.render_chunks();

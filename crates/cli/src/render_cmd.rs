@@ -99,10 +99,11 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
         anyhow::ensure!(eye != target, "--eye and --target are the same point: the camera looks nowhere");
     }
     pool.install(|| {
-        let terrain = args.source.terrain(false)?;
         if args.lod {
-            return render_lod_picture(args, &terrain);
+            let mut terrain = args.source.terrain_paged(false)?;
+            return render_lod_picture(args, &mut terrain);
         }
+        let terrain = args.source.terrain(false)?;
         let camera = camera_for(&terrain, args.eye, args.target, args.fov, args.resolution)?;
         let table = terrain.materials().clone();
         let mut world = World::new(terrain);
@@ -120,7 +121,7 @@ pub(crate) fn run(args: &RenderArgs) -> anyhow::Result<()> {
 
 /// `render --lod`: the clipmap around the eye, its triangles against full resolution's, the
 /// picture.
-fn render_lod_picture(args: &RenderArgs, terrain: &Terrain) -> anyhow::Result<()> {
+fn render_lod_picture(args: &RenderArgs, terrain: &mut Terrain) -> anyhow::Result<()> {
     // Over the world's center above its peaks, looking out past a far corner to the horizon.
     let (lo, hi) = world_box(terrain);
     let h = hi[1] - lo[1];
@@ -130,7 +131,7 @@ fn render_lod_picture(args: &RenderArgs, terrain: &Terrain) -> anyhow::Result<()
     let camera = camera_for(terrain, Some(eye), Some(target), args.fov, args.resolution)?;
     let mesher = Mesher::new(terrain.materials());
     let scale = terrain.scale();
-    let scene = lod_scene(terrain, &mesher, scale.point_to_voxels(&camera.eye))?;
+    let scene = lod_scene(terrain, &mesher, scale.point_to_voxels(&camera.eye), false)?;
     let mut camera = camera;
     // The scene is in voxel units.
     camera.eye = scale.point_to_voxels(&camera.eye);
@@ -148,6 +149,9 @@ fn render_lod_picture(args: &RenderArgs, terrain: &Terrain) -> anyhow::Result<()
         scene.seconds,
         scene.nodes_per_level
     );
+    if let Some(p) = &scene.paging {
+        println!("{}", p.line());
+    }
     report(&args.out, &picture);
     Ok(())
 }
@@ -167,9 +171,10 @@ fn report(out: &std::path::Path, picture: &crate::render::Picture) {
     );
 }
 
-/// The stored voxels' box in world units (64 units at the origin for an empty terrain).
+/// The world's box in world units (64 units at the origin for an empty terrain); a paged world's
+/// whole, visited or not.
 fn world_box(terrain: &Terrain) -> ([f32; 3], [f32; 3]) {
-    terrain.extent().map_or(([0.0; 3], [64.0; 3]), |e| {
+    terrain.world_bounds().map_or(([0.0; 3], [64.0; 3]), |e| {
         let b = terrain.scale().region_to_world(&e, 0.0);
         (b.mins.into(), b.maxs.into())
     })

@@ -16,6 +16,10 @@ pub(crate) struct WorldSource {
     /// answering; the other commands open it read-only (several at once, none beside a writer).
     #[arg(long, value_name = "DB", conflicts_with_all = ["input", "size", "seed"])]
     pub(crate) db: Option<PathBuf>,
+    /// With --db on a lazily generated world (`gen --db --lazy`): the resident voxel budget, MiB,
+    /// for what pages it (`render --lod`, `mesh --lod-from`).
+    #[arg(long, default_value_t = 256, requires = "db")]
+    pub(crate) budget_mb: usize,
     /// Size of the generated world, X×Y×Z.
     #[arg(long, default_value = "512x128x512", value_parser = parse_size, conflicts_with = "input")]
     pub(crate) size: [u32; 3],
@@ -50,5 +54,18 @@ impl WorldSource {
         };
         bar.finish_and_clear();
         Ok(terrain)
+    }
+
+    /// Like [`terrain`](Self::terrain), but a database made by `gen --db --lazy` is opened paged
+    /// under `--budget-mb` (nothing loaded until used), for commands that page in what they read.
+    pub(crate) fn terrain_paged(&self, quiet: bool) -> anyhow::Result<Terrain> {
+        match &self.db {
+            Some(path) => {
+                let config =
+                    TerrainConfig { resident_bytes: self.budget_mb << 20, ..TerrainConfig::default() };
+                crate::db_cmd::open_read_terrain(path, config)
+            }
+            None => self.terrain(quiet),
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! Lazily generated worlds, end to end: `gen --db --lazy` makes a world of any size at once;
 //! `info` and `verify` read it without materializing it; `fly` pages across it under a budget;
 //! `demo` runs on it paged, losing no body; the same demo held whole and paged state the same
-//! figures of what fell through.
+//! figures of what fell through; `mesh --lod-from` and `render --lod` draw a lazy world page by
+//! page as the whole world draws.
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
@@ -109,4 +110,42 @@ fn the_demo_runs_paged_on_a_lazy_world_and_loses_nothing() {
     let base = voxterra(&["demo", "--db", db, "--baseline", "trimesh", "--no-picture", "--json"]);
     assert!(!base.status.success());
     assert!(String::from_utf8_lossy(&base.stderr).contains("paged"));
+}
+
+#[test]
+fn far_terrain_of_a_lazy_world_is_drawn_within_its_budget_as_the_whole_world_draws_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.redb");
+    let db = db.to_str().unwrap();
+    let path = |f: &str| dir.path().join(f).to_str().unwrap().to_owned();
+    json(&voxterra(&["gen", "--size", "1024x96x1024", "--seed", "4", "--db", db, "--lazy", "--json"]));
+    // The clipmap's file: the same bytes from the paged world as from the world generated whole.
+    let paged = voxterra(&["mesh", "--db", db, "--lod-from", "300,80,700", "--out", &path("p.ply")]);
+    assert!(paged.status.success(), "{}", String::from_utf8_lossy(&paged.stderr));
+    assert!(String::from_utf8_lossy(&paged.stdout).contains("100.0% of the world's"));
+    let whole = voxterra(&[
+        "mesh",
+        "--size",
+        "1024x96x1024",
+        "--seed",
+        "4",
+        "--lod-from",
+        "300,80,700",
+        "--out",
+        &path("w.ply"),
+    ]);
+    assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
+    assert_eq!(std::fs::read(path("p.ply")).unwrap(), std::fs::read(path("w.ply")).unwrap());
+    // The picture, under a budget far below the world's voxels: chunks leave and come back.
+    let camera = ["--lod", "--eye", "512,120,512", "--target", "1024,30,1024", "--resolution", "160x90"];
+    let paged = voxterra(
+        &[&["render", "--db", db, "--budget-mb", "4", "--out", &path("p.png")], &camera[..]].concat(),
+    );
+    assert!(paged.status.success(), "{}", String::from_utf8_lossy(&paged.stderr));
+    let whole = voxterra(
+        &[&["render", "--size", "1024x96x1024", "--seed", "4", "--out", &path("w.png")], &camera[..]]
+            .concat(),
+    );
+    assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
+    assert_eq!(std::fs::read(path("p.png")).unwrap(), std::fs::read(path("w.png")).unwrap());
 }

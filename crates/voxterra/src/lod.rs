@@ -50,26 +50,15 @@ use voxterra_mesher::{
 };
 use voxterra_voxel_store::MAX_LEVEL;
 
+mod node;
 mod validate;
+
+pub use node::LodNode;
 
 pub use validate::InvalidLodView;
 
 /// Voxels of its own level along a render node's side.
 pub const NODE_CELLS: u32 = 32;
-
-/// A render node: voxels `NODE_CELLS·(x, y, z) .. NODE_CELLS·(x, y, z) + NODE_CELLS` of level
-/// `level`, which cover `2^level` times as many voxels of the terrain on each axis.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub struct LodNode {
-    /// The level: 0 is full resolution, up to [`MAX_LEVEL`].
-    pub level: u32,
-    /// Node coordinates at its level.
-    pub x: i32,
-    /// Node coordinates at its level.
-    pub y: i32,
-    /// Node coordinates at its level.
-    pub z: i32,
-}
 
 /// What can go wrong making a level-of-detail mesh.
 #[derive(Debug, Error)]
@@ -95,83 +84,6 @@ pub enum LodError {
     /// A viewer position that is not finite.
     #[error("a viewer's position is not finite")]
     Viewer,
-}
-
-impl LodNode {
-    /// Child `i` (0–7: bit 0 x, bit 1 y, bit 2 z) one level finer.
-    fn child(&self, i: i32) -> LodNode {
-        LodNode {
-            level: self.level - 1,
-            x: self.x * 2 + (i & 1),
-            y: self.y * 2 + (i >> 1 & 1),
-            z: self.z * 2 + (i >> 2 & 1),
-        }
-    }
-
-    /// Its eight children one level finer (level 1 and up).
-    fn children(&self) -> impl Iterator<Item = LodNode> + '_ {
-        (0..8).map(|i| self.child(i))
-    }
-
-    /// The node one level coarser holding it.
-    fn parent(&self) -> LodNode {
-        LodNode { level: self.level + 1, x: self.x >> 1, y: self.y >> 1, z: self.z >> 1 }
-    }
-
-    /// The node of `level` holding terrain voxel `p`.
-    pub fn containing(level: u32, p: Point3<i32>) -> LodNode {
-        let s = level.min(MAX_LEVEL) + NODE_CELLS.trailing_zeros();
-        LodNode { level, x: p.x >> s, y: p.y >> s, z: p.z >> s }
-    }
-
-    /// The node's voxels at its own level.
-    pub fn region_at_level(&self) -> Result<Region, LodError> {
-        let n = NODE_CELLS as i64;
-        let min = [self.x, self.y, self.z].map(|v| v as i64 * n);
-        if min.iter().any(|&v| v < i32::MIN as i64 || v + n > i32::MAX as i64) {
-            return Err(CoreError::RegionOverflow {
-                what: "render node",
-                value: min[0] as i128,
-                limit: i32::MAX as i128,
-            }
-            .into());
-        }
-        Ok(Region::from_min_size(Point3::new(min[0] as i32, min[1] as i32, min[2] as i32), [NODE_CELLS; 3])?)
-    }
-
-    /// The terrain voxels the node covers (clamped to the voxel coordinate range).
-    pub fn region(&self) -> Result<Region, LodError> {
-        let r = self.region_at_level()?;
-        let k = self.level;
-        let lo = r.min().map(|v| ((v as i64) << k).clamp(i32::MIN as i64, i32::MAX as i64) as i32);
-        let hi = r.max().map(|v| ((v as i64) << k).clamp(i32::MIN as i64, i32::MAX as i64) as i32);
-        Ok(Region::new(lo, hi)?)
-    }
-}
-
-impl Terrain {
-    /// The render mesh of `node`: its level's voxels meshed by `mesher` (seamless with the nodes
-    /// of the same level around it), positions and normals in terrain voxel units like
-    /// [`Terrain::take_render_updates`]' meshes.
-    pub fn lod_mesh(
-        &self,
-        mesher: &Mesher,
-        node: LodNode,
-        ws: &mut MeshWorkspace,
-    ) -> Result<RenderMesh, LodError> {
-        let view = self
-            .store()
-            .level(node.level)
-            .map_err(|_| LodError::Level { level: node.level, max: MAX_LEVEL })?;
-        let region = node.region_at_level()?;
-        let mut mesh = RenderMesh::default();
-        mesher.mesh(&view, &region, ws, &mut mesh)?;
-        let scale = (1u64 << node.level) as f32;
-        for p in &mut mesh.positions {
-            p.coords *= scale;
-        }
-        Ok(mesh)
-    }
 }
 
 /// How far (voxels) a viewer can move toward a node before it splits with its chunks' finer
@@ -244,6 +156,8 @@ pub struct LodView {
     uniform: [Option<Arc<ChunkClusters>>; 2],
     /// What chunks away from the stored voxels read as.
     outside: ChunkClusters,
+    /// On a paged terrain, the nodes selected but not drawn: chunks they read are not resident.
+    waiting: Vec<LodNode>,
 }
 
 impl LodView {
@@ -267,6 +181,7 @@ impl LodView {
             chunks: ChunkClusterMap::new(),
             uniform: [None, None],
             outside: ChunkClusters::outside(),
+            waiting: Vec::new(),
         })
     }
 
@@ -278,6 +193,14 @@ impl LodView {
     /// The nodes drawn now, in key order.
     pub fn nodes(&self) -> impl Iterator<Item = LodNode> + '_ {
         self.leaves.iter().copied()
+    }
+
+    /// On a paged terrain, the nodes the last update selected but could not draw, in key order:
+    /// some chunk their meshes read ([`LodNode::reads`]) is not resident. Page those in
+    /// ([`Terrain::page_in`], [`Terrain::page`]) and update again; until then the level around
+    /// them is the coarsest. Empty for a terrain held whole.
+    pub fn waiting(&self) -> &[LodNode] {
+        &self.waiting
     }
 
     /// The level the view draws voxel `p` at (the coarsest level outside the terrain).
@@ -305,22 +228,28 @@ impl LodView {
         }
         let top = self.top_level();
         let (mut leaves, mut split) = (BTreeSet::new(), BTreeSet::new());
-        // Nodes wholly past the stored voxels (and the margin a surface there reaches) hold no
+        // Nodes wholly past the world's voxels (and the margin a surface there reaches) hold no
         // surface: they stay whole, however near a viewer.
-        let stored = terrain.extent().map(|e| e.expanded(2));
+        let stored = terrain.world_bounds().map(|e| e.expanded(2));
         for root in roots(terrain, top)? {
             self.select(root, viewers, stored.as_ref(), &mut leaves, &mut split);
         }
         if terrain.is_paged() {
             // A paged terrain's node is drawn once every chunk its mesh reads is in memory, so
-            // chunks coming in never re-mesh a drawn node; one that loses a chunk (marked) goes.
-            let reach = (1u32 << MAX_LEVEL) + 2;
+            // chunks coming in never re-mesh a drawn node; an edited one not resident waits.
             let edited = &self.edited;
+            let mut waiting = Vec::new();
             leaves.retain(|n| {
-                let Ok(r) = n.region().map(|r| r.expanded(reach)) else { return false };
+                let Ok(reads) = n.reads(terrain) else { return false };
+                let Some(r) = reads else { return true };
                 let marked = edited.iter().any(|e| e.intersection(&r).is_some());
-                (self.leaves.contains(n) && !marked) || terrain.is_region_resident(&r)
+                let drawn = (self.leaves.contains(n) && !marked) || terrain.is_region_resident(&r);
+                if !drawn {
+                    waiting.push(*n);
+                }
+                drawn
             });
+            self.waiting = waiting;
         }
         let added: Vec<LodNode> = leaves.difference(&self.leaves).copied().collect();
         let removed: Vec<LodNode> = self.leaves.difference(&leaves).copied().collect();
@@ -338,7 +267,7 @@ impl LodView {
             let r = n.region()?;
             // A node's meshes read its voxels, a voxel past them, and its neighbors' clusters
             // along its border (at most a coarsest cluster deep).
-            let reach = r.expanded((1u32 << MAX_LEVEL) + 2);
+            let reach = r.expanded(node::READ_MARGIN);
             if edited.iter().any(|e| e.intersection(&reach).is_some()) || !self.summaries.contains_key(n) {
                 whole.insert(*n);
             } else if changed.iter().any(|c| c.intersection(&r).is_some()) {
@@ -461,6 +390,12 @@ impl LodView {
                 r.is_ok_and(|r| !reach.iter().any(|e| e.intersection(&r).is_some()))
             });
         }
+        if terrain.is_paged() {
+            // Clusters follow the resident voxels' budget: a node is meshed only once what it
+            // reads is resident, so clusters of chunks that left would be read again only after
+            // their chunks come back, and are made again then.
+            self.chunks.retain(|c, _| terrain.is_resident(Point3::from(c).map(|v| v * side)));
+        }
         if moved {
             self.chunks.retain(|c, t| {
                 // Shared entries (chunks the surface misses) hold no levels.
@@ -471,7 +406,7 @@ impl LodView {
             });
         }
         // Chunks whose voxels, a voxel around them, lie beyond the stored ones read as outside.
-        let stored = terrain.extent().map(|e| e.expanded(2));
+        let stored = terrain.world_bounds().map(|e| e.expanded(2));
         let near = |c: [i32; 3]| {
             let r = Region::from_min_size(Point3::from(c).map(|v| v * side), [side as u32; 3]);
             r.is_ok_and(|r| stored.is_some_and(|e| e.intersection(&r).is_some()))
@@ -556,7 +491,7 @@ impl NodeSet for Set<LodNode> {
 /// The coarsest nodes over the terrain's voxels, a voxel of margin around them (a surface facing
 /// down out of the stored box belongs to the node under it).
 fn roots(terrain: &Terrain, top: u32) -> Result<Vec<LodNode>, LodError> {
-    let Some(extent) = terrain.extent() else { return Ok(Vec::new()) };
+    let Some(extent) = terrain.world_bounds() else { return Ok(Vec::new()) };
     let e = extent.expanded(1);
     let (lo, hi) = (LodNode::containing(top, e.min()), LodNode::containing(top, e.max().map(|v| v - 1)));
     let mut out = Vec::new();

@@ -240,3 +240,61 @@ fn a_box_over_too_many_chunks_is_refused() {
     assert_eq!(t.page_stats().unwrap().resident, 0);
     let _ = Region::voxel(VoxelPos::origin());
 }
+
+/// Draws `view` around `eye` on a paged terrain: pages in each waiting node's reads, nearest
+/// first, until none waits; the meshes it handed out, by key.
+fn draw_paged(
+    view: &mut voxterra::lod::LodView,
+    t: &mut Terrain,
+    mesher: &voxterra::mesher::Mesher,
+    eye: Point3<f32>,
+    meshes: &mut std::collections::BTreeMap<voxterra::lod::LodMeshKey, voxterra::mesher::RenderMesh>,
+) {
+    loop {
+        let update = view.update(t, mesher, &[eye]).unwrap();
+        for k in &update.dropped {
+            meshes.remove(k);
+        }
+        meshes.extend(update.meshes);
+        view.validate().unwrap();
+        let Some(&next) = view.waiting().first() else { return };
+        let reads = next.reads(t).unwrap().expect("a waiting node reads voxels");
+        t.page_in(&[t.scale().region_to_world(&reads, 0.0)]).unwrap();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// Levels of detail over a paged world under a budget smaller than one node's voxels, drawn
+    /// node by node as their chunks come in and leave, then again after the viewer moves: the
+    /// same meshes a view over the whole world hands out.
+    #[test]
+    fn a_paged_view_draws_what_a_view_of_the_whole_world_draws(
+        seed in 0u64..1000,
+        far in any::<bool>(),
+        eyes in proptest::collection::vec((0.0f32..1.0, 0.0f32..1.0, 0.0f32..1.0), 2),
+    ) {
+        use voxterra::lod::{LodConfig, LodView};
+        let p = params(seed, far);
+        let config = TerrainConfig { resident_bytes: 64 << 10, ..TerrainConfig::default() };
+        let whole = Terrain::generate(&p, config).unwrap();
+        let mut paged = Terrain::paged(Arc::new(GeneratorSource(p)), MaterialTable::default(), config).unwrap();
+        let mesher = voxterra::mesher::Mesher::new(whole.materials());
+        // No hysteresis: after a move the view selects what a fresh one does.
+        let lod = LodConfig { distances: vec![12.0, 24.0, 48.0], hysteresis: 0.0 };
+        let mut view = LodView::new(lod.clone()).unwrap();
+        let mut drawn = std::collections::BTreeMap::new();
+        for (x, y, z) in eyes {
+            let eye = p.origin.map(|v| v as f32)
+                + Vector3::new(x * p.size[0] as f32, y * p.size[1] as f32 * 1.5, z * p.size[2] as f32);
+            draw_paged(&mut view, &mut paged, &mesher, eye, &mut drawn);
+            let fresh = LodView::new(lod.clone()).unwrap().update(&whole, &mesher, &[eye]).unwrap();
+            let fresh: std::collections::BTreeMap<_, _> = fresh.meshes.into_iter().collect();
+            prop_assert_eq!(drawn.keys().collect::<Vec<_>>(), fresh.keys().collect::<Vec<_>>());
+            prop_assert!(drawn == fresh, "the paged view's meshes differ from the whole world's");
+        }
+        let stats = paged.page_stats().unwrap();
+        prop_assert!(stats.evicted_total > 0, "the budget made chunks leave");
+    }
+}

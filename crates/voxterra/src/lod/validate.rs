@@ -36,8 +36,8 @@ impl LodView {
                 return bad(n, "split at level 0");
             }
             for c in n.children() {
-                if !self.leaves.contains(&c) && !self.split.contains(&c) {
-                    return bad(c, "a split node's child is neither drawn nor split");
+                if !self.leaves.contains(&c) && !self.split.contains(&c) && !self.waiting.contains(&c) {
+                    return bad(c, "a split node's child is neither drawn, split nor waiting");
                 }
             }
         }
