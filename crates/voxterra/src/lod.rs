@@ -390,7 +390,7 @@ impl LodView {
                 r.is_ok_and(|r| !reach.iter().any(|e| e.intersection(&r).is_some()))
             });
         }
-        if terrain.is_paged() {
+        if terrain.is_paged() && !whole.is_empty() {
             // Clusters follow the resident voxels' budget: a node is meshed only once what it
             // reads is resident, so clusters of chunks that left would be read again only after
             // their chunks come back, and are made again then.
