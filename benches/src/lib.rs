@@ -31,6 +31,7 @@ pub mod detach_suite;
 pub mod dynamic_tree_suite;
 pub mod harness;
 pub mod kdtree_suite;
+pub mod lod_quality;
 pub mod lod_suite;
 pub mod mesher_suite;
 pub mod narrowphase_suite;

@@ -8,6 +8,7 @@
 //! solid materials), the signs our clusters' grid uses.
 
 use crate::harness::{Budget, Metric, Report, compare_prechecked};
+use crate::lod_quality;
 use parry3d::math::Vector;
 use parry3d::query::PointQuery;
 use parry3d::shape::TriMesh;
@@ -347,11 +348,33 @@ pub fn run(quick: bool) -> Report {
         ));
     }
 
+    let world = t.extent().expect("a world").expanded(1);
+    let mut full = RenderMesh::default();
+    mesher.mesh(t.store(), &world, &mut ws, &mut full).expect("world meshes");
+
+    // What a person sees: the clipmap around a viewer over the world's centre, against the
+    // full-resolution surface.
+    {
+        let reference = lod_quality::Reference::new(&full);
+        let eye = Point3::new(size[0] as f32 * 0.5, 100.0, size[2] as f32 * 0.5);
+        let update = LodView::new(LodConfig::default())
+            .expect("default config")
+            .update(&t, &mesher, &[eye])
+            .expect("update");
+        let what = format!("view from ({}, 100, {})", eye.x, eye.z);
+        report.metrics.extend(lod_quality::view_metrics(&what, &update.meshes, &reference));
+        let zero = lod_quality::zero_area(&full);
+        report.metrics.push(Metric {
+            name: "full resolution: zero-area triangles".into(),
+            voxterra: zero as f64,
+            peer: zero as f64 * 100.0 / full.indices.len() as f64,
+            peer_name: "%".into(),
+            goal: "(report)".into(),
+        });
+    }
+
     // Geometric error at equal triangle count, over the whole world.
     {
-        let world = t.extent().expect("a world").expanded(1);
-        let mut full = RenderMesh::default();
-        mesher.mesh(t.store(), &world, &mut ws, &mut full).expect("world meshes");
         let full_tri = trimesh(&full);
         let mut below = full.indices.len();
         for level in 1..=4u32 {

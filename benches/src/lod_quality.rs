@@ -1,0 +1,212 @@
+//! What a person sees of the levels of detail: triangles facing away from the full-resolution
+//! surface (folded facets), zero-area triangles and edges shared by more than two triangles, per
+//! level of a clipmap view.
+//!
+//! Facing: each view triangle's normal against the area-weighted normal of the 8 full-resolution
+//! triangles whose centroids lie nearest its centroid. Zero area: under 1e-9 voxel².
+
+use crate::harness::Metric;
+use voxterra::lod::LodMeshKey;
+use voxterra_core::nalgebra::{Point3, Vector3};
+use voxterra_mesher::RenderMesh;
+
+type Map<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
+
+/// Side of the grid cells that bucket the full-resolution centroids, voxels.
+const CELL: f32 = 2.0;
+/// Full-resolution triangles a view triangle's reference normal is taken from.
+const NEAREST: usize = 8;
+/// Below this area (voxel²) a triangle has none.
+const ZERO_AREA: f32 = 1e-9;
+
+/// The full-resolution surface as centroids in a grid, each with its triangle's area vector.
+pub struct Reference {
+    cells: Map<[i32; 3], Vec<(Point3<f32>, Vector3<f32>)>>,
+}
+
+impl Reference {
+    /// The reference surface of `full`, a full-resolution mesh.
+    pub fn new(full: &RenderMesh) -> Self {
+        let mut cells: Map<[i32; 3], Vec<_>> = Map::default();
+        for t in &full.indices {
+            let [a, b, c] = t.map(|i| full.positions[i as usize]);
+            let centroid = Point3::from((a.coords + b.coords + c.coords) / 3.0);
+            cells.entry(cell_of(&centroid)).or_default().push((centroid, (b - a).cross(&(c - a))));
+        }
+        Reference { cells }
+    }
+
+    /// The summed area vectors of the `NEAREST` triangles whose centroids are nearest `p` (ties
+    /// to the first met in a fixed order).
+    fn normal_near(&self, p: &Point3<f32>) -> Vector3<f32> {
+        let home = cell_of(p);
+        let mut found: Vec<(f32, Vector3<f32>)> = Vec::new();
+        for r in 0..64i32 {
+            // The shell of cells at Chebyshev distance r.
+            for dy in -r..=r {
+                for dz in -r..=r {
+                    for dx in -r..=r {
+                        if dx.abs().max(dy.abs()).max(dz.abs()) != r {
+                            continue;
+                        }
+                        let Some(list) = self.cells.get(&[home[0] + dx, home[1] + dy, home[2] + dz]) else {
+                            continue;
+                        };
+                        found.extend(list.iter().map(|(c, n)| ((c - p).norm_squared(), *n)));
+                    }
+                }
+            }
+            if found.len() >= NEAREST {
+                found.sort_by(|a, b| a.0.total_cmp(&b.0));
+                // Every centroid within r cells of p's cell has been seen.
+                let covered = r as f32 * CELL;
+                if found[NEAREST - 1].0.sqrt() <= covered {
+                    break;
+                }
+            }
+        }
+        found.sort_by(|a, b| a.0.total_cmp(&b.0));
+        found.iter().take(NEAREST).fold(Vector3::zeros(), |s, (_, n)| s + n)
+    }
+}
+
+fn cell_of(p: &Point3<f32>) -> [i32; 3] {
+    [p.x, p.y, p.z].map(|v| (v / CELL).floor() as i32)
+}
+
+/// One level's counts.
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    triangles: usize,
+    area: f64,
+    away: usize,
+    away_area: f64,
+    strongly: usize,
+    off60: usize,
+    zero: usize,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.triangles += o.triangles;
+        self.area += o.area;
+        self.away += o.away;
+        self.away_area += o.away_area;
+        self.strongly += o.strongly;
+        self.off60 += o.off60;
+        self.zero += o.zero;
+    }
+
+    fn pct(&self, n: usize) -> f64 {
+        n as f64 * 100.0 / self.triangles.max(1) as f64
+    }
+}
+
+/// Facing, zero-area and non-manifold figures of a view's meshes against `reference`, as
+/// metrics named after `what`: per level, then over every level.
+pub fn view_metrics(what: &str, meshes: &[(LodMeshKey, RenderMesh)], reference: &Reference) -> Vec<Metric> {
+    let top = meshes.iter().map(|(k, _)| k.node.level).max().unwrap_or(0) as usize;
+    let mut per_level = vec![Counts::default(); top + 1];
+    // Edges by their end points' bits (the view's meshes share no vertex buffer).
+    let mut edges: Map<([u32; 3], [u32; 3]), u32> = Map::default();
+    let bits = |p: &Point3<f32>| [p.x, p.y, p.z].map(f32::to_bits);
+    for (key, m) in meshes {
+        let c = &mut per_level[key.node.level as usize];
+        for t in &m.indices {
+            let [a, b, d] = t.map(|i| m.positions[i as usize]);
+            for (u, v) in [(a, b), (b, d), (d, a)] {
+                let (u, v) = (bits(&u), bits(&v));
+                *edges.entry(if u < v { (u, v) } else { (v, u) }).or_default() += 1;
+            }
+            c.triangles += 1;
+            let n = (b - a).cross(&(d - a));
+            let area = n.norm() * 0.5;
+            c.area += area as f64;
+            if area < ZERO_AREA {
+                c.zero += 1;
+                continue;
+            }
+            let centroid = Point3::from((a.coords + b.coords + d.coords) / 3.0);
+            let Some(r) = reference.normal_near(&centroid).try_normalize(1e-12) else { continue };
+            let dot = n.normalize().dot(&r);
+            if dot < 0.0 {
+                c.away += 1;
+                c.away_area += area as f64;
+            }
+            if dot < -0.5 {
+                c.strongly += 1;
+            }
+            if dot < 0.5 {
+                c.off60 += 1;
+            }
+        }
+    }
+    let shared = edges.values().filter(|&&n| n > 2).count();
+    let mut all = Counts::default();
+    let mut coarse = Counts::default();
+    for (level, c) in per_level.iter().enumerate() {
+        all.add(c);
+        if level > 0 {
+            coarse.add(c);
+        }
+    }
+    let mut out = Vec::new();
+    let rows = per_level.iter().enumerate().map(|(l, c)| (format!("level {l}"), *c, l > 0));
+    for (name, c, coarse_level) in rows.chain([("all levels".to_owned(), all, false)]) {
+        out.push(Metric {
+            name: format!("{what}, {name}: facing away (dot < 0), % of {} triangles", c.triangles),
+            voxterra: c.pct(c.away),
+            peer: c.away_area * 100.0 / c.area.max(1e-30),
+            peer_name: "% of the area".into(),
+            goal: "≤ 0.05%".into(),
+        });
+        out.push(Metric {
+            name: format!("{what}, {name}: strongly away (dot < −0.5), %"),
+            voxterra: c.pct(c.strongly),
+            peer: c.strongly as f64,
+            peer_name: "triangles".into(),
+            goal: "0".into(),
+        });
+        out.push(Metric {
+            name: format!("{what}, {name}: more than 60° off, %"),
+            voxterra: c.pct(c.off60),
+            peer: c.off60 as f64,
+            peer_name: "triangles".into(),
+            goal: "≤ 1%".into(),
+        });
+        out.push(Metric {
+            name: format!("{what}, {name}: zero-area triangles"),
+            voxterra: c.zero as f64,
+            peer: c.pct(c.zero),
+            peer_name: "%".into(),
+            goal: if coarse_level { "0".into() } else { "(report)".into() },
+        });
+    }
+    out.push(Metric {
+        name: format!("{what}, levels 1 and up: zero-area triangles"),
+        voxterra: coarse.zero as f64,
+        peer: coarse.pct(coarse.zero),
+        peer_name: "%".into(),
+        goal: "0".into(),
+    });
+    out.push(Metric {
+        name: format!("{what}: edges shared by more than two triangles"),
+        voxterra: shared as f64,
+        peer: edges.len() as f64,
+        peer_name: "edges".into(),
+        goal: "(report)".into(),
+    });
+    out
+}
+
+/// The facing figures of a full-resolution mesh against itself would be trivially perfect; its
+/// zero-area triangles are the baseline the coarse levels are held to.
+pub fn zero_area(mesh: &RenderMesh) -> usize {
+    mesh.indices
+        .iter()
+        .filter(|t| {
+            let [a, b, c] = t.map(|i| mesh.positions[i as usize]);
+            (b - a).cross(&(c - a)).norm() * 0.5 < ZERO_AREA
+        })
+        .count()
+}
