@@ -19,15 +19,18 @@ const NEAREST: usize = 8;
 /// Below this area (voxel²) a triangle has none.
 const ZERO_AREA: f32 = 1e-9;
 
+/// Centroids with their triangles' area vectors.
+type Bucket = Vec<(Point3<f32>, Vector3<f32>)>;
+
 /// The full-resolution surface as centroids in a grid, each with its triangle's area vector.
 pub struct Reference {
-    cells: Map<[i32; 3], Vec<(Point3<f32>, Vector3<f32>)>>,
+    cells: Map<[i32; 3], Bucket>,
 }
 
 impl Reference {
     /// The reference surface of `full`, a full-resolution mesh.
     pub fn new(full: &RenderMesh) -> Self {
-        let mut cells: Map<[i32; 3], Vec<_>> = Map::default();
+        let mut cells: Map<[i32; 3], Bucket> = Map::default();
         for t in &full.indices {
             let [a, b, c] = t.map(|i| full.positions[i as usize]);
             let centroid = Point3::from((a.coords + b.coords + c.coords) / 3.0);
@@ -74,6 +77,42 @@ fn cell_of(p: &Point3<f32>) -> [i32; 3] {
     [p.x, p.y, p.z].map(|v| (v / CELL).floor() as i32)
 }
 
+/// Adds `m`'s triangles to `c`: area, facing against `reference`, zero area.
+fn count_into(m: &RenderMesh, reference: &Reference, c: &mut Counts) {
+    for t in &m.indices {
+        let [a, b, d] = t.map(|i| m.positions[i as usize]);
+        c.triangles += 1;
+        let n = (b - a).cross(&(d - a));
+        let area = n.norm() * 0.5;
+        c.area += area as f64;
+        if area < ZERO_AREA {
+            c.zero += 1;
+            continue;
+        }
+        let centroid = Point3::from((a.coords + b.coords + d.coords) / 3.0);
+        let Some(r) = reference.normal_near(&centroid).try_normalize(1e-12) else { continue };
+        let dot = n.normalize().dot(&r);
+        if dot < 0.0 {
+            c.away += 1;
+            c.away_area += area as f64;
+        }
+        if dot < -0.5 {
+            c.strongly += 1;
+        }
+        if dot < 0.5 {
+            c.off60 += 1;
+        }
+    }
+}
+
+/// Triangles of `m` facing away from `reference` (dot < 0) and strongly (dot < −0.5), % of its
+/// triangles; and its zero-area triangles.
+pub fn facing(m: &RenderMesh, reference: &Reference) -> (f64, f64, usize) {
+    let mut c = Counts::default();
+    count_into(m, reference, &mut c);
+    (c.pct(c.away), c.pct(c.strongly), c.zero)
+}
+
 /// One level's counts.
 #[derive(Default, Clone, Copy)]
 struct Counts {
@@ -111,33 +150,12 @@ pub fn view_metrics(what: &str, meshes: &[(LodMeshKey, RenderMesh)], reference: 
     let mut edges: Map<([u32; 3], [u32; 3]), u32> = Map::default();
     let bits = |p: &Point3<f32>| [p.x, p.y, p.z].map(f32::to_bits);
     for (key, m) in meshes {
-        let c = &mut per_level[key.node.level as usize];
+        count_into(m, reference, &mut per_level[key.node.level as usize]);
         for t in &m.indices {
             let [a, b, d] = t.map(|i| m.positions[i as usize]);
             for (u, v) in [(a, b), (b, d), (d, a)] {
                 let (u, v) = (bits(&u), bits(&v));
                 *edges.entry(if u < v { (u, v) } else { (v, u) }).or_default() += 1;
-            }
-            c.triangles += 1;
-            let n = (b - a).cross(&(d - a));
-            let area = n.norm() * 0.5;
-            c.area += area as f64;
-            if area < ZERO_AREA {
-                c.zero += 1;
-                continue;
-            }
-            let centroid = Point3::from((a.coords + b.coords + d.coords) / 3.0);
-            let Some(r) = reference.normal_near(&centroid).try_normalize(1e-12) else { continue };
-            let dot = n.normalize().dot(&r);
-            if dot < 0.0 {
-                c.away += 1;
-                c.away_area += area as f64;
-            }
-            if dot < -0.5 {
-                c.strongly += 1;
-            }
-            if dot < 0.5 {
-                c.off60 += 1;
             }
         }
     }
@@ -209,4 +227,41 @@ pub fn zero_area(mesh: &RenderMesh) -> usize {
             (b - a).cross(&(c - a)).norm() * 0.5 < ZERO_AREA
         })
         .count()
+}
+
+/// meshoptimizer's simplifier on each node's full-resolution mesh with the node's border locked
+/// (so that nodes still meet without cracks), each down to the triangle count given beside it;
+/// merged, within `world`. The simplified vertices are the full-resolution ones it kept.
+pub fn meshopt_per_node(
+    t: &voxterra::Terrain,
+    mesher: &voxterra_mesher::Mesher,
+    nodes: &[(voxterra::lod::LodNode, usize)],
+    world: &voxterra_core::Region,
+) -> RenderMesh {
+    let mut ws = voxterra_mesher::MeshWorkspace::new();
+    let mut all = RenderMesh::default();
+    for (node, target) in nodes {
+        let mut full = RenderMesh::default();
+        // The node's part of the world (the full-resolution mesh's region).
+        let Some(region) = node.region().expect("a node in range").intersection(world) else { continue };
+        mesher.mesh(t.store(), &region, &mut ws, &mut full).expect("the node meshes");
+        if full.indices.is_empty() {
+            continue;
+        }
+        let flat: Vec<u32> = full.indices.iter().flatten().copied().collect();
+        let bytes: Vec<u8> =
+            full.positions.iter().flat_map(|p| [p.x, p.y, p.z]).flat_map(f32::to_le_bytes).collect();
+        let adapter = meshopt::VertexDataAdapter::new(&bytes, 12, 0).expect("positions");
+        let kept =
+            meshopt::simplify(&flat, &adapter, target * 3, 1.0, meshopt::SimplifyOptions::LockBorder, None);
+        let mut remap = vec![u32::MAX; full.positions.len()];
+        for &i in &kept {
+            if remap[i as usize] == u32::MAX {
+                remap[i as usize] = all.positions.len() as u32;
+                all.positions.push(full.positions[i as usize]);
+            }
+        }
+        all.indices.extend(kept.chunks_exact(3).map(|c| [c[0], c[1], c[2]].map(|i| remap[i as usize])));
+    }
+    all
 }

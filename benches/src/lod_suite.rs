@@ -104,24 +104,32 @@ fn symmetric(a: &RenderMesh, b_points: &[Point3<f32>], b: &TriMesh, a_tri: &TriM
     ((m1 + m2) * 0.5, x1.max(x2))
 }
 
-/// Every node of `level` over `region` (a node of margin below and around), clustered, merged.
-fn level_mesh(t: &Terrain, mesher: &Mesher, region: &Region, level: u32) -> RenderMesh {
+/// Every node of `level` over `region` (a node of margin below and around), clustered, merged;
+/// and each node with its triangle count.
+fn level_mesh(
+    t: &Terrain,
+    mesher: &Mesher,
+    region: &Region,
+    level: u32,
+) -> (RenderMesh, Vec<(LodNode, usize)>) {
     let mut ws = MeshWorkspace::new();
     let span = (NODE_CELLS << level) as i32;
     let (lo, hi) = (region.min(), region.max());
     let mut all = RenderMesh::default();
+    let mut nodes = Vec::new();
     for y in lo.y.div_euclid(span) - 1..=(hi.y - 1).div_euclid(span) + 1 {
         for z in lo.z.div_euclid(span) - 1..=(hi.z - 1).div_euclid(span) + 1 {
             for x in lo.x.div_euclid(span) - 1..=(hi.x - 1).div_euclid(span) + 1 {
-                let m =
-                    clustered(t, mesher, LodNode { level, x, y, z }, &|_| level, ClusterPart::Whole, &mut ws);
+                let node = LodNode { level, x, y, z };
+                let m = clustered(t, mesher, node, &|_| level, ClusterPart::Whole, &mut ws);
+                nodes.push((node, m.indices.len()));
                 let base = all.positions.len() as u32;
                 all.positions.extend(&m.positions);
                 all.indices.extend(m.indices.iter().map(|tri| tri.map(|i| i + base)));
             }
         }
     }
-    all
+    (all, nodes)
 }
 
 /// Every storage chunk's clusters that `node` (all at `level`) reads, as a view holds them (the
@@ -352,10 +360,10 @@ pub fn run(quick: bool) -> Report {
     let mut full = RenderMesh::default();
     mesher.mesh(t.store(), &world, &mut ws, &mut full).expect("world meshes");
 
+    let reference = lod_quality::Reference::new(&full);
     // What a person sees: the clipmap around a viewer over the world's centre, against the
     // full-resolution surface.
     {
-        let reference = lod_quality::Reference::new(&full);
         let eye = Point3::new(size[0] as f32 * 0.5, 100.0, size[2] as f32 * 0.5);
         let update = LodView::new(LodConfig::default())
             .expect("default config")
@@ -378,8 +386,34 @@ pub fn run(quick: bool) -> Report {
         let full_tri = trimesh(&full);
         let mut below = full.indices.len();
         for level in 1..=4u32 {
-            let ours = level_mesh(&t, &mesher, &world, level);
+            let (ours, nodes) = level_mesh(&t, &mesher, &world, level);
             let (ours_mean, ours_max) = symmetric(&ours, &full.positions, &full_tri, &trimesh(&ours));
+            // Like with like: meshoptimizer on each node's full-resolution mesh, its border locked
+            // (so nodes still meet), down to our node's triangle count.
+            let start = Instant::now();
+            let per_node = lod_quality::meshopt_per_node(&t, &mesher, &nodes, &world);
+            let per_node_seconds = start.elapsed().as_secs_f64();
+            let (pn_mean, _) = symmetric(&per_node, &full.positions, &full_tri, &trimesh(&per_node));
+            let ((ours_away, ours_strongly, _), (pn_away, pn_strongly, _)) =
+                (lod_quality::facing(&ours, &reference), lod_quality::facing(&per_node, &reference));
+            report.metrics.push(Metric {
+                name: format!("level {level}: facing away (strongly), %, vs meshopt per node"),
+                voxterra: ours_away,
+                peer: pn_away,
+                peer_name: "meshopt per node, border locked".into(),
+                goal: format!("strongly: ours {ours_strongly:.3}%, meshopt's {pn_strongly:.3}%"),
+            });
+            report.metrics.push(Metric {
+                name: format!("level {level}: mean symmetric distance, voxels, vs meshopt per node"),
+                voxterra: ours_mean,
+                peer: pn_mean,
+                peer_name: "meshopt per node, border locked".into(),
+                goal: format!(
+                    "≤ meshopt's; it reached {} triangles for our {} in {per_node_seconds:.2} s",
+                    per_node.indices.len(),
+                    ours.indices.len()
+                ),
+            });
             let flat: Vec<u32> = full.indices.iter().flatten().copied().collect();
             let bytes: Vec<u8> =
                 full.positions.iter().flat_map(|p| [p.x, p.y, p.z]).flat_map(f32::to_le_bytes).collect();
@@ -409,6 +443,14 @@ pub fn run(quick: bool) -> Report {
                 ..RenderMesh::default()
             };
             let theirs_tri = trimesh(&theirs);
+            let (whole_away, whole_strongly, _) = lod_quality::facing(&theirs, &reference);
+            report.metrics.push(Metric {
+                name: format!("level {level}: facing away (strongly), %, vs meshopt whole world"),
+                voxterra: lod_quality::facing(&ours, &reference).0,
+                peer: whole_away,
+                peer_name: MESHOPT.into(),
+                goal: format!("meshopt's strongly: {whole_strongly:.3}%"),
+            });
             let (m1, x1) = distances(&kept.positions, &full_tri);
             let (m2, x2) = distances(&full.positions, &theirs_tri);
             let (theirs_mean, theirs_max) = ((m1 + m2) * 0.5, x1.max(x2));
