@@ -144,6 +144,23 @@ pub(crate) fn lod_scene(
     Ok(LodScene { mesh, levels, nodes_per_level, seconds: start.elapsed().as_secs_f64(), paging })
 }
 
+/// `p` on the triangle of hit `h` lifted onto the curved surface its vertex normals describe
+/// (Hanika, "Hacking the Shadow Terminator", Ray Tracing Gems II, 2021): below a vertex's tangent
+/// plane it moves out to it, weighted by the barycentric coordinates. A shadow ray from the flat
+/// triangle itself would find the coarse facets beside it in the way wherever the smooth normals
+/// lean toward the sun more than the facet does, darkening whole facets that shading lights.
+fn terminator_lift(mesh: &RenderMesh, h: &RayHit, p: Point3<f32>) -> Point3<f32> {
+    let t = mesh.indices[h.triangle as usize];
+    let weights = [1.0 - h.u - h.v, h.u, h.v];
+    let mut out = p;
+    for (&i, w) in t.iter().zip(weights) {
+        let (corner, n) = (mesh.positions[i as usize], mesh.normals[i as usize]);
+        let below = (p - corner).dot(&n).min(0.0);
+        out -= n * (below * w);
+    }
+    out
+}
+
 /// A level's tint: finest red through coarsest violet.
 fn tint(level: u8) -> [f32; 3] {
     const TINTS: [[f32; 3]; 6] = [
@@ -158,14 +175,15 @@ fn tint(level: u8) -> [f32; 3] {
 }
 
 /// Renders `scene` from `camera`: one ray a pixel and one toward the sun from each hit, through a
-/// kD tree over the scene's triangles, in parallel (the same picture for any thread count).
+/// kD tree over the scene's triangles, in parallel (the same picture for any thread count); and
+/// how many of its pixels see a triangle from behind.
 pub(crate) fn render_lod(
     scene: &LodScene,
     table: &MaterialTable,
     camera: &Camera,
     tint_levels: bool,
     mut progress: impl FnMut(u64, u64),
-) -> anyhow::Result<Picture> {
+) -> anyhow::Result<(Picture, FoldedPixels)> {
     let tree = KdTree::build(&scene.mesh)?;
     let view = tree.with(&scene.mesh);
     let far = 1e5;
@@ -192,12 +210,23 @@ pub(crate) fn render_lod(
         n.try_normalize(1e-9).unwrap_or(Vector3::y())
     };
     let lit: Vec<usize> = (0..total).filter(|&i| hits[i].is_some()).collect();
+    // Triangles are wound to face the air: a ray from the air that meets one from behind sees
+    // through a fold in the surface.
+    let back_faces = lit
+        .iter()
+        .filter(|&&i| {
+            hits[i].is_some_and(|h| {
+                let [a, b, c] = mesh.indices[h.triangle as usize].map(|v| mesh.positions[v as usize]);
+                (b - a).cross(&(c - a)).dot(&rays[i].dir) > 0.0
+            })
+        })
+        .count();
     let shadow_rays: Vec<Ray> = lit
         .iter()
         .filter_map(|&i| {
             hits[i].map(|h| {
                 let p: Point3<f32> = rays[i].origin + rays[i].dir * h.t;
-                Ray::new(p + normal_at(&h) * 0.05, sun)
+                Ray::new(terminator_lift(mesh, &h, p) + normal_at(&h) * 0.05, sun)
             })
         })
         .collect();
@@ -224,7 +253,7 @@ pub(crate) fn render_lod(
         let haze = h.t * rays[i].dir.norm() / dist;
         rgb[i * 3..i * 3 + 3].copy_from_slice(&shade(base, &normal_at(&h), dark, haze));
     }
-    Ok(Picture {
+    let picture = Picture {
         width: camera.width,
         height: camera.height,
         rgb,
@@ -232,5 +261,16 @@ pub(crate) fn render_lod(
         primary_seconds,
         shadow_rays: shadow_rays.len(),
         shadow_seconds,
-    })
+    };
+    let shadowed = shadowed.iter().filter(|&&d| d).count();
+    Ok((picture, FoldedPixels { back_faces, terrain: lit.len(), shadowed }))
+}
+
+/// Pixels of a levels-of-detail picture that show terrain, those of them that see a triangle
+/// from behind (through a folded facet), and those in shadow.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FoldedPixels {
+    pub(crate) back_faces: usize,
+    pub(crate) terrain: usize,
+    pub(crate) shadowed: usize,
 }

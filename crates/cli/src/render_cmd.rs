@@ -38,7 +38,8 @@ pub(crate) struct RenderArgs {
     /// kD tree over its meshes (default eye: over the world's center, looking at the horizon).
     #[arg(long)]
     lod: bool,
-    /// With --lod, colour each level (finest red through coarsest violet).
+    /// With --lod, colour each level: 0 red, 1 orange, 2 green, 3 cyan, 4 blue, 5 violet (level 0
+    /// lies under the default eye, out of its frame).
     #[arg(long, requires = "lod")]
     tint_levels: bool,
 }
@@ -137,7 +138,7 @@ fn render_lod_picture(args: &RenderArgs, terrain: &mut Terrain) -> anyhow::Resul
     camera.eye = scale.point_to_voxels(&camera.eye);
     camera.target = scale.point_to_voxels(&camera.target);
     let bar = progress_bar(0, "rendering ", "rays", false)?;
-    let picture = render_lod(&scene, terrain.materials(), &camera, args.tint_levels, |d, n| {
+    let (picture, folded) = render_lod(&scene, terrain.materials(), &camera, args.tint_levels, |d, n| {
         bar.set_length(n);
         bar.set_position(d);
     })?;
@@ -148,6 +149,14 @@ fn render_lod_picture(args: &RenderArgs, terrain: &mut Terrain) -> anyhow::Resul
         scene.mesh.indices.len(),
         scene.seconds,
         scene.nodes_per_level
+    );
+    println!(
+        "pixels     {} show terrain: {} see a triangle from behind ({:.3}%), {} in shadow ({:.1}%)",
+        folded.terrain,
+        folded.back_faces,
+        folded.back_faces as f64 * 100.0 / folded.terrain.max(1) as f64,
+        folded.shadowed,
+        folded.shadowed as f64 * 100.0 / folded.terrain.max(1) as f64
     );
     if let Some(p) = &scene.paging {
         println!("{}", p.line());
