@@ -215,7 +215,7 @@ pub(crate) fn emit<L: FnMut(ClusterKey) -> Option<ClusterVertex>>(
 ) {
     // The ring of distinct neighbors, in order (a fixed array: this runs once per crossing edge).
     let mut ring = [quad[0]; 4];
-    let mut len = 0;
+    let mut len = 0usize;
     for k in quad {
         if len == 0 || ring[len - 1] != k {
             ring[len] = k;
@@ -236,6 +236,27 @@ pub(crate) fn emit<L: FnMut(ClusterKey) -> Option<ClusterVertex>>(
         v[i] = index;
     }
     let m = &mut *out.mesh;
+    if ring[..len].iter().any(|k| k.0 > 0) {
+        // Coarser than full resolution, neighbouring clusters can be placed on one point (both
+        // kept to a shared corner of their cubes): such neighbours are one corner of the polygon,
+        // which leaves the surface as it was without its zero-area triangles. Every node sees a
+        // cluster's vertex at the same place, so all make the same choice.
+        let mut kept = 0;
+        for i in 0..len {
+            let p = m.positions[v[i] as usize];
+            if kept == 0 || m.positions[v[kept - 1] as usize] != p {
+                v[kept] = v[i];
+                kept += 1;
+            }
+        }
+        while kept > 1 && m.positions[v[0] as usize] == m.positions[v[kept - 1] as usize] {
+            kept -= 1;
+        }
+        if kept < 3 {
+            return;
+        }
+        len = kept;
+    }
     if len == 3 {
         m.indices.push([v[0], v[1], v[2]]);
         return;
