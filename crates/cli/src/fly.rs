@@ -129,8 +129,8 @@ pub(crate) fn run(args: &FlyArgs) -> anyhow::Result<()> {
     );
     anyhow::ensure!(args.radius > 0.0 && args.collision > 0.0, "radius and collision must be positive");
     let config = TerrainConfig {
-        resident_bytes: args.budget_mb << 20,
-        cache_bytes: args.cache_mb << 20,
+        resident_bytes: args.budget_mb.saturating_mul(1 << 20),
+        cache_bytes: args.cache_mb.saturating_mul(1 << 20),
         ..TerrainConfig::default()
     };
     let (mut terrain, world) = match &args.db {

@@ -61,8 +61,10 @@ impl WorldSource {
     pub(crate) fn terrain_paged(&self, quiet: bool) -> anyhow::Result<Terrain> {
         match &self.db {
             Some(path) => {
-                let config =
-                    TerrainConfig { resident_bytes: self.budget_mb << 20, ..TerrainConfig::default() };
+                let config = TerrainConfig {
+                    resident_bytes: self.budget_mb.saturating_mul(1 << 20),
+                    ..TerrainConfig::default()
+                };
                 crate::db_cmd::open_read_terrain(path, config)
             }
             None => self.terrain(quiet),
