@@ -85,7 +85,7 @@ fn count_into(m: &RenderMesh, reference: &Reference, c: &mut Counts) {
         let n = (b - a).cross(&(d - a));
         let area = n.norm() * 0.5;
         c.area += area as f64;
-        if area < ZERO_AREA {
+        if !has_area(area) {
             c.zero += 1;
             continue;
         }
@@ -168,65 +168,89 @@ pub fn view_metrics(what: &str, meshes: &[(LodMeshKey, RenderMesh)], reference: 
             coarse.add(c);
         }
     }
+    let row = |name: String, voxterra: f64, peer: f64, peer_name: &str, goal: &str| Metric {
+        name: format!("{what}{name}"),
+        voxterra,
+        peer,
+        peer_name: peer_name.into(),
+        goal: goal.into(),
+    };
     let mut out = Vec::new();
     let rows = per_level.iter().enumerate().map(|(l, c)| (format!("level {l}"), *c, l > 0));
     for (name, c, coarse_level) in rows.chain([("all levels".to_owned(), all, false)]) {
-        out.push(Metric {
-            name: format!("{what}, {name}: facing away (dot < 0), % of {} triangles", c.triangles),
-            voxterra: c.pct(c.away),
-            peer: c.away_area * 100.0 / c.area.max(1e-30),
-            peer_name: "% of the area".into(),
-            goal: "≤ 0.05%".into(),
-        });
-        out.push(Metric {
-            name: format!("{what}, {name}: strongly away (dot < −0.5), %"),
-            voxterra: c.pct(c.strongly),
-            peer: c.strongly as f64,
-            peer_name: "triangles".into(),
-            goal: "0".into(),
-        });
-        out.push(Metric {
-            name: format!("{what}, {name}: more than 60° off, %"),
-            voxterra: c.pct(c.off60),
-            peer: c.off60 as f64,
-            peer_name: "triangles".into(),
-            goal: "≤ 1%".into(),
-        });
-        out.push(Metric {
-            name: format!("{what}, {name}: zero-area triangles"),
-            voxterra: c.zero as f64,
-            peer: c.pct(c.zero),
-            peer_name: "%".into(),
-            goal: if coarse_level { "0".into() } else { "(report)".into() },
-        });
+        let area_pct = c.away_area * 100.0 / c.area.max(1e-30);
+        let triangles = c.triangles;
+        out.extend([
+            row(
+                format!(", {name}: facing away (dot < 0), % of {triangles} triangles"),
+                c.pct(c.away),
+                area_pct,
+                "% of the area",
+                "≤ 0.05%",
+            ),
+            row(
+                format!(", {name}: strongly away (dot < −0.5), %"),
+                c.pct(c.strongly),
+                c.strongly as f64,
+                "triangles",
+                "0",
+            ),
+            row(
+                format!(", {name}: more than 60° off, %"),
+                c.pct(c.off60),
+                c.off60 as f64,
+                "triangles",
+                "≤ 1%",
+            ),
+            row(
+                format!(", {name}: zero-area triangles"),
+                c.zero as f64,
+                c.pct(c.zero),
+                "%",
+                if coarse_level { "0" } else { "(report)" },
+            ),
+        ]);
     }
-    out.push(Metric {
-        name: format!("{what}, levels 1 and up: zero-area triangles"),
-        voxterra: coarse.zero as f64,
-        peer: coarse.pct(coarse.zero),
-        peer_name: "%".into(),
-        goal: "0".into(),
-    });
-    out.push(Metric {
-        name: format!("{what}: edges shared by more than two triangles"),
-        voxterra: shared as f64,
-        peer: edges.len() as f64,
-        peer_name: "edges".into(),
-        goal: "(report)".into(),
-    });
+    out.push(row(
+        ", levels 1 and up: zero-area triangles".into(),
+        coarse.zero as f64,
+        coarse.pct(coarse.zero),
+        "%",
+        "0",
+    ));
+    out.push(row(
+        ": edges shared by more than two triangles".into(),
+        shared as f64,
+        edges.len() as f64,
+        "edges",
+        "(report)",
+    ));
     out
 }
 
-/// The facing figures of a full-resolution mesh against itself would be trivially perfect; its
-/// zero-area triangles are the baseline the coarse levels are held to.
+/// Whether a triangle of `area` (voxel²) has any.
+fn has_area(area: f32) -> bool {
+    area >= ZERO_AREA
+}
+
+/// `mesh`'s zero-area triangles: full resolution's are the baseline beside the coarse levels'.
 pub fn zero_area(mesh: &RenderMesh) -> usize {
     mesh.indices
         .iter()
         .filter(|t| {
             let [a, b, c] = t.map(|i| mesh.positions[i as usize]);
-            (b - a).cross(&(c - a)).norm() * 0.5 < ZERO_AREA
+            !has_area((b - a).cross(&(c - a)).norm() * 0.5)
         })
         .count()
+}
+
+/// meshoptimizer's simplifier on `mesh`, toward `target` triangles: the indices it keeps.
+pub fn simplify(mesh: &RenderMesh, target: usize, options: meshopt::SimplifyOptions) -> Vec<u32> {
+    let flat: Vec<u32> = mesh.indices.iter().flatten().copied().collect();
+    let bytes: Vec<u8> =
+        mesh.positions.iter().flat_map(|p| [p.x, p.y, p.z]).flat_map(f32::to_le_bytes).collect();
+    let adapter = meshopt::VertexDataAdapter::new(&bytes, 12, 0).expect("positions");
+    meshopt::simplify(&flat, &adapter, target * 3, 1.0, options, None)
 }
 
 /// meshoptimizer's simplifier on each node's full-resolution mesh with the node's border locked
@@ -248,12 +272,7 @@ pub fn meshopt_per_node(
         if full.indices.is_empty() {
             continue;
         }
-        let flat: Vec<u32> = full.indices.iter().flatten().copied().collect();
-        let bytes: Vec<u8> =
-            full.positions.iter().flat_map(|p| [p.x, p.y, p.z]).flat_map(f32::to_le_bytes).collect();
-        let adapter = meshopt::VertexDataAdapter::new(&bytes, 12, 0).expect("positions");
-        let kept =
-            meshopt::simplify(&flat, &adapter, target * 3, 1.0, meshopt::SimplifyOptions::LockBorder, None);
+        let kept = simplify(&full, *target, meshopt::SimplifyOptions::LockBorder);
         let mut remap = vec![u32::MAX; full.positions.len()];
         for &i in &kept {
             if remap[i as usize] == u32::MAX {

@@ -394,8 +394,8 @@ pub fn run(quick: bool) -> Report {
             let per_node = lod_quality::meshopt_per_node(&t, &mesher, &nodes, &world);
             let per_node_seconds = start.elapsed().as_secs_f64();
             let (pn_mean, _) = symmetric(&per_node, &full.positions, &full_tri, &trimesh(&per_node));
-            let ((ours_away, ours_strongly, _), (pn_away, pn_strongly, _)) =
-                (lod_quality::facing(&ours, &reference), lod_quality::facing(&per_node, &reference));
+            let (ours_away, ours_strongly, _) = lod_quality::facing(&ours, &reference);
+            let (pn_away, pn_strongly, _) = lod_quality::facing(&per_node, &reference);
             report.metrics.push(Metric {
                 name: format!("level {level}: facing away (strongly), %, vs meshopt per node"),
                 voxterra: ours_away,
@@ -414,19 +414,8 @@ pub fn run(quick: bool) -> Report {
                     ours.indices.len()
                 ),
             });
-            let flat: Vec<u32> = full.indices.iter().flatten().copied().collect();
-            let bytes: Vec<u8> =
-                full.positions.iter().flat_map(|p| [p.x, p.y, p.z]).flat_map(f32::to_le_bytes).collect();
-            let adapter = meshopt::VertexDataAdapter::new(&bytes, 12, 0).expect("positions");
             let start = Instant::now();
-            let simple = meshopt::simplify(
-                &flat,
-                &adapter,
-                ours.indices.len() * 3,
-                1.0,
-                meshopt::SimplifyOptions::None,
-                None,
-            );
+            let simple = lod_quality::simplify(&full, ours.indices.len(), meshopt::SimplifyOptions::None);
             let meshopt_seconds = start.elapsed().as_secs_f64();
             let theirs = RenderMesh {
                 positions: full.positions.clone(),
@@ -446,7 +435,7 @@ pub fn run(quick: bool) -> Report {
             let (whole_away, whole_strongly, _) = lod_quality::facing(&theirs, &reference);
             report.metrics.push(Metric {
                 name: format!("level {level}: facing away (strongly), %, vs meshopt whole world"),
-                voxterra: lod_quality::facing(&ours, &reference).0,
+                voxterra: ours_away,
                 peer: whole_away,
                 peer_name: MESHOPT.into(),
                 goal: format!("meshopt's strongly: {whole_strongly:.3}%"),

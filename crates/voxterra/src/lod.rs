@@ -1,7 +1,9 @@
 //! Levels of detail for rendering. [`LodView`] is the clipmap a renderer keeps: render nodes
 //! ([`LodNode`]) that grow with distance from the viewers, meshed so that nodes of any two levels
 //! meet without cracks; each [`LodView::update`] hands out only the meshes to add, replace and
-//! drop, and edits re-mesh the nodes that show them ([`LodView::mark_edited`]).
+//! drop, and edits re-mesh the nodes that show them ([`LodView::mark_edited`]). Over a paged
+//! terrain a node is drawn once the chunks it reads are resident ([`LodView::waiting`] names the
+//! others), so a view of a world larger than memory is drawn as its chunks are paged in.
 //!
 //! ```
 //! use voxterra::lod::{LodConfig, LodView};
