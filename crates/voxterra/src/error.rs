@@ -68,7 +68,7 @@ pub enum EditError {
     /// A brush with a NaN or infinite parameter, a radius that is not positive, or an inverted box.
     #[error("invalid brush {0:?}")]
     InvalidBrush(Box<Brush>),
-    /// An edit over more voxels than [`Terrain::max_edit_voxels`](crate::Terrain::max_edit_voxels)
+    /// An edit over more voxels than [`TerrainConfig::max_edit_voxels`](crate::TerrainConfig::max_edit_voxels)
     /// allows.
     #[error("the edit covers {voxels} voxels, over the limit of {limit}")]
     EditTooLarge {
