@@ -6,7 +6,7 @@ use crate::clusters::node::{
     ClusterKey, ClusterNode, ClusterPart, ClusterVertex, LevelMap, MAX_CLUSTER_LEVEL, Map, bit,
 };
 use crate::clusters::store::finish;
-use crate::clusters::vertex::Cluster;
+use crate::clusters::vertex::{Cluster, sheets};
 use crate::output::RenderMesh;
 use voxterra_core::nalgebra::Point3;
 
@@ -36,7 +36,7 @@ impl<'a> Builder<'a> {
     /// `key`'s slot in the dense grid, if it has one.
     pub(crate) fn slot(&self, key: &ClusterKey) -> Option<usize> {
         let (l, base, n) = self.grid;
-        if key.0 != l || self.dense.is_empty() {
+        if key.0 != l || key.2 != 0 || self.dense.is_empty() {
             return None;
         }
         let q = [0, 1, 2].map(|a| key.1[a].wrapping_sub(base[a]) as u32 as usize);
@@ -48,7 +48,13 @@ impl<'a> Builder<'a> {
 /// the node, contoured when this level is the finest around it and this node the first of that
 /// level in a fixed order, its cells replaced by their clusters. With two outputs, polygons of the
 /// node's own clusters go to the first and the others to the second. `signs` holds a bit per grid
-/// point (`n + 1` a side, x fastest, then z, then y).
+/// point (`n + 1` a side, x fastest, then z, then y): all of them, or for the border alone those
+/// on the node's faces.
+///
+/// A cluster crossed by separate sheets of surface (see [`sheets`]) away from the node's faces
+/// draws each sheet with its own vertex (1 and up), the sheet each edge crosses; every other
+/// cluster, and every cluster of a polygon that reaches past the node, draws one vertex (0). So
+/// nodes meet as they always do, and within a node each sheet's polygons close up on their own.
 pub(crate) fn contour<L>(
     node: &ClusterNode,
     levels: &dyn LevelMap,
@@ -138,7 +144,7 @@ pub(crate) fn contour<L>(
                         around[0][c] -= s;
                         around[1][c] -= s;
                         around[3][b] -= s;
-                        let mut keys = [(0u32, [0i32; 3]); 4];
+                        let mut keys = [(0u32, [0i32; 3], 0u8); 4];
                         let mut finer = false;
                         for (k, q) in keys.iter_mut().zip(&around) {
                             let inside = (0..3).all(|a| lo[a] <= q[a] && q[a] < hi[a]);
@@ -148,7 +154,7 @@ pub(crate) fn contour<L>(
                                 levels.level_at(Point3::from(*q)).min(MAX_CLUSTER_LEVEL)
                             };
                             finer |= l < level;
-                            *k = (l, [q[0] >> l, q[1] >> l, q[2] >> l]);
+                            *k = (l, [q[0] >> l, q[1] >> l, q[2] >> l], 0);
                         }
                         if finer {
                             continue; // a finer node contours it at its level
@@ -156,6 +162,26 @@ pub(crate) fn contour<L>(
                         let emitter = [2usize, 3, 1, 0].into_iter().find(|&i| keys[i].0 == level);
                         if emitter.is_none_or(|i| !(0..3).all(|a| around[i][a] < hi[a])) {
                             continue;
+                        }
+                        for (k, q) in keys.iter_mut().zip(&around) {
+                            // Only clusters of this node's level clear of its faces (so only
+                            // polygons within the node), above full resolution (a vertex a cell).
+                            let clear = (0..3).all(|a| lo[a] < q[a] && q[a] + s < hi[a]);
+                            if level == 0 || k.0 != level || !clear {
+                                continue;
+                            }
+                            let g = [0, 1, 2].map(|a| ((q[a] - lo[a]) / s) as usize);
+                            let corners = (0..8).fold(0u8, |acc, i| {
+                                let at = (g[0] + (i & 1))
+                                    + w * ((g[2] + (i >> 2 & 1)) + w * (g[1] + (i >> 1 & 1)));
+                                acc | u8::from(bit(signs, at)) << i
+                            });
+                            let sh = sheets(corners);
+                            if sh.count > 1 {
+                                let low =
+                                    (0..3).fold(0u8, |acc, a| acc | u8::from(a != axis && q[a] < p[a]) << a);
+                                k.2 = 1 + sh.on_edge(axis, low);
+                            }
                         }
                         let flip = if here { 0 } else { 3 };
                         let quad: [ClusterKey; 4] =
@@ -236,7 +262,8 @@ pub(crate) fn emit<L: FnMut(ClusterKey) -> Option<ClusterVertex>>(
         v[i] = index;
     }
     let m = &mut *out.mesh;
-    if ring[..len].iter().any(|k| k.0 > 0) {
+    let coarse = ring[..len].iter().any(|k| k.0 > 0);
+    if coarse {
         // Coarser than full resolution, neighbouring clusters can be placed on one point (both
         // kept to a shared corner of their cubes): such neighbours are one corner of the polygon,
         // which leaves the surface as it was without its zero-area triangles. Every node sees a
@@ -262,7 +289,22 @@ pub(crate) fn emit<L: FnMut(ClusterKey) -> Option<ClusterVertex>>(
         return;
     }
     let p = v.map(|i| m.positions[i as usize]);
-    if (p[2] - p[0]).norm_squared() > (p[3] - p[1]).norm_squared() {
+    let mut across = (p[2] - p[0]).norm_squared() > (p[3] - p[1]).norm_squared();
+    if coarse {
+        // A coarse quad can be far from flat: split it where neither triangle turns its back on
+        // the normals of its corners (the other split folds over the crest it spans).
+        let n = v.map(|i| m.normals[i as usize]);
+        let agree = |a: usize, b: usize, c: usize| {
+            let face = (p[b] - p[a]).cross(&(p[c] - p[a]));
+            face.dot(&(n[a] + n[b] + n[c])) / face.norm().max(f32::MIN_POSITIVE)
+        };
+        let with13 = agree(0, 1, 3).min(agree(1, 2, 3));
+        let with02 = agree(0, 1, 2).min(agree(0, 2, 3));
+        if (with13 > 0.0) != (with02 > 0.0) || (with13 <= 0.0 && with02 <= 0.0) {
+            across = with13 > with02;
+        }
+    }
+    if across {
         m.indices.push([v[0], v[1], v[3]]);
         m.indices.push([v[1], v[2], v[3]]);
     } else {

@@ -8,12 +8,12 @@ use crate::clusters::node::{
     SIGN_WORDS, bit, check_node, chunk_of, chunk_pieces, chunk_region, grow, reach, shrink,
 };
 use crate::clusters::store::{BorderSummary, ChunkClusters, LevelClusters, PackedVertex, Signs, finish};
-use crate::clusters::vertex::{Cluster, place};
+use crate::clusters::vertex::{Cluster, cube_corners, place, sheet_sums, sheets};
 use crate::config::{MeshError, Mesher};
 use crate::output::{MeshOutput, RenderMesh};
 use crate::workspace::MeshWorkspace;
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Region, VoxelRead};
+use voxterra_core::{Region, VoxelPos, VoxelRead};
 
 impl Mesher {
     /// The render mesh (`part` of it) of `node` (voxels aligned to `2^level`) at its level,
@@ -62,7 +62,10 @@ impl Mesher {
         let own: Map<ClusterKey, ClusterVertex> = clusters
             .iter()
             .filter(|(k, _)| {
-                k.0 == l && on_face(&k.1) && node.region.contains(Point3::from(k.1).map(|v| v << l))
+                k.0 == l
+                    && k.2 == 0
+                    && on_face(&k.1)
+                    && node.region.contains(Point3::from(k.1).map(|v| v << l))
             })
             .map(|(k, c)| (*k, finish(k, c)))
             .collect();
@@ -84,9 +87,16 @@ impl Mesher {
         out.clear();
         let node = own.node;
         let l = node.level;
+        // A border's polygons draw clusters whole (sheets are drawn only clear of the faces).
         let mut lookup = |k: ClusterKey| {
             let mine = k.0 == l && node.region.contains(Point3::from(k.1).map(|v| v << l));
-            if mine { own.clusters.get(&k).copied() } else { others(k) }
+            if k.2 != 0 {
+                None
+            } else if mine {
+                own.clusters.get(&k).copied()
+            } else {
+                others((k.0, k.1))
+            }
         };
         let mut one = [Builder::new(out, &node)];
         contour(&node, levels, ClusterPart::Border, &own.signs, &mut lookup, &mut one);
@@ -159,7 +169,37 @@ impl Mesher {
         let mut clusters: Map<ClusterKey, Cluster> = Map::default();
         for c in &cells {
             let l = levels.level_at(c.0).min(MAX_CLUSTER_LEVEL);
-            clusters.entry((l, [c.0.x >> l, c.0.y >> l, c.0.z >> l])).or_default().add(c);
+            clusters.entry((l, [c.0.x >> l, c.0.y >> l, c.0.z >> l], 0)).or_default().add(c);
+        }
+        // Coarser than full resolution, a vertex per sheet where sheets cross a cluster apart
+        // (drawn only by clusters of the node's level clear of its faces).
+        let (lo, hi) = (node.region.min(), node.region.max());
+        let clear = |k: &ClusterKey| {
+            let (side, l) = (1i64 << k.0, k.0);
+            k.0 == node.level
+                && (0..3).all(|a| {
+                    (lo[a] as i64) < (k.1[a] as i64) << l && ((k.1[a] as i64) << l) + side < hi[a] as i64
+                })
+        };
+        let mut split: Map<ClusterKey, (u8, Vec<&CellVertex>)> = Map::default();
+        for k in clusters.keys().filter(|k| k.0 > 0 && clear(k)) {
+            let corners = cube_corners(k.0, k.1, |p| self.is_inside(src.voxel(p)));
+            if sheets(corners).count > 1 {
+                split.insert(*k, (corners, Vec::new()));
+            }
+        }
+        if !split.is_empty() {
+            for c in &cells {
+                let l = levels.level_at(c.0).min(MAX_CLUSTER_LEVEL);
+                if let Some((_, members)) = split.get_mut(&(l, [c.0.x >> l, c.0.y >> l, c.0.z >> l], 0)) {
+                    members.push(c);
+                }
+            }
+            for (k, (corners, members)) in split {
+                for (s, sum) in sheet_sums(k.0, k.1, corners, members.into_iter()).into_iter().enumerate() {
+                    clusters.insert((k.0, k.1, 1 + s as u8), sum);
+                }
+            }
         }
         Ok(clusters)
     }
@@ -210,6 +250,7 @@ impl Mesher {
         let mut slot = vec![u16::MAX; ((CHUNK / 2) * (CHUNK / 2) * (CHUNK / 2)) as usize];
         let mut sums: Vec<(u16, Cluster)> = Vec::new();
         let mut out = Vec::new();
+        let mut extra = Vec::new();
         for l in 1..=MAX_CLUSTER_LEVEL {
             let n = CHUNK >> l;
             slot[..(n * n * n) as usize].fill(u16::MAX);
@@ -223,15 +264,55 @@ impl Mesher {
                 }
                 sums[slot[i] as usize].1.add(c);
             }
+            // Each cube's corners (even voxels: the chunk's signs, or past its far faces the
+            // voxels), and a vertex per sheet where sheets cross it apart.
+            let inside_at = |p: VoxelPos| {
+                if (0..3).all(|a| p[a] < lo[a] + CHUNK) {
+                    let q = (p - lo).map(|v| (v >> 1) as usize);
+                    let i = q.x + half * (q.z + half * q.y);
+                    signs[i / 64] >> (i % 64) & 1 != 0
+                } else {
+                    self.is_inside(src.voxel(p))
+                }
+            };
+            let key_of = |i: u16| {
+                let (i, n) = (i as i32, n);
+                (l, [(lo.x >> l) + i % n, (lo.y >> l) + i / (n * n), (lo.z >> l) + (i / n) % n], 0u8)
+            };
+            let mut split = Vec::new();
+            for (j, (i, _)) in sums.iter().enumerate() {
+                let corners = cube_corners(l, key_of(*i).1, inside_at);
+                if sheets(corners).count > 1 {
+                    split.push((j, corners, Vec::new()));
+                }
+            }
+            if !split.is_empty() {
+                for c in &cells {
+                    let q = (c.0 - lo).map(|v| v >> l);
+                    let j = slot[(q.x + n * (q.z + n * q.y)) as usize] as usize;
+                    if let Ok(at) = split.binary_search_by_key(&j, |e| e.0) {
+                        split[at].2.push(c);
+                    }
+                }
+            }
             out.clear();
-            out.extend(sums.iter().map(|(i, c)| {
-                let (i, n) = (*i as i32, n);
-                let q = [i % n, i / (n * n), (i / n) % n];
-                let key = (l, [(lo.x >> l) + q[0], (lo.y >> l) + q[1], (lo.z >> l) + q[2]]);
-                (i as u16, PackedVertex::pack(&key, &place(&key, c)))
-            }));
+            extra.clear();
+            let mut next = split.iter().peekable();
+            for (j, (i, c)) in sums.iter().enumerate() {
+                let key = key_of(*i);
+                out.push((*i, PackedVertex::pack(&key, &place(&key, c))));
+                if let Some((_, corners, members)) = next.next_if(|e| e.0 == j) {
+                    let parts = sheet_sums(l, key.1, *corners, members.iter().copied());
+                    for (s, part) in parts.iter().enumerate() {
+                        let which = 1 + s as u8;
+                        let v = PackedVertex::pack(&(l, key.1, which), &place(&(l, key.1, which), part));
+                        extra.push((*i, which, v));
+                    }
+                }
+            }
             out.sort_unstable_by_key(|e| e.0);
-            levels[l as usize - 1] = LevelClusters::new(&out, (n * n * n) as usize);
+            extra.sort_unstable_by_key(|e| (e.0, e.1));
+            levels[l as usize - 1] = LevelClusters::new(&out, &extra, (n * n * n) as usize);
         }
         let all = if signs.iter().all(|&w| w == 0) {
             Some(false)
@@ -318,7 +399,7 @@ impl Mesher {
                         if (0..3).any(|a| c[a] == clo[a] || c[a] == inner_hi[a]) {
                             own.extend(
                                 t.level(c, l)
-                                    .filter(|(key, _)| on_face(&key.1))
+                                    .filter(|(key, _)| key.2 == 0 && on_face(&key.1))
                                     .map(|(key, v)| (key, v.unpack(&key))),
                             );
                         }

@@ -134,8 +134,10 @@ pub fn cluster_chunks(node: &ClusterNode, levels: &dyn LevelMap) -> Result<Vec<[
     Ok(out)
 }
 
-/// A cluster: its level and its coordinates at that level (cell >> level).
-pub(crate) type ClusterKey = (u32, [i32; 3]);
+/// A cluster's vertex: its level, its coordinates at that level (cell >> level) and which: 0 for
+/// the cluster whole, `1 + s` for its sheet `s` where sheets of surface cross its cube apart
+/// ([`crate::clusters::vertex::Sheets`]).
+pub(crate) type ClusterKey = (u32, [i32; 3], u8);
 
 /// A cluster's vertex: its cells' mass point, mean normal and most common material.
 #[derive(Clone, Copy, PartialEq, Debug)]

@@ -34,14 +34,18 @@ pub struct ChunkClusters {
 }
 
 /// A chunk's clusters of one level: a bit per cube of the chunk's `2^(5 - l)`-sided grid (x
-/// fastest, then z, then y) with a vertex, and the vertices in that order. PERF: the vertex of a
-/// cube is found by counting bits (a binary search over the vertices was a tenth of a node).
+/// fastest, then z, then y) with a vertex, and the vertices (sheet 0) in that order. PERF: the
+/// vertex of a cube is found by counting bits (a binary search over the vertices was a tenth of
+/// a node). The few cubes crossed by more than one sheet keep the other sheets' vertices aside.
 #[derive(Clone, PartialEq, Debug, Default)]
 pub(crate) struct LevelClusters {
     pub(crate) bits: Box<[u64]>,
     /// Vertices before each word of `bits`.
     pub(crate) before: Box<[u16]>,
     pub(crate) vertices: Box<[PackedVertex]>,
+    /// The vertices of the sheets of cubes crossed by more than one (`1 + s` for sheet `s`):
+    /// (cube, which, vertex), sorted.
+    pub(crate) sheets: Box<[(u16, u8, PackedVertex)]>,
 }
 
 /// A cluster vertex in 12 bytes (PERF: a view holds thousands of chunks' clusters; 28 bytes a
@@ -99,8 +103,13 @@ impl PackedVertex {
 }
 
 impl LevelClusters {
-    /// From `(index, vertex)` pairs sorted by index, in a grid of `cubes` cubes.
-    pub(crate) fn new(sorted: &[(u16, PackedVertex)], cubes: usize) -> Self {
+    /// From `(index, vertex)` pairs sorted by index (sheet 0) and the other sheets' `(index,
+    /// sheet, vertex)` sorted, in a grid of `cubes` cubes.
+    pub(crate) fn new(
+        sorted: &[(u16, PackedVertex)],
+        sheets: &[(u16, u8, PackedVertex)],
+        cubes: usize,
+    ) -> Self {
         if sorted.is_empty() {
             return LevelClusters::default();
         }
@@ -118,20 +127,26 @@ impl LevelClusters {
             bits: bits.into(),
             before: before.into(),
             vertices: sorted.iter().map(|e| e.1).collect(),
+            sheets: sheets.into(),
         }
     }
 
-    pub(crate) fn get(&self, i: usize) -> Option<PackedVertex> {
+    /// Cube `i`'s vertex `sheet` (0: the cube's whole, `1 + s`: its sheet `s`).
+    pub(crate) fn get(&self, i: usize, sheet: u8) -> Option<PackedVertex> {
         let w = *self.bits.get(i / 64)?;
         if w >> (i % 64) & 1 == 0 {
             return None;
+        }
+        if sheet > 0 {
+            let at = self.sheets.binary_search_by_key(&(i as u16, sheet), |e| (e.0, e.1)).ok()?;
+            return Some(self.sheets[at].2);
         }
         let rank = self.before[i / 64] as usize + (w & ((1u64 << (i % 64)) - 1)).count_ones() as usize;
         self.vertices.get(rank).copied()
     }
 
-    /// The cubes with a vertex, in index order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, PackedVertex)> + '_ {
+    /// The cubes' vertices: each whole in index order, then the sheets'.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, u8, PackedVertex)> + '_ {
         let indices = self.bits.iter().enumerate().flat_map(|(k, &w)| {
             let mut w = w;
             std::iter::from_fn(move || {
@@ -142,13 +157,15 @@ impl LevelClusters {
                 })
             })
         });
-        indices.zip(self.vertices.iter().copied())
+        let first = indices.zip(self.vertices.iter().copied()).map(|(i, v)| (i, 0, v));
+        first.chain(self.sheets.iter().map(|&(i, s, v)| (i as usize, s, v)))
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
         self.bits.len() * 8
             + self.before.len() * 2
             + self.vertices.len() * std::mem::size_of::<PackedVertex>()
+            + self.sheets.len() * std::mem::size_of::<(u16, u8, PackedVertex)>()
     }
 }
 
@@ -214,7 +231,7 @@ impl ChunkClusters {
         let list = self.levels.get((l as usize).checked_sub(1)?)?;
         let n = CHUNK >> l;
         let q = key.1.map(|v| v & (n - 1));
-        list.get((q[0] + n * (q[2] + n * q[1])) as usize).map(|v| v.unpack(&key))
+        list.get((q[0] + n * (q[2] + n * q[1])) as usize, key.2).map(|v| v.unpack(&key))
     }
 
     /// The clusters of level `l` of chunk `chunk` (these clusters' chunk), with their keys.
@@ -226,9 +243,9 @@ impl ChunkClusters {
         let n = CHUNK >> l;
         let base = chunk.map(|c| c.wrapping_mul(n));
         let list = (l as usize).checked_sub(1).and_then(|i| self.levels.get(i));
-        list.into_iter().flat_map(LevelClusters::iter).map(move |(i, v)| {
+        list.into_iter().flat_map(LevelClusters::iter).map(move |(i, sheet, v)| {
             let i = i as i32;
-            ((l, [base[0] + i % n, base[1] + i / (n * n), base[2] + (i / n) % n]), v)
+            ((l, [base[0] + i % n, base[1] + i / (n * n), base[2] + (i / n) % n], sheet), v)
         })
     }
 
@@ -263,7 +280,7 @@ impl BorderSummary {
     /// The vertex of the node's cluster `key` (level, coordinates at that level), if it is one of
     /// the node's clusters along its faces with a surface.
     pub fn vertex(&self, key: (u32, [i32; 3])) -> Option<ClusterVertex> {
-        self.clusters.get(&key).copied()
+        self.clusters.get(&(key.0, key.1, 0)).copied()
     }
 
     /// Heap bytes held.

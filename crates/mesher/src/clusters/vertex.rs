@@ -125,3 +125,208 @@ pub(crate) fn solve_spd(
     let x0 = (y0 - l10 * x1 - l20 * x2) / l00;
     Some(voxterra_core::nalgebra::Vector3::new(x0, x1, x2))
 }
+
+/// The cube's twelve edges as corner pairs (corner `i` at `(i & 1, i >> 1 & 1, i >> 2 & 1)`): x
+/// edges, then y, then z.
+const EDGES: [(u8, u8); 12] =
+    [(0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7), (0, 4), (1, 5), (2, 6), (3, 7)];
+
+/// The separate pieces of surface ("sheets") that cross a cluster's cube, as marching cubes draws
+/// them from its corners' signs, inside corners diagonal on a face joined: two where a cluster
+/// holds both slopes under a ridge or both sides of a thin wall. A cluster keeps a vertex per
+/// sheet (Schaefer, Ju and Warren, "Manifold Dual Contouring", 2007), so polygons of one sheet
+/// never reach across to the other and fold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Sheets {
+    pub(crate) count: u8,
+    /// Each edge's sheet, `u8::MAX` where the edge does not cross; sheets numbered in the order
+    /// of their first edge.
+    edge: [u8; 12],
+    /// Each sheet's centre: the mean of its crossing edges' midpoints, in the cube's unit
+    /// coordinates.
+    centre: [[f32; 3]; 4],
+}
+
+static SHEETS: std::sync::LazyLock<[Sheets; 256]> =
+    std::sync::LazyLock::new(|| core::array::from_fn(|c| Sheets::of(c as u8)));
+
+/// The sheets of a cube whose inside corners are `corners` (bit `x + 2y + 4z`).
+pub(crate) fn sheets(corners: u8) -> &'static Sheets {
+    &SHEETS[corners as usize]
+}
+
+impl Sheets {
+    fn of(inside: u8) -> Self {
+        let crosses = |e: usize| {
+            let (a, b) = EDGES[e];
+            (inside >> a & 1) != (inside >> b & 1)
+        };
+        let edge_of = |a: u8, b: u8| EDGES.iter().position(|&e| e == (a.min(b), a.max(b))).unwrap_or(0);
+        let mut parent: [usize; 12] = core::array::from_fn(|i| i);
+        fn root(p: &[usize; 12], mut i: usize) -> usize {
+            while p[i] != i {
+                i = p[i];
+            }
+            i
+        }
+        let mut join = |a: usize, b: usize| {
+            let (ra, rb) = (root(&parent, a), root(&parent, b));
+            parent[ra.max(rb)] = ra.min(rb);
+        };
+        // Each face's pieces of surface join its crossing edges in pairs: the two of a face
+        // crossed twice; on a face crossed four times, the two around each outside corner.
+        for axis in 0..3u8 {
+            for side in 0..2u8 {
+                let (u, v) = ((axis + 1) % 3, (axis + 2) % 3);
+                let base = side << axis;
+                let ring = [base, base | 1 << u, base | 1 << u | 1 << v, base | 1 << v];
+                let around = |k: usize| edge_of(ring[k], ring[(k + 1) % 4]);
+                let cut: Vec<usize> = (0..4).map(around).filter(|&e| crosses(e)).collect();
+                if cut.len() == 2 {
+                    join(cut[0], cut[1]);
+                } else if cut.len() == 4 {
+                    for (k, corner) in ring.iter().enumerate() {
+                        if inside >> corner & 1 == 0 {
+                            join(around((k + 3) % 4), around(k));
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = Sheets { count: 0, edge: [u8::MAX; 12], centre: [[0.0; 3]; 4] };
+        let mut sums = [([0.0f32; 3], 0u32); 4];
+        for e in (0..12).filter(|&e| crosses(e)) {
+            let r = root(&parent, e);
+            let sheet = if r == e {
+                out.count += 1;
+                out.count - 1
+            } else {
+                out.edge[r]
+            };
+            out.edge[e] = sheet;
+            let (a, b) = EDGES[e];
+            let (sum, n) = &mut sums[sheet as usize];
+            for (k, s) in sum.iter_mut().enumerate() {
+                *s += ((a >> k & 1) + (b >> k & 1)) as f32 * 0.5;
+            }
+            *n += 1;
+        }
+        for (c, (sum, n)) in out.centre.iter_mut().zip(sums) {
+            *c = sum.map(|v| v / n.max(1) as f32);
+        }
+        out
+    }
+
+    /// The sheet through the cube's edge along `axis` from corner `low` (its end with the lower
+    /// coordinate), 0 where the edge does not cross.
+    pub(crate) fn on_edge(&self, axis: usize, low: u8) -> u8 {
+        let e = match axis {
+            0 => low >> 1,
+            1 => 4 + (low & 1) + 2 * (low >> 2),
+            _ => 8 + low,
+        };
+        match self.edge.get(e as usize) {
+            Some(&s) if s != u8::MAX => s,
+            _ => 0,
+        }
+    }
+
+    /// The sheet whose centre is nearest `p` (the cube's unit coordinates), the first on ties.
+    pub(crate) fn nearest(&self, p: [f32; 3]) -> u8 {
+        let d = |c: &[f32; 3]| (0..3).map(|a| (p[a] - c[a]) * (p[a] - c[a])).sum::<f32>();
+        let mut best = 0;
+        for s in 1..self.count {
+            if d(&self.centre[s as usize]) < d(&self.centre[best as usize]) {
+                best = s;
+            }
+        }
+        best
+    }
+}
+
+/// Where a cell's vertex at `p` lies in the cube of the level-`level` cluster at `coords`, in the
+/// cube's unit coordinates (a cell vertex sits half a voxel past its cell's grid point).
+pub(crate) fn unit_in(level: u32, coords: [i32; 3], p: &Point3<f32>) -> [f32; 3] {
+    let side = (1i64 << level) as f32;
+    [0, 1, 2].map(|a| (p[a] - 0.5 - (coords[a] as i64 * (1i64 << level)) as f32) / side)
+}
+
+/// Which corners of the level-`level` cube at `coords` are inside (bit `x + 2y + 4z`), as `inside`
+/// tells of each corner voxel (a corner past `i32` is outside).
+pub(crate) fn cube_corners(
+    level: u32,
+    coords: [i32; 3],
+    mut inside: impl FnMut(voxterra_core::VoxelPos) -> bool,
+) -> u8 {
+    let mut out = 0u8;
+    for i in 0..8u8 {
+        let at = |a: usize| i32::try_from((coords[a] as i64 + (i >> a & 1) as i64) << level).ok();
+        let (Some(x), Some(y), Some(z)) = (at(0), at(1), at(2)) else { continue };
+        if inside(Point3::new(x, y, z)) {
+            out |= 1 << i;
+        }
+    }
+    out
+}
+
+/// The sums of a cluster with more than one sheet, one per sheet: each cell to the sheet nearest
+/// its vertex. A sheet no cell is nearest takes the cluster's cells whole.
+pub(crate) fn sheet_sums<'a>(
+    level: u32,
+    coords: [i32; 3],
+    corners: u8,
+    cells: impl Iterator<Item = &'a CellVertex> + Clone,
+) -> Vec<Cluster> {
+    let sh = sheets(corners);
+    let mut out = vec![Cluster::default(); sh.count as usize];
+    for c in cells.clone() {
+        out[sh.nearest(unit_in(level, coords, &c.1)) as usize].add(c);
+    }
+    for sheet in out.iter_mut().filter(|s| s.cells == 0) {
+        for c in cells.clone() {
+            sheet.add(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sheets;
+
+    #[test]
+    fn sheets_of_corner_signs() {
+        let count = |c: u8| sheets(c).count;
+        assert_eq!(count(0), 0);
+        assert_eq!(count(0xff), 0);
+        assert_eq!(count(1), 1); // one corner cut off
+        assert_eq!(count(0b0000_0011), 1); // an edge
+        assert_eq!(count(0b0000_1111), 1); // a plane
+        assert_eq!(count(0b1000_0001), 2); // opposite corners
+        assert_eq!(count(0b0000_0110), 1); // inside diagonal on a face: joined
+        assert_eq!(count(!0b0000_0110), 2); // outside diagonal on a face: two corners cut off
+        assert_eq!(count(!0b1000_0001), 2);
+        assert_eq!(count(0b1001_0110), 4); // four corners apart
+        // Every configuration: at most four sheets, every edge's sheet among them.
+        for c in 0..=255u8 {
+            let s = sheets(c);
+            assert!(s.count <= 4);
+            for axis in 0..3 {
+                for low in (0..8u8).filter(|l| l >> axis & 1 == 0) {
+                    assert!(s.on_edge(axis, low) < s.count.max(1));
+                }
+            }
+        }
+        // The sheets of two corners cut off lie by their corners.
+        let s = sheets(!0b1000_0001);
+        assert_ne!(s.nearest([0.1, 0.1, 0.1]), s.nearest([0.9, 0.9, 0.9]));
+        assert_eq!(s.on_edge(0, 0), s.nearest([0.1, 0.1, 0.1]));
+        // Corner 2 cut off apart from the rest (inside 0, 3, 6, 7: the inside diagonal of face
+        // z = 0 joined): its three edges on one sheet, every other crossing edge on the other.
+        let s = sheets(0b1100_1001);
+        let corner2 = [s.on_edge(1, 0), s.on_edge(0, 2), s.on_edge(2, 2)];
+        let rest = [s.on_edge(0, 0), s.on_edge(1, 1), s.on_edge(1, 4), s.on_edge(1, 5), s.on_edge(2, 0)];
+        assert!(corner2.iter().all(|&e| e == corner2[0]));
+        assert!(rest.iter().all(|&e| e == rest[0] && e != corner2[0]));
+    }
+}
