@@ -6,7 +6,7 @@ use crate::clusters::node::{
     ClusterKey, ClusterNode, ClusterPart, ClusterVertex, LevelMap, MAX_CLUSTER_LEVEL, Map, bit,
 };
 use crate::clusters::store::finish;
-use crate::clusters::vertex::{Cluster, sheets};
+use crate::clusters::vertex::{Cluster, sheet_table};
 use crate::output::RenderMesh;
 use voxterra_core::nalgebra::Point3;
 
@@ -84,6 +84,12 @@ pub(crate) fn contour<L>(
         }
     }
     let row = |yi: usize, zi: usize| &rows[(zi + w * yi) * words..][..words];
+    let table = sheet_table();
+    // Each cluster's corners where it has more than one sheet (never all inside or all outside);
+    // or one sheet, or not seen yet.
+    const UNSEEN: u8 = 0;
+    const ONE_SHEET: u8 = u8::MAX;
+    let mut seen = vec![UNSEEN; if level > 0 { (w - 1).pow(3) } else { 0 }];
     // Grid points strictly inside the node's faces along x, and all of them along x but the last.
     let mask = |k: usize, from: usize, to: usize| -> u64 {
         let (a, b) = ((64 * k).max(from), (64 * k + 64).min(to));
@@ -170,17 +176,27 @@ pub(crate) fn contour<L>(
                             if level == 0 || k.0 != level || !clear {
                                 continue;
                             }
-                            let g = [0, 1, 2].map(|a| ((q[a] - lo[a]) / s) as usize);
-                            let corners = (0..8).fold(0u8, |acc, i| {
-                                let at = (g[0] + (i & 1))
-                                    + w * ((g[2] + (i >> 2 & 1)) + w * (g[1] + (i >> 1 & 1)));
-                                acc | u8::from(bit(signs, at)) << i
-                            });
-                            let sh = sheets(corners);
-                            if sh.count > 1 {
+                            let g = [0, 1, 2].map(|a| ((q[a] - lo[a]) >> level) as usize);
+                            // PERF: each cluster's corners once a node (they were a sixth of it
+                            // worked out for every edge), two at a time from the grid's rows.
+                            let slot = &mut seen[g[0] + (w - 1) * (g[2] + (w - 1) * g[1])];
+                            if *slot == UNSEEN {
+                                let pair = |yi: usize, zi: usize| -> u8 {
+                                    let (r, word, at) = (row(yi, zi), g[0] / 64, g[0] % 64);
+                                    let next =
+                                        if at == 63 { r.get(word + 1).map_or(0, |v| v & 1) << 1 } else { 0 };
+                                    ((r[word] >> at & if at == 63 { 1 } else { 3 }) | next) as u8
+                                };
+                                let corners = pair(g[1], g[2])
+                                    | pair(g[1] + 1, g[2]) << 2
+                                    | pair(g[1], g[2] + 1) << 4
+                                    | pair(g[1] + 1, g[2] + 1) << 6;
+                                *slot = if table[corners as usize].count > 1 { corners } else { ONE_SHEET };
+                            }
+                            if *slot != ONE_SHEET {
                                 let low =
                                     (0..3).fold(0u8, |acc, a| acc | u8::from(a != axis && q[a] < p[a]) << a);
-                                k.2 = 1 + sh.on_edge(axis, low);
+                                k.2 = 1 + table[*slot as usize].on_edge(axis, low);
                             }
                         }
                         let flip = if here { 0 } else { 3 };
@@ -294,14 +310,28 @@ pub(crate) fn emit<L: FnMut(ClusterKey) -> Option<ClusterVertex>>(
         // A coarse quad can be far from flat: split it where neither triangle turns its back on
         // the normals of its corners (the other split folds over the crest it spans).
         let n = v.map(|i| m.normals[i as usize]);
-        let agree = |a: usize, b: usize, c: usize| {
-            let face = (p[b] - p[a]).cross(&(p[c] - p[a]));
-            face.dot(&(n[a] + n[b] + n[c])) / face.norm().max(f32::MIN_POSITIVE)
+        // PERF: signs first (written out: closures here were most of the check's cost); the
+        // cosines only where the shorter diagonal's split may fold.
+        let (d02, d13) = (p[2] - p[0], p[3] - p[1]);
+        let facing = if across {
+            // Triangles (0, 1, 3) and (1, 2, 3), on the diagonal 1–3.
+            (p[1] - p[0]).cross(&(p[3] - p[0])).dot(&(n[0] + n[1] + n[3])) > 0.0
+                && (p[2] - p[1]).cross(&d13).dot(&(n[1] + n[2] + n[3])) > 0.0
+        } else {
+            (p[1] - p[0]).cross(&d02).dot(&(n[0] + n[1] + n[2])) > 0.0
+                && d02.cross(&(p[3] - p[0])).dot(&(n[0] + n[2] + n[3])) > 0.0
         };
-        let with13 = agree(0, 1, 3).min(agree(1, 2, 3));
-        let with02 = agree(0, 1, 2).min(agree(0, 2, 3));
-        if (with13 > 0.0) != (with02 > 0.0) || (with13 <= 0.0 && with02 <= 0.0) {
-            across = with13 > with02;
+        if !facing {
+            let agree = |a: usize, b: usize, c: usize| {
+                let f = (p[b] - p[a]).cross(&(p[c] - p[a]));
+                f.dot(&(n[a] + n[b] + n[c])) / f.norm().max(f32::MIN_POSITIVE)
+            };
+            let with13 = agree(0, 1, 3).min(agree(1, 2, 3));
+            let with02 = agree(0, 1, 2).min(agree(0, 2, 3));
+            let (chosen, other) = if across { (with13, with02) } else { (with02, with13) };
+            if chosen <= 0.0 && other > chosen {
+                across = !across;
+            }
         }
     }
     if across {

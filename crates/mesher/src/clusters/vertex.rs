@@ -155,6 +155,11 @@ pub(crate) fn sheets(corners: u8) -> &'static Sheets {
     &SHEETS[corners as usize]
 }
 
+/// [`sheets`] of every corner pattern.
+pub(crate) fn sheet_table() -> &'static [Sheets; 256] {
+    &SHEETS
+}
+
 impl Sheets {
     fn of(inside: u8) -> Self {
         let crosses = |e: usize| {
