@@ -3,6 +3,9 @@
 //! cluster's vertex placed from its cells' vertices (the point nearest their tangent planes,
 //! pulled toward their mass point: `vertex`), and polygons come from the edges of the
 //! `2^k` grid whose end voxels are one inside and one outside, joining the clusters around them.
+//! Where a cluster's corners cut separate sheets of surface (both slopes under a ridge, both faces
+//! of a thin wall) and the cluster lies clear of its node's faces, each sheet gets its own vertex
+//! and each polygon the vertex of the sheet its edge crosses, so sheets never fold into each other.
 //!
 //! Render nodes of different levels meet without cracks: an edge is contoured at the finest level
 //! of the cells around it (the octree's minimal edges), and each cell around it is replaced by the
