@@ -253,3 +253,28 @@ fn piece_case(shape: &str, voxels: usize, reps: usize) -> (DetachedPiece, f64, f
     };
     (piece.expect("a piece"), median(&mut extra), median(&mut plain))
 }
+
+/// The floating block's search for voxterra alone, `rounds` times: the block's voxels found and
+/// the time a search (a target for `perf record`).
+pub fn profile_floating_block(rounds: usize) -> (usize, std::time::Duration) {
+    let size = [512, 128, 512];
+    let mut t = Terrain::generate(&GenParams::new(1, size), TerrainConfig::default()).expect("world");
+    let side = ((DEFAULT_DETACH_BUDGET as f64 * 0.9).cbrt()) as f32;
+    let base = Point3::new(size[0] as f32 * 0.5, size[1] as f32 + 40.0, size[2] as f32 * 0.5);
+    let block = Brush {
+        shape: BrushShape::Box { min: base, max: base + Vector3::repeat(side) },
+        op: BrushOp::Add(materials::ROCK),
+    };
+    t.apply_brush(&block).expect("the block");
+    let notch = Brush {
+        shape: BrushShape::Sphere { center: base + Vector3::new(side * 0.5, side, side * 0.5), radius: 4.0 },
+        op: BrushOp::Subtract,
+    };
+    let d = t.apply_brush(&notch).expect("the notch").dirty.expect("voxels changed");
+    let start = Instant::now();
+    let mut found = 0;
+    for _ in 0..rounds.max(1) {
+        found = ours(&t, &d).iter().sum();
+    }
+    (found, start.elapsed() / rounds.max(1) as u32)
+}
