@@ -270,25 +270,30 @@ impl<'a> Bricks<'a> {
     fn settle(&mut self, anchored: bool) -> Vec<VoxelPos> {
         let mut voxels = Vec::new();
         if !anchored {
-            // In (y, z, x) order without sorting the voxels: the bricks by (y, z, x), and each
-            // run of bricks along x row by row (PERF: sorting the voxels was a seventh of a
-            // search).
+            // In (y, z, x) order without sorting the voxels: the bricks by (y, z, x); in each
+            // layer of bricks row by row, each row across the runs of bricks along x (PERF:
+            // sorting the voxels was a seventh of a search).
             let bricks = &self.bricks;
             self.touched.sort_unstable_by_key(|&b| {
                 let c = bricks[b].corner;
                 (c[1], c[2], c[0])
             });
-            for run in self.touched.chunk_by(|&a, &b| {
-                let (a, b) = (bricks[a].corner, bricks[b].corner);
-                (a[1], a[2]) == (b[1], b[2])
-            }) {
-                for row in 0..16 {
-                    for &b in run {
-                        let (c, mut bits) = (bricks[b].corner, bricks[b].local >> (4 * row) & 0xf);
-                        while bits != 0 {
-                            let x = bits.trailing_zeros() as i32;
-                            bits &= bits - 1;
-                            voxels.push(VoxelPos::new(c[0] + x, c[1] + (row >> 2) as i32, c[2] + (row & 3) as i32));
+            let same = |a: usize, b: usize, axes: &[usize]| {
+                axes.iter().all(|&k| bricks[a].corner[k] == bricks[b].corner[k])
+            };
+            for layer in self.touched.chunk_by(|&a, &b| same(a, b, &[1])) {
+                for y in 0..4 {
+                    for run in layer.chunk_by(|&a, &b| same(a, b, &[1, 2])) {
+                        for z in 0..4 {
+                            for &b in run {
+                                let c = bricks[b].corner;
+                                let mut bits = bricks[b].local >> (16 * y + 4 * z) & 0xf;
+                                while bits != 0 {
+                                    let x = bits.trailing_zeros() as i32;
+                                    bits &= bits - 1;
+                                    voxels.push(VoxelPos::new(c[0] + x, c[1] + y, c[2] + z));
+                                }
+                            }
                         }
                     }
                 }
