@@ -39,7 +39,7 @@
 //! # Ok::<(), voxterra::TerrainError>(())
 //! ```
 
-use crate::anchor::{FACES, holds};
+use crate::anchor::holds;
 pub use crate::config::Anchor;
 use crate::config::DetachConfig;
 pub use crate::piece::{
@@ -96,60 +96,52 @@ impl Terrain {
         let floor = self.anchor_layer(config.anchor).unwrap_or(i32::MIN);
         let mut grid = Bricks::new(self);
         let mut pieces: Vec<Vec<VoxelPos>> = Vec::new();
-        let mut queue = Layers::default();
+        let mut queue: Layers<u32> = Layers::default();
         for seed in seeds {
             let (b, bit) = grid.at(seed);
             let here = grid.bricks[b];
             if (here.anchored | here.detached) & bit != 0 || here.holding & bit == 0 {
                 continue;
             }
-            // Lowest layer first from the seed, so solid ground finds the floor in about its
-            // depth in steps; stops at an anchor, at a voxel an earlier search settled, or past
-            // the budget.
+            // Brick by brick, bit-parallel within each (PERF: a voxel a step was most of a
+            // search), lowest brick first from the seed, so solid ground finds the floor in about
+            // its depth; stops at an anchor, at a voxel an earlier search settled, or past the
+            // budget of voxels reached.
             queue.clear();
-            queue.push(seed.y, (seed, b as u32));
-            grid.reach(b, bit);
-            let mut visited = 0usize;
-            let mut anchored = false;
-            while let Some((p, b)) = queue.pop() {
-                visited += 1;
-                if p.y <= floor || visited > budget {
-                    anchored = true;
-                    break;
-                }
-                let local = [p.x & 3, p.y & 3, p.z & 3];
-                let here = 1u64 << (local[0] | local[2] << 2 | local[1] << 4);
-                for f in FACES {
-                    // PERF: a neighbour in the same brick is a shift of the bit.
-                    let axis = if f[0] != 0 { 0 } else if f[1] != 0 { 1 } else { 2 };
-                    let step = f[axis];
-                    let inside = (0..4).contains(&(local[axis] + step));
-                    let q = p + Vector3::from(f);
-                    let (b, bit) = if inside {
-                        let shift = [1, 16, 4][axis];
-                        (b as usize, if step > 0 { here << shift } else { here >> shift })
-                    } else {
-                        grid.at(q)
-                    };
-                    let brick = &grid.bricks[b];
-                    if brick.local & bit != 0 || brick.detached & bit != 0 {
-                        // Reached already; or in a detached piece, searched whole: nothing
-                        // outside it reaches it.
+            let mut reached = 0usize;
+            let mut anchored = grid.grow(b, bit, floor, &mut reached) || reached > budget;
+            if !anchored {
+                queue.push(grid.bricks[b].corner[1], b as u32);
+            }
+            while !anchored && let Some(b) = queue.pop() {
+                let b = b as usize;
+                let brick = grid.bricks[b];
+                let fresh = brick.local & !brick.exported;
+                grid.bricks[b].exported = brick.local;
+                for (face, toward, moved) in FACE_BITS {
+                    let out = fresh & face;
+                    if out == 0 {
                         continue;
                     }
+                    let c = brick.corner;
+                    let q = VoxelPos::from(std::array::from_fn::<i32, 3, _>(|k| c[k].wrapping_add(4 * toward[k])));
+                    let (n, _) = grid.at(q);
+                    let seeds = moved(out);
+                    let next = grid.bricks[n];
                     // Settled as anchored, or in a chunk not in memory (unknown: counted as
                     // holding on).
-                    if brick.anchored & bit != 0 || !brick.resident {
+                    if !next.resident || next.anchored & seeds != 0 {
                         anchored = true;
                         break;
                     }
-                    if brick.holding & bit != 0 {
-                        grid.reach(b, bit);
-                        queue.push(q.y, (q, b as u32));
+                    let seeds = seeds & next.holding & !next.local & !next.detached;
+                    if seeds != 0 {
+                        if grid.grow(n, seeds, floor, &mut reached) || reached > budget {
+                            anchored = true;
+                            break;
+                        }
+                        queue.push(next.corner[1], n as u32);
                     }
-                }
-                if anchored {
-                    break;
                 }
             }
             // Everything reached is part of an anchored piece (or one too big to decide), or a
@@ -196,6 +188,8 @@ struct Brick {
     local: u64,
     anchored: u64,
     detached: u64,
+    /// The reached bits already handed to the neighbours.
+    exported: u64,
     /// Its storage chunk is in memory (a brick lies in one).
     resident: bool,
     /// Its corner, for listing its voxels.
@@ -256,13 +250,28 @@ impl<'a> Bricks<'a> {
         brick
     }
 
-    /// The current search reached bit `bit` of brick `b`.
-    fn reach(&mut self, b: usize, bit: u64) {
+    /// The current search reaches `seeds` of brick `b` and every holding voxel they join within
+    /// it; adds them to `reached`. Whether that anchors the piece: a voxel at or under `floor`,
+    /// or one an earlier search anchored.
+    fn grow(&mut self, b: usize, seeds: u64, floor: i32, reached: &mut usize) -> bool {
         let brick = &mut self.bricks[b];
-        if brick.local == 0 {
+        let open = brick.holding & !brick.detached & !brick.local;
+        let mut region = seeds & open;
+        loop {
+            let next = (region | spread(region)) & open;
+            if next == region {
+                break;
+            }
+            region = next;
+        }
+        if brick.local == 0 && region != 0 {
             self.touched.push(b);
         }
-        brick.local |= bit;
+        brick.local |= region;
+        *reached += region.count_ones() as usize;
+        let below = (floor as i64 - brick.corner[1] as i64).clamp(-1, 3);
+        let low = if below < 0 { 0 } else { u64::MAX >> (16 * (3 - below)) };
+        region & (brick.anchored | low) != 0
     }
 
     /// Ends the current search: its voxels become anchored or detached; a detached piece's
@@ -365,3 +374,27 @@ impl<T> Layers<T> {
         None
     }
 }
+
+/// Bits with x = 0, x = 3, z = 0, z = 3, y = 0 and y = 3 in a brick.
+const X0: u64 = 0x1111_1111_1111_1111;
+const X3: u64 = 0x8888_8888_8888_8888;
+const Z0: u64 = 0x000f_000f_000f_000f;
+const Z3: u64 = 0xf000_f000_f000_f000;
+const Y0: u64 = 0xffff;
+const Y3: u64 = 0xffff << 48;
+
+/// Each voxel of `bits` and its face neighbours within the brick.
+fn spread(bits: u64) -> u64 {
+    (bits << 1 & !X0) | (bits >> 1 & !X3) | (bits << 4 & !Z0) | (bits >> 4 & !Z3) | bits << 16 | bits >> 16
+}
+
+/// A brick's faces: its bits there, the way to the neighbour across, and where they land in it.
+type FaceBits = (u64, [i32; 3], fn(u64) -> u64);
+const FACE_BITS: [FaceBits; 6] = [
+    (X0, [-1, 0, 0], |b| b << 3),
+    (X3, [1, 0, 0], |b| b >> 3),
+    (Y0, [0, -1, 0], |b| b << 48),
+    (Y3, [0, 1, 0], |b| b >> 48),
+    (Z0, [0, 0, -1], |b| b << 12),
+    (Z3, [0, 0, 1], |b| b >> 12),
+];
