@@ -278,3 +278,18 @@ pub fn profile_floating_block(rounds: usize) -> (usize, std::time::Duration) {
     }
     (found, start.elapsed() / rounds.max(1) as u32)
 }
+
+/// The typical case's searches (after 32 radius-4 carves) for voxterra alone, `rounds` times:
+/// the pieces found and the time a search.
+pub fn profile_carves(rounds: usize) -> (usize, std::time::Duration) {
+    let size = [512, 128, 512];
+    let mut t = Terrain::generate(&GenParams::new(1, size), TerrainConfig::default()).expect("world");
+    let mut rng = Rng::new(7);
+    let edits: Vec<Region> = (0..32).filter_map(|_| surface_carve(&mut t, &mut rng, size)).collect();
+    let start = Instant::now();
+    let mut found = 0;
+    for _ in 0..rounds.max(1) {
+        found = edits.iter().map(|d| ours(&t, d).len()).sum();
+    }
+    (found, start.elapsed() / (rounds.max(1) * edits.len().max(1)) as u32)
+}

@@ -8,10 +8,9 @@ use crate::error::EditError;
 use crate::piece::{DetachedPiece, bounds_of, build_piece};
 use crate::terrain::Terrain;
 use rayon::prelude::*;
-use std::collections::BTreeSet;
 use voxterra_codec::{Compression, Snapshot};
 use voxterra_core::nalgebra::Vector3;
-use voxterra_core::{Region, Voxel, VoxelPos, VoxelRead};
+use voxterra_core::{DenseVoxels, Region, Voxel, VoxelPos, VoxelRead};
 use voxterra_voxel_store::VoxelStore;
 
 type Set<K> = hashbrown::HashSet<K, foldhash::fast::FixedState>;
@@ -59,25 +58,30 @@ impl VoxelRead for BeforeEdit<'_> {
 }
 
 impl Terrain {
-    /// After an edit wrote `dirty` inside the box `before` captured: takes out every piece the
-    /// edit cut loose (searched from the solid voxels next to those it emptied), within the edit
-    /// limit (a piece that would take the edit's box past it stays, as one too big to decide).
+    /// After an edit wrote `dirty` inside the box `old` holds the voxels of from before the write:
+    /// takes out every piece the edit cut loose (searched from the solid voxels next to those it
+    /// emptied), within the edit limit (a piece that would take the edit's box past it stays, as
+    /// one too big to decide).
     pub(crate) fn cut_loose(
         &mut self,
-        before: &Snapshot,
+        old: &DenseVoxels,
         dirty: Region,
         cfg: DetachConfig,
     ) -> Result<Option<Cut>, EditError> {
-        let region = *before.region();
-        // `before` was captured from an edit box already checked against the edit limit.
-        let old = before.decode(usize::MAX)?;
-        let mut seeds = BTreeSet::new();
+        let region = *old.region();
+        let table = self.materials();
+        // The written box and a voxel around it as they are now, read once.
+        let around = dirty.expanded(1);
+        let mut now = vec![Voxel::AIR; around.len()?];
+        self.store.read_box(&around, &mut now)?;
+        let holding_now = |p: VoxelPos| holds(table, now[around.index_of(p)]);
+        let mut seeds = Vec::new();
         for p in dirty.iter() {
-            if holds(self.materials(), old[region.index_of(p)]) && !self.is_holding(p) {
+            if holds(table, old.voxel(p)) && !holding_now(p) {
                 for f in FACES {
                     let q = p + Vector3::from(f);
-                    if self.is_holding(q) {
-                        seeds.insert((q.y, q.z, q.x));
+                    if around.contains(q) && holding_now(q) {
+                        seeds.push((q.y, q.z, q.x));
                     }
                 }
             }
@@ -85,6 +89,8 @@ impl Terrain {
         if seeds.is_empty() {
             return Ok(None);
         }
+        seeds.sort_unstable();
+        seeds.dedup();
         let found = self.search_detached(seeds.into_iter().map(|(y, z, x)| VoxelPos::new(x, y, z)), &cfg);
         let limit = self.config().max_edit_voxels as u128;
         let mut union = region;
@@ -101,7 +107,7 @@ impl Terrain {
             return Ok(None);
         }
         let undo = Snapshot::capture(
-            &BeforeEdit { store: &self.store, region, old: &old },
+            &BeforeEdit { store: &self.store, region, old: old.as_slice() },
             &union,
             Compression::None,
         )?;

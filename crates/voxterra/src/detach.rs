@@ -124,7 +124,9 @@ impl Terrain {
                         continue;
                     }
                     let c = brick.corner;
-                    let q = VoxelPos::from(std::array::from_fn::<i32, 3, _>(|k| c[k].wrapping_add(4 * toward[k])));
+                    let q = VoxelPos::from(std::array::from_fn::<i32, 3, _>(|k| {
+                        c[k].wrapping_add(4 * toward[k])
+                    }));
                     let (n, _) = grid.at(q);
                     let seeds = moved(out);
                     let next = grid.bricks[n];
