@@ -202,8 +202,9 @@ impl<'a> Bricks<'a> {
     fn new(terrain: &'a Terrain) -> Self {
         Bricks {
             terrain,
-            index: Map::default(),
-            bricks: Vec::new(),
+            // A typical search (down to the floor from a carve) reads a few hundred bricks.
+            index: Map::with_capacity_and_hasher(512, Default::default()),
+            bricks: Vec::with_capacity(512),
             recent: [([i32::MIN; 3], u32::MAX); 64],
             touched: Vec::new(),
             buf: vec![Voxel::AIR; 64],
@@ -237,15 +238,20 @@ impl<'a> Bricks<'a> {
         let lo = VoxelPos::new(corner[0], corner[1], corner[2]);
         let mut brick = Brick { corner, resident: self.terrain.is_resident(lo), ..Brick::default() };
         let region = Region::from_min_size(lo, [4, 4, 4]);
+        let (store, table) = (self.terrain.store(), self.terrain.materials());
         if brick.resident
             && let Ok(region) = region
-            && self.terrain.store().read_box(&region, &mut self.buf).is_ok()
         {
-            let table = self.terrain.materials();
-            for (i, v) in self.buf.iter().enumerate() {
-                // The buffer runs x fastest, then z, then y: the brick's bit order.
-                if holds(table, *v) {
-                    brick.holding |= 1 << i;
+            // PERF: a brick of one voxel throughout (deep ground, open air) is known from its
+            // rows' kind, without reading them.
+            if let Some(v) = store.uniform(&region) {
+                brick.holding = if holds(table, v) { u64::MAX } else { 0 };
+            } else if store.read_box(&region, &mut self.buf).is_ok() {
+                for (i, v) in self.buf.iter().enumerate() {
+                    // The buffer runs x fastest, then z, then y: the brick's bit order.
+                    if holds(table, *v) {
+                        brick.holding |= 1 << i;
+                    }
                 }
             }
         }
