@@ -210,7 +210,7 @@ impl Terrain {
             let mut fresh_keys = Vec::new();
             if !kept && fast {
                 let b = Aabb::from_parry(&shape.compute_aabb(pose));
-                fresh_keys = self.solid_chunks(&b.loosened(prediction));
+                fresh_keys = self.contact_chunks(&b.loosened(prediction)).unwrap_or_default();
                 self.with_sets(&fresh_keys, mesh, |i, set| {
                     contact.collect(local_shape, &local_pose, set, prediction * k, i)
                 })?;
@@ -219,7 +219,7 @@ impl Terrain {
                 let loose = cache.inner.start(local_shape, &local_pose, prediction * k)?;
                 // In world units for the masks (which add a voxel's spill, far past rounding).
                 let world = scale.box_to_world(&loose);
-                cache.keys = self.solid_chunks(&world);
+                cache.keys = self.contact_chunks(&world).unwrap_or_default();
                 let inner = &mut cache.inner;
                 self.with_sets(&cache.keys, mesh, |i, set| {
                     contact.collect_keeping(local_shape, set, i, inner)
@@ -280,8 +280,33 @@ impl Terrain {
         check_distance("prediction", prediction)?;
         voxterra_narrowphase::check_supported(shape)?;
         let b = Aabb::from_parry(&shape.compute_aabb(pose));
-        let keys = self.solid_chunks(&b.loosened(prediction));
+        let Some(keys) = self.contact_chunks(&b.loosened(prediction)) else { return Ok(0) };
         self.contacts_in(shape, pose, prediction, &keys, out, points)
+    }
+
+    /// The chunks whose triangles a query over `world` (a box in world units) can meet: those
+    /// the masks show solid near it, less those built whose triangles' bounds miss it (PERF: the
+    /// masks' pick, grown by a voxel's spill, held about twice the chunks a pick by the
+    /// triangles' bounds does). A chunk not built yet stays: its triangles are not known yet.
+    /// `None` when the masks show nothing solid there (a shape in the open: no contact at all,
+    /// not even toward a surface from inside).
+    pub(crate) fn contact_chunks(&self, world: &Aabb) -> Option<Vec<PhysicsChunkKey>> {
+        let mut keys = self.solid_chunks(world);
+        if keys.is_empty() {
+            return None;
+        }
+        let scale = self.scale();
+        let b = Aabb::new(scale.point_to_voxels(&world.mins), scale.point_to_voxels(&world.maxs));
+        // A hair wider than the box: rounding never drops a chunk the narrowphase searches.
+        let far = b.mins.coords.abs().max().max(b.maxs.coords.abs().max());
+        let b = b.loosened(1e-3 + far * 1e-5);
+        let mut reader = self.reader();
+        keys.retain(|&k| match reader.bounds(k) {
+            None => true,
+            Some(None) => false,
+            Some(Some(t)) => t.intersects(&b),
+        });
+        Some(keys)
     }
 
     /// The contacts of `shape` with the triangles of `keys` (world units, pose and prediction
@@ -295,9 +320,6 @@ impl Terrain {
         out: &mut Vec<TerrainManifold>,
         mut points: Option<&mut Vec<TerrainContactPoint>>,
     ) -> Result<usize, QueryError> {
-        if keys.is_empty() {
-            return Ok(0);
-        }
         // The layers below work in voxel units.
         let scale = self.scale();
         let k = scale.length_to_voxels(1.0);
