@@ -8,13 +8,13 @@ fn main() {
     let parallel = what.as_deref() == Some("rays-parallel");
     let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20);
     if what.as_deref() == Some("edits") {
-        let (built, per_edit) = voxterra_benches::terrain_suite::profile_edits(rounds);
+        let (built, per_edit) = voxterra_benches::terrain_profile::profile_edits(rounds);
         println!("{built} chunks built, {per_edit:?} an edit");
     } else if rays {
-        let (hits, per_ray) = voxterra_benches::terrain_suite::profile_rays(100_000, rounds, parallel);
+        let (hits, per_ray) = voxterra_benches::terrain_profile::profile_rays(100_000, rounds, parallel);
         let threads = if parallel { rayon::current_num_threads() } else { 1 };
         println!("{hits} hits, {per_ray:?} a ray on {threads} threads");
     } else {
-        println!("{} contact points", voxterra_benches::terrain_suite::profile_contacts(rounds));
+        println!("{} contact points", voxterra_benches::terrain_profile::profile_contacts(rounds));
     }
 }

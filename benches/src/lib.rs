@@ -38,5 +38,7 @@ pub mod narrowphase_suite;
 pub mod parry_adapter;
 pub mod replication_suite;
 pub mod store_suite;
+pub mod terrain_profile;
 pub mod terrain_suite;
+pub mod voxels_peer;
 pub mod world;

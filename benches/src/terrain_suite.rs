@@ -22,6 +22,7 @@
 
 use crate::harness::{Budget, Metric, Report, compare_prechecked};
 use crate::narrowphase_suite::{PREDICTION, check_contacts, shapes};
+use crate::voxels_peer;
 use crate::world::{Rng, bench_world};
 use parry3d::bounding_volume::BoundingVolume;
 use parry3d::math::{Pose, Vector};
@@ -48,7 +49,7 @@ use voxterra::{Brush, BrushOp, BrushShape, PrepareBudget, Terrain};
 const RADIUS: f32 = 4.0;
 
 /// Surface points to edit at: where downward rays first meet the terrain.
-fn surface_points(t: &mut Terrain, area: &Region, n: usize) -> Vec<Point3<f32>> {
+pub(crate) fn surface_points(t: &mut Terrain, area: &Region, n: usize) -> Vec<Point3<f32>> {
     let mut rng = Rng::new(21);
     let [sx, sy, sz] = area.size();
     let mut out = Vec::new();
@@ -90,12 +91,12 @@ fn peer_brush(store: &mut VoxelStore, center: Point3<f32>, carve: bool) -> Optio
         .expect("an edit within limits")
 }
 
-fn sphere(center: Point3<f32>, carve: bool) -> Brush {
+pub(crate) fn sphere(center: Point3<f32>, carve: bool) -> Brush {
     let op = if carve { BrushOp::Subtract } else { BrushOp::Add(materials::ROCK) };
     Brush { shape: BrushShape::Sphere { center, radius: RADIUS }, op }
 }
 
-fn brush_box(center: Point3<f32>) -> Aabb {
+pub(crate) fn brush_box(center: Point3<f32>) -> Aabb {
     let e = Vector3::repeat(RADIUS + 2.0);
     Aabb::new(center - e, center + e)
 }
@@ -122,7 +123,7 @@ fn peer_rebuild(store: &VoxelStore, mesher: &Mesher, ws: &mut MeshWorkspace, dir
 
 /// The ray mix: a third straight down from above the world, a third oblique from above, a third
 /// in random directions from empty voxels with solid above them (caves).
-fn ray_mix(dense: &DenseVoxels, n: usize) -> Vec<Ray> {
+pub(crate) fn ray_mix(dense: &DenseVoxels, n: usize) -> Vec<Ray> {
     let r = *dense.region();
     let [sx, sy, sz] = r.size();
     let mut rng = Rng::new(77);
@@ -169,14 +170,19 @@ fn same_hit(ours: &Option<TerrainRayHit>, peer: &Option<f32>) -> bool {
 type ParryManifold = ContactManifold<(), ()>;
 
 /// A body: which of [`shapes`] and where.
-struct Body {
-    shape: usize,
-    pose: Pose,
+pub(crate) struct Body {
+    pub(crate) shape: usize,
+    pub(crate) pose: Pose,
 }
 
 /// Bodies resting on the terrain: each dropped along a ray to the ground, cast down onto it from
 /// 3 voxels above, and sunk 1 cm.
-fn place_bodies(t: &mut Terrain, all: &[(SharedShape, &str)], area: &Region, n: usize) -> Vec<Body> {
+pub(crate) fn place_bodies(
+    t: &mut Terrain,
+    all: &[(SharedShape, &str)],
+    area: &Region,
+    n: usize,
+) -> Vec<Body> {
     let mut rng = Rng::new(5);
     let [sx, sy, sz] = area.size();
     let mut out = Vec::new();
@@ -204,7 +210,7 @@ fn place_bodies(t: &mut Terrain, all: &[(SharedShape, &str)], area: &Region, n: 
 }
 
 /// Our frame: every body's contacts; returns the points and each body's deepest distance.
-fn ours_frame(
+pub(crate) fn ours_frame(
     t: &mut Terrain,
     all: &[(SharedShape, &str)],
     bodies: &[Body],
@@ -517,6 +523,64 @@ pub fn run(quick: bool) -> Report {
         },
     ));
 
+    // The second peer, parry's `Voxels` of the same solid voxels: the same edits, rays and
+    // resting bodies, the work compared (its answers meet cubes, not our surface).
+    let (mut voxels, solid) = voxels_peer::build(&world.dense);
+    // Our edits go on from where the TriMesh case left them (each point carved, then refilled).
+    let i_peer = Cell::new(0usize);
+    report.cases.push(compare_prechecked(
+        budget,
+        "edit -> collision-ready, r 4, vs parry Voxels",
+        "edit",
+        1,
+        "Voxels::set_voxel",
+        "report",
+        || {
+            let i = i_ours.get();
+            i_ours.set(i + 1);
+            let p = points[(i / 2) % points.len()];
+            let r = terrain.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
+            terrain.prepare(&[brush_box(p)], PrepareBudget::UNLIMITED).built + r.masks_rebuilt
+        },
+        || {
+            let i = i_peer.get();
+            i_peer.set(i + 1);
+            voxels_peer::brush(&mut voxels, points[(i / 2) % points.len()], RADIUS, i % 2 == 0)
+        },
+    ));
+    report.cases.push(compare_prechecked(
+        budget,
+        "rays vs parry Voxels",
+        "ray",
+        rays.len() as u64,
+        "Voxels::cast_local_ray",
+        "report",
+        || {
+            whole.cast_rays(&rays, max_t, &mut hits).expect("valid rays");
+            hits.iter().filter(|h| h.is_some()).count()
+        },
+        || voxels_peer::cast(&voxels, &peer_rays, max_t),
+    ));
+    let resting: Vec<(&dyn parry3d::shape::Shape, Pose)> =
+        bodies.iter().map(|b| (&*all[b.shape].0.0, b.pose)).collect();
+    let mut voxel_out = Vec::new();
+    report.cases.push(compare_prechecked(
+        budget,
+        "contacts, 1,000 resting bodies, vs parry Voxels",
+        "frame",
+        1,
+        "Voxels contact_manifolds",
+        "report",
+        || ours_frame(&mut whole, &all, &bodies, &mut ours_out).0,
+        || voxels_peer::frame(&voxels, &resting, PREDICTION, &mut voxel_out),
+    ));
+    report.metrics.push(Metric {
+        name: "memory, bytes per solid voxel, vs parry Voxels".into(),
+        voxterra: (stats.bytes + masks + world.store.stats().total_bytes) as f64 / solid as f64,
+        peer: voxels.total_memory_size() as f64 / solid as f64,
+        peer_name: "Voxels".into(),
+        goal: format!("(report) {solid} solid voxels; ours: store, collision cache and masks"),
+    });
     report.metrics.push(Metric {
         name: "rays that disagree with parry".into(),
         voxterra: differ as f64,
@@ -525,64 +589,4 @@ pub fn run(quick: bool) -> Report {
         goal: format!("≤ 1 in 100 000; {} rays, {hit_count} hits", rays.len()),
     });
     report
-}
-
-/// The suite's contacts case for voxterra alone: 1 000 bodies resting on the default world (all
-/// chunks prepared), `rounds` frames; returns the points. A profiling target.
-pub fn profile_contacts(rounds: usize) -> usize {
-    let world = bench_world(false);
-    let wr = world.params.region().expect("valid world");
-    let mut t = Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
-        .expect("a valid terrain");
-    let all = shapes();
-    let bodies = place_bodies(&mut t, &all, &wr, 1000);
-    let mut out = Vec::new();
-    (0..rounds).map(|_| ours_frame(&mut t, &all, &bodies, &mut out).0).sum()
-}
-
-/// The suite's edit case for voxterra alone: `rounds` radius-4 carves and refills at 16 surface
-/// points, each followed by `prepare` over the brush; returns the chunks built and the time per
-/// edit. A profiling target.
-pub fn profile_edits(rounds: usize) -> (usize, std::time::Duration) {
-    let world = bench_world(false);
-    let wr = world.params.region().expect("valid world");
-    let mut t = Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
-        .expect("a valid terrain");
-    let points = surface_points(&mut t, &wr, 16);
-    for p in &points {
-        t.prepare(&[brush_box(*p)], PrepareBudget::UNLIMITED);
-    }
-    let start = std::time::Instant::now();
-    let built = (0..rounds)
-        .map(|i| {
-            let p = points[(i / 2) % points.len()];
-            t.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
-            t.prepare(&[brush_box(p)], PrepareBudget::UNLIMITED).built
-        })
-        .sum();
-    (built, start.elapsed() / rounds.max(1) as u32)
-}
-
-/// The suite's ray mix for voxterra alone, `n` rays cast `rounds` times (on one thread, or on the rayon
-/// pool with `parallel`) after a first round that builds the cache; returns the hits and the time per
-/// ray of the timed rounds.
-/// A profiling target.
-pub fn profile_rays(n: usize, rounds: usize, parallel: bool) -> (usize, std::time::Duration) {
-    let world = bench_world(false);
-    let t = Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
-        .expect("a valid terrain");
-    let rays = ray_mix(&world.dense, n);
-    let mut hits = Vec::new();
-    let mut cast = || {
-        if parallel {
-            t.cast_rays(&rays, 4096.0, &mut hits).expect("valid rays");
-            hits.iter().filter(|h| h.is_some()).count()
-        } else {
-            rays.iter().filter(|r| t.cast_ray(r, 4096.0).expect("a valid ray").is_some()).count()
-        }
-    };
-    cast();
-    let start = std::time::Instant::now();
-    let hits = (0..rounds).map(|_| cast()).sum();
-    (hits, start.elapsed() / (rounds * n).max(1) as u32)
 }
