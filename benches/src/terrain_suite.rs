@@ -545,7 +545,7 @@ pub fn run(quick: bool) -> Report {
         || {
             let i = i_peer.get();
             i_peer.set(i + 1);
-            voxels_peer::brush(&mut voxels, points[(i / 2) % points.len()], RADIUS, i % 2 == 0)
+            voxels_peer::brush(&mut voxels, points[(i / 2) % points.len()], RADIUS, i.is_multiple_of(2))
         },
     ));
     report.cases.push(compare_prechecked(
