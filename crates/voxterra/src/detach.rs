@@ -324,6 +324,7 @@ impl<'a> Bricks<'a> {
                 brick.detached |= brick.local;
             }
             brick.local = 0;
+            brick.exported = 0;
         }
         self.touched.clear();
         voxels
