@@ -36,6 +36,7 @@ pub mod lod_suite;
 pub mod mesher_suite;
 pub mod narrowphase_suite;
 pub mod parry_adapter;
+pub mod picture_rays;
 pub mod replication_suite;
 pub mod store_suite;
 pub mod terrain_profile;

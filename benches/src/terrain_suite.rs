@@ -22,8 +22,8 @@
 
 use crate::harness::{Budget, Metric, Report, compare_prechecked};
 use crate::narrowphase_suite::{PREDICTION, check_contacts, shapes};
-use crate::voxels_peer;
 use crate::world::{Rng, bench_world};
+use crate::{picture_rays, voxels_peer};
 use parry3d::bounding_volume::BoundingVolume;
 use parry3d::math::{Pose, Vector};
 use parry3d::partitioning::{Bvh, BvhBuildStrategy};
@@ -581,6 +581,7 @@ pub fn run(quick: bool) -> Report {
         peer_name: "Voxels".into(),
         goal: format!("(report) {solid} solid voxels; ours: store, collision cache and masks"),
     });
+    report.metrics.push(picture_rays::metric(&whole, world.params.size, if quick { 3 } else { 9 }));
     report.metrics.push(Metric {
         name: "rays that disagree with parry".into(),
         voxterra: differ as f64,
