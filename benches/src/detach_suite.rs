@@ -101,18 +101,7 @@ pub fn run(quick: bool) -> Report {
     ));
 
     // Worst within the budget: a floating block of just under the budget, cut into.
-    let side = ((DEFAULT_DETACH_BUDGET as f64 * 0.9).cbrt()) as f32;
-    let base = Point3::new(size[0] as f32 * 0.5, size[1] as f32 + 40.0, size[2] as f32 * 0.5);
-    let block = Brush {
-        shape: BrushShape::Box { min: base, max: base + Vector3::repeat(side) },
-        op: BrushOp::Add(materials::ROCK),
-    };
-    t.apply_brush(&block).expect("the block");
-    let notch = Brush {
-        shape: BrushShape::Sphere { center: base + Vector3::new(side * 0.5, side, side * 0.5), radius: 4.0 },
-        op: BrushOp::Subtract,
-    };
-    let d = t.apply_brush(&notch).expect("the notch").dirty.expect("voxels changed");
+    let d = floating_block(&mut t, size);
     let found = ours(&t, &d);
     assert_eq!(found.len(), 1, "the block floats");
     report.cases.push(compare_prechecked(
@@ -254,11 +243,9 @@ fn piece_case(shape: &str, voxels: usize, reps: usize) -> (DetachedPiece, f64, f
     (piece.expect("a piece"), median(&mut extra), median(&mut plain))
 }
 
-/// The floating block's search for voxterra alone, `rounds` times: the block's voxels found and
-/// the time a search (a target for `perf record`).
-pub fn profile_floating_block(rounds: usize) -> (usize, std::time::Duration) {
-    let size = [512, 128, 512];
-    let mut t = Terrain::generate(&GenParams::new(1, size), TerrainConfig::default()).expect("world");
+/// Adds a block of just under the budget's voxels floating over a world of `size` and cuts a
+/// notch into its top; returns the notch's dirty box.
+fn floating_block(t: &mut Terrain, size: [u32; 3]) -> Region {
     let side = ((DEFAULT_DETACH_BUDGET as f64 * 0.9).cbrt()) as f32;
     let base = Point3::new(size[0] as f32 * 0.5, size[1] as f32 + 40.0, size[2] as f32 * 0.5);
     let block = Brush {
@@ -270,7 +257,15 @@ pub fn profile_floating_block(rounds: usize) -> (usize, std::time::Duration) {
         shape: BrushShape::Sphere { center: base + Vector3::new(side * 0.5, side, side * 0.5), radius: 4.0 },
         op: BrushOp::Subtract,
     };
-    let d = t.apply_brush(&notch).expect("the notch").dirty.expect("voxels changed");
+    t.apply_brush(&notch).expect("the notch").dirty.expect("voxels changed")
+}
+
+/// The floating block's search for voxterra alone, `rounds` times: the block's voxels found and
+/// the time a search (a target for `perf record`).
+pub fn profile_floating_block(rounds: usize) -> (usize, std::time::Duration) {
+    let size = [512, 128, 512];
+    let mut t = Terrain::generate(&GenParams::new(1, size), TerrainConfig::default()).expect("world");
+    let d = floating_block(&mut t, size);
     let start = Instant::now();
     let mut found = 0;
     for _ in 0..rounds.max(1) {

@@ -101,6 +101,16 @@ pub(crate) fn brush_box(center: Point3<f32>) -> Aabb {
     Aabb::new(center - e, center + e)
 }
 
+/// The edit case's next edit on our side (each point carved, then refilled; `count` edits so far)
+/// and the rebuild of its chunks; returns what was built.
+fn our_edit(terrain: &mut Terrain, points: &[Point3<f32>], count: &Cell<usize>) -> usize {
+    let i = count.get();
+    count.set(i + 1);
+    let p = points[(i / 2) % points.len()];
+    let r = terrain.apply_brush(&sphere(p, i.is_multiple_of(2))).expect("an edit");
+    terrain.prepare(&[brush_box(p)], PrepareBudget::UNLIMITED).built + r.masks_rebuilt
+}
+
 /// The peer's rebuild of the chunks touched by `dirty`: a physics mesh and a `TriMesh` with
 /// `FIX_INTERNAL_EDGES` each; returns the triangles built.
 fn peer_rebuild(store: &VoxelStore, mesher: &Mesher, ws: &mut MeshWorkspace, dirty: &Region) -> usize {
@@ -339,13 +349,7 @@ pub fn run(quick: bool) -> Report {
         1,
         "re-mesh + TriMesh",
         "≤ 0.5 ms, ≥ 4× the peer",
-        || {
-            let i = i_ours.get();
-            i_ours.set(i + 1);
-            let p = points[(i / 2) % points.len()];
-            let r = terrain.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
-            terrain.prepare(&[brush_box(p)], PrepareBudget::UNLIMITED).built + r.masks_rebuilt
-        },
+        || our_edit(&mut terrain, &points, &i_ours),
         || {
             let i = i_peer.get();
             i_peer.set(i + 1);
@@ -535,13 +539,7 @@ pub fn run(quick: bool) -> Report {
         1,
         "Voxels::set_voxel",
         "report",
-        || {
-            let i = i_ours.get();
-            i_ours.set(i + 1);
-            let p = points[(i / 2) % points.len()];
-            let r = terrain.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
-            terrain.prepare(&[brush_box(p)], PrepareBudget::UNLIMITED).built + r.masks_rebuilt
-        },
+        || our_edit(&mut terrain, &points, &i_ours),
         || {
             let i = i_peer.get();
             i_peer.set(i + 1);

@@ -26,7 +26,8 @@
 //!   chunk-by-chunk flags equal whole-region flags; the narrowphase uses them to keep contacts on
 //!   flat and concave seams from bumping.
 //! - Levels of detail ([`Mesher::mesh_clustered`]): cells clustered into `2^k` cubes as the
-//!   dual-contouring octree simplifies, a cluster's vertex from its cells' tangent planes; render
+//!   dual-contouring octree simplifies, a cluster's vertex from its cells' tangent planes (one per
+//!   sheet where separate sheets cross a cluster, so ridges and thin walls do not fold); render
 //!   nodes of any two levels meet without cracks, and a node's border is re-made from
 //!   [`BorderSummary`]s ([`Mesher::stitch_border`]) when a neighbor changes level. A storage
 //!   chunk's clusters at every level and its even voxels' signs ([`ChunkClusters`],

@@ -8,9 +8,9 @@
 //! anchored when it reaches an anchor layer ([`Anchor`]: by default the world's lowest solid layer,
 //! so the answer depends on the voxels alone, not on how the terrain was made) or when its search
 //! passes the budget (too big to decide: treated as attached, as godot_voxel and Voxel Play bound
-//! theirs). The search starts from the solid voxels in and around the edited box, lowest voxel
-//! first (solid ground reaches the anchor straight down), so its cost follows the budget, not the
-//! world.
+//! theirs; the budget counts the voxels a search reaches). The search starts from the solid voxels
+//! in and around the edited box and goes in bricks of 4³ voxels, lowest brick first (solid ground
+//! reaches the anchor straight down), so its cost follows the budget, not the world.
 //!
 //! With [`TerrainConfig::detach`](crate::TerrainConfig::detach) set, edits act on it: an edit that
 //! empties solid voxels searches from their solid neighbours and takes every loose piece out in
