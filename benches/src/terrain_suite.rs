@@ -420,13 +420,15 @@ pub fn run(quick: bool) -> Report {
     }
     report.metrics.push(Metric {
         name: "memory, bytes/triangle all in".into(),
-        voxterra: (stats.bytes + masks) as f64 / tris as f64,
+        voxterra: (stats.bytes + stats.ray_tree_bytes + masks) as f64 / tris as f64,
         peer: peer_bytes as f64 / tris as f64,
         peer_name: "TriMesh/chunk".into(),
         goal: format!(
-            "≤ 20 (Roblox ships 24.5); {tris} triangles in {} chunks; cache {:.1} MiB + masks {:.1} MiB",
+            "≤ 20 (Roblox ships 24.5); {tris} triangles in {} chunks; cache {:.1} MiB + ray tree {:.1} MiB ({} boxes) + masks {:.1} MiB",
             stats.entries,
             stats.bytes as f64 / 1048576.0,
+            stats.ray_tree_bytes as f64 / 1048576.0,
+            stats.ray_boxes,
             masks as f64 / 1048576.0
         ),
     });
@@ -574,10 +576,11 @@ pub fn run(quick: bool) -> Report {
     ));
     report.metrics.push(Metric {
         name: "memory, bytes per solid voxel, vs parry Voxels".into(),
-        voxterra: (stats.bytes + masks + world.store.stats().total_bytes) as f64 / solid as f64,
+        voxterra: (stats.bytes + stats.ray_tree_bytes + masks + world.store.stats().total_bytes) as f64
+            / solid as f64,
         peer: voxels.total_memory_size() as f64 / solid as f64,
         peer_name: "Voxels".into(),
-        goal: format!("(report) {solid} solid voxels; ours: store, collision cache and masks"),
+        goal: format!("(report) {solid} solid voxels; ours: store, collision cache, ray tree and masks"),
     });
     report.metrics.push(picture_rays::metric(&whole, world.params.size, if quick { 3 } else { 9 }));
     report.metrics.push(Metric {

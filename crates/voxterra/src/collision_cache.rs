@@ -7,6 +7,7 @@
 //! never changes an answer. Two threads missing the same chunk at once may both build it; the
 //! first insert is kept.
 
+use crate::chunk_tree::{ChunkTree, conservative_box, tight_box};
 use crate::error::InvalidTerrain;
 use crate::workspace::with_workspace;
 use rayon::prelude::*;
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{Aabb, PhysicsChunkKey, Region, VoxelRead};
+use voxterra_core::{Aabb, PhysicsChunkKey, Ray, Region, VoxelRead};
 use voxterra_kdtree::KdTree;
 use voxterra_mesher::{MeshWorkspace, Mesher, PhysicsMesh};
 
@@ -59,6 +60,10 @@ pub struct CacheStats {
     pub dropped: u64,
     /// Time spent building.
     pub build_time: Duration,
+    /// Chunks with a box in the ray tree (every chunk that may hold triangles, built or not).
+    pub ray_boxes: usize,
+    /// Heap bytes of the ray tree (outside the budget: it covers every chunk).
+    pub ray_tree_bytes: usize,
 }
 
 /// An entry's bookkeeping beside its data: what it costs, when it was last used.
@@ -73,6 +78,8 @@ struct Held {
     /// A fixed-seed fast hash: every ray and contact looks chunks up here.
     entries: hashbrown::HashMap<PhysicsChunkKey, Entry, foldhash::fast::FixedState>,
     bytes: usize,
+    /// The boxes of the chunks rays may hit: tight for chunks built since their last change.
+    tree: ChunkTree,
 }
 
 /// Per-chunk collision data under a byte budget, shared by every query.
@@ -137,6 +144,43 @@ impl CacheReader<'_> {
         held.entries.get(&key).map(|e| e.data.as_deref().map(|c| *c.tree.bounds()))
     }
 
+    /// Casts `ray` (voxel units) through the chunk tree: `f(key, data, limit)` for each built chunk
+    /// whose box the ray enters within `[0, limit]`, nearest box first, returns the new limit.
+    /// A chunk the cache lacks is taken from `built` (chunks this query built, which the budget
+    /// may have evicted since); else the cast stops there and returns it, for the caller to build
+    /// (with [`CacheReader::build`]) and cast again: the tree holds every chunk a ray may hit,
+    /// built or not.
+    pub(crate) fn cast(
+        &mut self,
+        ray: &Ray,
+        max_t: f32,
+        built: &[(PhysicsChunkKey, ChunkData)],
+        mut f: impl FnMut(PhysicsChunkKey, &ChunkCollision, f32) -> f32,
+    ) -> Option<PhysicsChunkKey> {
+        let cache = self.cache;
+        let held = self.held.get_or_insert_with(|| cache.read());
+        let (mut missing, mut hits) = (None, 0);
+        held.tree.cast(ray, max_t, &mut |key, limit| match held.entries.get(&key) {
+            Some(e) => {
+                hits += 1;
+                let now = cache.clock.load(Ordering::Relaxed);
+                if e.used.load(Ordering::Relaxed) != now {
+                    e.used.store(now, Ordering::Relaxed);
+                }
+                e.data.as_deref().map_or(limit, |d| f(key, d, limit))
+            }
+            None => match built.iter().find(|(k, _)| *k == key) {
+                Some((_, data)) => data.as_deref().map_or(limit, |d| f(key, d, limit)),
+                None => {
+                    missing = Some(key);
+                    0.0
+                }
+            },
+        });
+        self.hits += hits;
+        missing
+    }
+
     /// Calls `f` with `key`'s data, built now (and kept) if the cache lacks it; `None` for a chunk
     /// without a surface.
     pub(crate) fn with<R>(
@@ -159,12 +203,23 @@ impl CacheReader<'_> {
             self.hits += 1;
             return e.data.as_deref().map(f);
         }
+        self.build(mesher, src, key, ws).as_deref().map(f)
+    }
+
+    /// Builds `key`'s data and inserts it (another thread's insert is kept); returns the data.
+    pub(crate) fn build(
+        &mut self,
+        mesher: &Mesher,
+        src: &(impl VoxelRead + ?Sized),
+        key: PhysicsChunkKey,
+        ws: &mut MeshWorkspace,
+    ) -> ChunkData {
+        let cache = self.cache;
         // Building takes the write lock: this reader's read lock goes first.
         self.held = None;
         cache.misses.fetch_add(1, Ordering::Relaxed);
         let data = cache.timed_build(mesher, src, key, ws);
-        let data = cache.insert(&mut cache.write(), key, data);
-        data.as_deref().map(f)
+        cache.insert(&mut cache.write(), key, data)
     }
 }
 
@@ -215,6 +270,8 @@ impl CollisionCache {
             evictions: self.evictions.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
             build_time: Duration::from_nanos(self.build_nanos.load(Ordering::Relaxed)),
+            ray_boxes: held.tree.len(),
+            ray_tree_bytes: held.tree.bytes(),
         }
     }
 
@@ -268,6 +325,7 @@ impl CollisionCache {
         }
         let bytes = data.as_deref().map_or(0, ChunkCollision::bytes) + ENTRY_BYTES;
         held.bytes += bytes;
+        held.tree.set_many([(key, data.as_deref().map(|d| tight_box(d.tree.bounds())))]);
         held.entries.insert(key, Entry { data: data.clone(), bytes, used });
         self.trim(held, Some(key));
         data
@@ -362,9 +420,73 @@ impl CollisionCache {
         n
     }
 
+    /// Brings the ray tree's boxes of `keys` up to date after their masks or cache entries changed:
+    /// a held entry's triangles' bounds (none for an empty chunk), else the conservative box where
+    /// `may_hold` says the chunk may hold triangles, else none.
+    pub(crate) fn refresh_tree(
+        &mut self,
+        keys: impl IntoIterator<Item = PhysicsChunkKey>,
+        may_hold: impl Fn(PhysicsChunkKey) -> bool,
+    ) {
+        let held = self.held.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let boxes: Vec<_> = keys
+            .into_iter()
+            .map(|k| {
+                let b = match held.entries.get(&k) {
+                    Some(e) => e.data.as_deref().map(|d| tight_box(d.tree.bounds())),
+                    None => may_hold(k).then(|| conservative_box(k)),
+                };
+                (k, b)
+            })
+            .collect();
+        held.tree.set_many(boxes);
+    }
+
+    /// Checks the ray tree: each of `keys` (the masks' chunks) and each chunk it holds has the box
+    /// its state calls for — a held entry's tight box (none when empty); for a chunk not held, the
+    /// conservative box where `may_hold` says so (or where a fresh build has no triangles), or the
+    /// tight box of a fresh build (it was built and evicted since its last change), or none when a
+    /// fresh build has no triangles.
+    pub(crate) fn validate_tree(
+        &self,
+        mesher: &Mesher,
+        src: &(impl VoxelRead + ?Sized),
+        keys: impl IntoIterator<Item = PhysicsChunkKey>,
+        may_hold: impl Fn(PhysicsChunkKey) -> bool,
+    ) -> Result<(), InvalidTerrain> {
+        let held = self.read();
+        let mut all: Vec<PhysicsChunkKey> = keys.into_iter().chain(held.tree.keys()).collect();
+        all.sort_unstable();
+        all.dedup();
+        let mut ws = MeshWorkspace::new();
+        for k in all {
+            let have = held.tree.get(k);
+            let ok = match held.entries.get(&k) {
+                Some(e) => have == e.data.as_deref().map(|d| tight_box(d.tree.bounds())),
+                // Building costs: only where the box is not the conservative one. A conservative
+                // box where `may_hold` now says no is kept by chunks beside an edit whose store
+                // rows were repacked (`uniform` answers from the packing): harmless without
+                // triangles.
+                None if have.is_some_and(|b| b == conservative_box(k)) => {
+                    may_hold(k) || build(mesher, src, k, &mut ws).is_none()
+                }
+                None => have == build(mesher, src, k, &mut ws).map(|d| tight_box(d.tree.bounds())),
+            };
+            if !ok {
+                return Err(InvalidTerrain::Cache {
+                    chunk: k.to_array(),
+                    what: "its ray-tree box is not its state's",
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Drops every entry whose data an edit of `dirty` may change: the chunks whose physics mesh
-    /// (padded read, plus the grown region its edge flags read) reaches into it. Returns how many.
-    pub(crate) fn invalidate(&mut self, dirty: &Region) -> usize {
+    /// (padded read, plus the grown region its edge flags read) reaches into it; then brings their
+    /// ray-tree boxes up to date (see [`CollisionCache::refresh_tree`]; the masks are current).
+    /// Returns how many entries were dropped.
+    pub(crate) fn invalidate(&mut self, dirty: &Region, may_hold: impl Fn(PhysicsChunkKey) -> bool) -> usize {
         let Some(range) = PhysicsChunkKey::range(&dirty.expanded(crate::reach::EDIT_REACH)) else { return 0 };
         let held = self.held.get_mut().unwrap_or_else(PoisonError::into_inner);
         let keys: Vec<PhysicsChunkKey> = if range.count() as usize > held.entries.len() {
@@ -378,6 +500,7 @@ impl CollisionCache {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
+        self.refresh_tree(range.iter(), may_hold);
         keys.len()
     }
 }

@@ -130,6 +130,7 @@ mod atomic_file;
 mod brush;
 mod chunk_record;
 mod chunk_source;
+mod chunk_tree;
 mod collision_cache;
 mod config;
 mod cut;

@@ -393,7 +393,8 @@ impl Terrain {
         let (rebuild, drop): (Vec<PhysicsChunkKey>, Vec<PhysicsChunkKey>) = keys
             .into_iter()
             .partition(|k| k.region().is_ok_and(|r| pager.is_resident(StoreChunkKey::containing(r.min()))));
-        self.masks.remove_chunks(drop);
+        self.masks.remove_chunks(drop.iter().copied());
+        let rebuild_keys = rebuild.clone();
         // A frame's few hundred on this thread; a loading screen's many in parallel, and the
         // masks' dense window made current then (a moving window is refreshed only there).
         if rebuild.len() > 4096 {
@@ -401,8 +402,13 @@ impl Terrain {
         } else {
             self.masks.rebuild_chunks_here(&self.store, rebuild);
         }
+        let (masks, store) = (&self.masks, &self.store);
+        let may_hold = |k| crate::chunk_tree::may_hold_surface(masks, store, k);
         for d in changed {
-            self.cache.invalidate(d);
+            self.cache.invalidate(d, may_hold);
+        }
+        self.cache.refresh_tree(rebuild_keys.into_iter().chain(drop), may_hold);
+        for d in changed {
             self.mark_changed(d);
         }
     }

@@ -25,6 +25,29 @@ impl ChunkReader<'_> {
         self.cache.bounds(key)
     }
 
+    /// Casts `ray` (voxel units) through the chunks' ray tree, nearest box first: `f(key, data,
+    /// limit)` for each chunk whose box the ray enters within the limit returns the new limit;
+    /// chunks the cache lacks are built on the way (a build restarts the cast at the limit
+    /// reached, so a chunk may be visited twice; each restart has one more chunk at hand, so
+    /// even a cache too small to keep them ends).
+    pub(crate) fn cast(
+        &mut self,
+        ray: &voxterra_core::Ray,
+        max_t: f32,
+        ws: &mut MeshWorkspace,
+        mut f: impl FnMut(PhysicsChunkKey, &ChunkCollision, f32) -> f32,
+    ) {
+        let mut limit = max_t;
+        let mut built = Vec::new();
+        while let Some(missing) = self.cache.cast(ray, limit, &built, |k, c, l| {
+            limit = f(k, c, l);
+            limit
+        }) {
+            let data = self.cache.build(&self.terrain.mesher, &self.terrain.store, missing, ws);
+            built.push((missing, data));
+        }
+    }
+
     /// Calls `f` with `key`'s collision data, built into the cache if missing; `None` for a chunk
     /// without a surface.
     pub(crate) fn with<R>(

@@ -3,6 +3,7 @@
 
 use crate::anchor::LowestSolid;
 use crate::brush::{self, Brush, BrushOp};
+use crate::chunk_tree::may_hold_surface;
 use crate::collision_cache::CollisionCache;
 use crate::config::TerrainConfig;
 use crate::delta_log::DeltaLog;
@@ -116,6 +117,10 @@ impl Terrain {
         if let Some(bounds) = extent {
             masks.rebuild_region(&store, &bounds);
         }
+        let mut cache = CollisionCache::new(config.cache_bytes);
+        cache.refresh_tree(masks.chunks().into_iter().map(|(k, _)| k), |k| {
+            may_hold_surface(&masks, &store, k)
+        });
         Ok(Terrain {
             store,
             table,
@@ -123,7 +128,7 @@ impl Terrain {
             masks,
             history: History::new(config.history_bytes),
             mesher,
-            cache: CollisionCache::new(config.cache_bytes),
+            cache,
             extent,
             render: RenderUpdates::default(),
             log: DeltaLog::new(config.delta_log_bytes),
@@ -300,8 +305,7 @@ impl Terrain {
                 self.detached.extend(cut.pieces);
             }
             self.history.record(before);
-            report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
-            report.cache_dropped = self.cache.invalidate(&d);
+            (report.masks_rebuilt, report.cache_dropped) = self.refresh_chunks(&d);
             self.mark_changed(&d);
             self.paged_written(&d);
             self.log.record(&self.store, &d)?;
@@ -385,6 +389,16 @@ impl Terrain {
         Ok(report)
     }
 
+    /// After `dirty` was written: rebuilds the masks beside it, drops the cache entries reading it
+    /// and brings their ray-tree boxes up to date; returns how many masks were rebuilt and how many
+    /// entries dropped.
+    fn refresh_chunks(&mut self, dirty: &Region) -> (usize, usize) {
+        let masks_rebuilt = self.masks.rebuild_region(&self.store, dirty);
+        let (masks, store) = (&self.masks, &self.store);
+        let dropped = self.cache.invalidate(dirty, |k| may_hold_surface(masks, store, k));
+        (masks_rebuilt, dropped)
+    }
+
     /// [`EditReport::reach`] of an edit that changed `dirty`.
     fn reach_of(&self, dirty: Option<Region>) -> Option<Aabb> {
         dirty.map(|d| self.scale().region_to_world(&d, crate::reach::CONTACT_REACH as f32))
@@ -395,8 +409,7 @@ impl Terrain {
         self.ensure_resident(s.region())?;
         let voxels = s.decode(self.config.max_edit_voxels)?;
         let dirty = self.store.write_box(s.region(), &voxels)?;
-        let masks_rebuilt = dirty.map_or(0, |d| self.masks.rebuild_region(&self.store, &d));
-        let cache_dropped = dirty.map_or(0, |d| self.cache.invalidate(&d));
+        let (masks_rebuilt, cache_dropped) = dirty.map_or((0, 0), |d| self.refresh_chunks(&d));
         if let Some(d) = dirty {
             self.mark_changed(&d);
             self.paged_written(&d);
@@ -532,8 +545,7 @@ impl Terrain {
         let dirty = self.store.write_box(region, voxels)?;
         let mut report = EditReport { dirty, ..Default::default() };
         if let Some(d) = dirty {
-            report.masks_rebuilt = self.masks.rebuild_region(&self.store, &d);
-            report.cache_dropped = self.cache.invalidate(&d);
+            (report.masks_rebuilt, report.cache_dropped) = self.refresh_chunks(&d);
             self.mark_changed(&d);
         }
         report.elapsed = start.elapsed();

@@ -6,7 +6,8 @@ use crate::terrain::Terrain;
 impl Terrain {
     /// Checks every invariant the terrain keeps: the store's (packed rows, mips, no all-Air
     /// chunk), the masks' (each physics chunk around the stored voxels equal to a rebuild from
-    /// them), the collision cache's (each entry equal to a fresh build, its byte count) and the
+    /// them), the collision cache's (each entry equal to a fresh build, its byte count, the ray tree's box
+    /// of each chunk) and the
     /// delta log's (numbering, bytes). For tests, after mutations: it rebuilds every chunk's masks
     /// and every cached chunk, so it costs as much as building the world's collision data.
     pub fn validate(&self) -> Result<(), InvalidTerrain> {
@@ -18,6 +19,9 @@ impl Terrain {
             self.masks.validate_where(&self.store, &extent.expanded(1), known)?;
         }
         self.cache.validate(&self.mesher, &self.store)?;
+        let may_hold = |k| crate::chunk_tree::may_hold_surface(&self.masks, &self.store, k);
+        let keys = self.masks.chunks().into_iter().map(|(k, _)| k);
+        self.cache.validate_tree(&self.mesher, &self.store, keys, may_hold)?;
         self.log.validate()
     }
 }

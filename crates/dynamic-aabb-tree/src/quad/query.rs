@@ -91,7 +91,9 @@ impl QuadTree {
         // Which bound each axis enters by: the low one, or the high one for a negative direction
         // (by its sign, as `clip_ray_inv`).
         let neg: [bool; 3] = std::array::from_fn(|a| inv[a] < 0.0);
-        let mut stack: Vec<(u32, f32)> = vec![(self.root, 0.0)];
+        // PERF: a stack on the stack, spilling to the heap only past its depth (a ray into a
+        // tree of chunks is cast per ray: an allocation each was a tenth of a short cast).
+        let mut stack = RayStack::new((self.root, 0.0));
         while let Some((r, enter)) = stack.pop() {
             if enter > limit {
                 continue;
@@ -135,5 +137,44 @@ impl QuadTree {
             }
         }
         limit
+    }
+}
+
+/// A LIFO of pending ray entries: a fixed array first, then a vector for what does not fit (the
+/// newest entries are always on the vector while it holds any, so the order stays last in,
+/// first out).
+struct RayStack {
+    inline: [(u32, f32); 48],
+    len: usize,
+    spill: Vec<(u32, f32)>,
+}
+
+impl RayStack {
+    fn new(first: (u32, f32)) -> Self {
+        let mut inline = [(0, 0.0); 48];
+        inline[0] = first;
+        RayStack { inline, len: 1, spill: Vec::new() }
+    }
+
+    #[inline]
+    fn push(&mut self, e: (u32, f32)) {
+        if self.spill.is_empty() && self.len < self.inline.len() {
+            self.inline[self.len] = e;
+            self.len += 1;
+        } else {
+            self.spill.push(e);
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<(u32, f32)> {
+        if let Some(e) = self.spill.pop() {
+            return Some(e);
+        }
+        if self.len == 0 {
+            return None;
+        }
+        self.len -= 1;
+        Some(self.inline[self.len])
     }
 }
