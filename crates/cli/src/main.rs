@@ -45,7 +45,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Bodies dropped on a live-edited world through rapier: frame times, contacts, fall-throughs,
-    /// ghost bumps, a picture; `--baseline trimesh` runs today's TriMesh colliders beside it.
+    /// ghost bumps, a picture; `--baseline trimesh` runs today's TriMesh colliders beside it,
+    /// `--baseline voxels` parry's voxels collider.
     Demo(demo::DemoArgs),
     /// Generate a procedural world in memory and print a summary.
     Gen(gen_cmd::GenArgs),

@@ -1,5 +1,5 @@
 //! `voxterra demo` and `voxterra render` end to end, on a small world: nothing falls through, the
-//! final state is the same on 1 and 2 threads, the baseline runs beside voxterra, the pictures are
+//! final state is the same on 1 and 2 threads, the baselines run beside voxterra, the pictures are
 //! PNGs of the asked size, bad flags fail cleanly.
 
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
@@ -87,6 +87,21 @@ fn demo_with_the_trimesh_baseline() {
     assert_eq!(ours["character_stuck_steps"], 0, "{ours}");
     let grounded = |r: &serde_json::Value| r["character_grounded"].as_f64().unwrap();
     assert!(grounded(ours) > 0.9 && grounded(ours) >= grounded(base) - 0.01, "{ours} vs {base}");
+}
+
+#[test]
+fn demo_with_the_voxels_baseline() {
+    let v = demo_json("2", "240", &["--no-picture", "--baseline", "voxels"]);
+    let (ours, base) = (&v["voxterra"], &v["baseline"]);
+    assert_eq!(base["collider"], "parry voxels");
+    assert!(base["terrain_collision_bytes"].as_u64().unwrap() > 0);
+    assert!(base["worst_edit_stall_ms"].as_f64().unwrap() > 0.0, "frames 30 to 150 edit");
+    // Bodies land on the cubes and the edits reach them: the overhang, cut loose, falls on both.
+    assert!(base["contacts_per_frame"].as_f64().unwrap() > 10.0, "{base}");
+    for r in [ours, base] {
+        assert!(r["detached_pieces"].as_u64().unwrap() >= 1, "{r}");
+    }
+    assert_eq!(ours["fell_through"], 0);
 }
 
 #[test]

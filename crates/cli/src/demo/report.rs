@@ -12,6 +12,9 @@ pub(crate) enum Baseline {
     /// One rapier TriMesh collider (FIX_INTERNAL_EDGES) per 32³ chunk, rebuilt for every chunk an
     /// edit touches.
     Trimesh,
+    /// One rapier voxels collider (parry's `Voxels`: cubes, not the smooth surface) over the
+    /// world's solid voxels, edited in place voxel by voxel.
+    Voxels,
 }
 
 /// What the picture looks at.

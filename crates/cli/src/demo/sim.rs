@@ -1,5 +1,5 @@
-//! The simulation: the scene's terrain and bodies in rapier (on voxterra's collider or the
-//! per-chunk TriMesh baseline), stepped at 60 Hz with craters dug and hills raised under the
+//! The simulation: the scene's terrain and bodies in rapier (on voxterra's collider, the
+//! per-chunk TriMesh baseline or the voxels baseline), stepped at 60 Hz with craters dug and hills raised under the
 //! bodies, the character walking the course, each frame timed and measured.
 
 use crate::demo::report::{Baseline, DemoArgs, RunReport, View, spread};
@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use voxterra::convert::{FromParry, ToParry};
+use voxterra::core::VoxelRead;
 use voxterra::core::nalgebra::Vector3;
 use voxterra::mesher::Mesher;
 use voxterra::worldgen::GenParams;
@@ -28,6 +29,10 @@ pub(crate) enum Ground {
         mesher: Mesher,
         colliders: BTreeMap<voxterra::core::StoreChunkKey, (ColliderHandle, usize)>,
     },
+    Voxels {
+        terrain: Box<Terrain>,
+        collider: ColliderHandle,
+    },
 }
 
 impl Ground {
@@ -35,7 +40,7 @@ impl Ground {
     pub(crate) fn with_terrain<R>(&self, f: impl FnOnce(&Terrain) -> R) -> R {
         match self {
             Ground::Voxterra(g) => f(&g.terrain().read()),
-            Ground::Trimesh { terrain, .. } => f(terrain),
+            Ground::Trimesh { terrain, .. } | Ground::Voxels { terrain, .. } => f(terrain),
         }
     }
 
@@ -43,18 +48,56 @@ impl Ground {
         match self {
             Ground::Voxterra(g) => h == g.collider(),
             Ground::Trimesh { colliders, .. } => colliders.values().any(|c| c.0 == h),
+            Ground::Voxels { collider, .. } => h == *collider,
         }
     }
 
-    pub(crate) fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self, colliders: &ColliderSet) -> usize {
         match self {
             Ground::Voxterra(g) => {
                 let t = g.terrain().read();
                 t.cache_stats().bytes + t.masks().stats().total_bytes()
             }
             Ground::Trimesh { colliders, .. } => colliders.values().map(|c| c.1).sum(),
+            Ground::Voxels { collider, .. } => {
+                colliders[*collider].shape().as_voxels().map_or(0, |v| v.total_memory_size())
+            }
         }
     }
+}
+
+/// Whether `v` is solid to the voxels baseline: a solid material at an occupancy byte of 128 or
+/// more (the mesher's inside).
+fn voxel_solid(table: &voxterra::core::MaterialTable, v: voxterra::core::Voxel) -> bool {
+    table.is_solid(v) && v.occupancy_byte() >= 128
+}
+
+/// The voxels baseline's collider: a cube of the voxel size per solid voxel of `terrain`.
+pub(crate) fn voxels_collider(terrain: &Terrain) -> Collider {
+    let mut keys = Vec::new();
+    if let Some(extent) = terrain.extent() {
+        let table = terrain.materials();
+        terrain.store().visit_rows(&extent, &mut |start, row| {
+            for (i, v) in row.iter().enumerate() {
+                if voxel_solid(table, *v) {
+                    keys.push(IVector::new(start.x + i as i32, start.y, start.z));
+                }
+            }
+        });
+    }
+    ColliderBuilder::voxels(Vector::splat(terrain.config().voxel_size), &keys).build()
+}
+
+/// Brings the voxels baseline's collider up to date over `dirty` after an edit: each voxel set
+/// or cleared in place.
+fn update_voxels(terrain: &Terrain, dirty: &voxterra::core::Region, collider: &mut Collider) {
+    let table = terrain.materials();
+    let Some(voxels) = collider.shape_mut().as_voxels_mut() else { return };
+    terrain.store().visit_rows(dirty, &mut |start, row| {
+        for (i, v) in row.iter().enumerate() {
+            voxels.set_voxel(IVector::new(start.x + i as i32, start.y, start.z), voxel_solid(table, *v));
+        }
+    });
 }
 
 /// A TriMesh collider for one chunk's render mesh, with its memory; `None` for an empty mesh.
@@ -197,6 +240,14 @@ pub(crate) fn simulate(
             });
             (Ground::Trimesh { terrain: Box::new(terrain), mesher, colliders: map }, np)
         }
+        Some(Baseline::Voxels) => {
+            let collider = colliders.insert(voxels_collider(&terrain));
+            let np = NarrowPhase::with_query_dispatcher(Timed {
+                inner: rapier3d::parry::query::DefaultQueryDispatcher,
+                nanos: contact_nanos.clone(),
+            });
+            (Ground::Voxels { terrain: Box::new(terrain), collider }, np)
+        }
     };
     let mut handles = Vec::with_capacity(specs.len());
     for s in &specs {
@@ -275,6 +326,17 @@ pub(crate) fn simulate(
                         if let Some((c, bytes)) = chunk_collider(&mesh)? {
                             map.insert(key, (colliders.insert(c), bytes));
                         }
+                    }
+                }
+                Ground::Voxels { terrain, collider } => {
+                    let edit = terrain.apply_brush(b)?;
+                    for piece in terrain.take_detached() {
+                        pieces.push(
+                            spawn_piece(piece, &table, Pose::IDENTITY, &mut bodies, &mut colliders).body,
+                        );
+                    }
+                    if let Some(d) = edit.dirty {
+                        update_voxels(terrain, &d, &mut colliders[*collider]);
                     }
                 }
             }
@@ -388,12 +450,16 @@ pub(crate) fn simulate(
         }
     }
     ground.with_terrain(|t| scene::hash_voxels(t, &mut hash))?;
-    let bytes = ground.bytes();
+    let bytes = ground.bytes(&colliders);
     let total: f64 = frame_ms.iter().sum();
     let terrain_part: f64 =
         contact_ms.iter().sum::<f64>() + edit_ms.iter().sum::<f64>() + build_ms.iter().sum::<f64>();
     let report = RunReport {
-        collider: if baseline.is_some() { "trimesh per chunk" } else { "voxterra" },
+        collider: match baseline {
+            None => "voxterra",
+            Some(Baseline::Trimesh) => "trimesh per chunk",
+            Some(Baseline::Voxels) => "parry voxels",
+        },
         frame_ms: spread(&frame_ms),
         rapier_step_ms: spread(&step_ms),
         terrain_contacts_ms: spread(&contact_ms),
@@ -451,7 +517,7 @@ pub(crate) fn simulate(
             drop(g);
             shared.try_into_inner().map_err(|_| anyhow::anyhow!("the terrain is still shared"))?
         }
-        Ground::Trimesh { terrain, .. } => *terrain,
+        Ground::Trimesh { terrain, .. } | Ground::Voxels { terrain, .. } => *terrain,
     };
     Ok((report, Final { terrain, bodies: shapes, focus }))
 }

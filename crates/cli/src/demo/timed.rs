@@ -1,6 +1,6 @@
 //! A query dispatcher that times the contact manifolds rapier asks of the terrain collider,
 //! whichever dispatcher answers them: it splits rapier's step into its own work and the
-//! terrain's contacts, for voxterra and for the TriMesh baseline alike.
+//! terrain's contacts, for voxterra and for the baselines alike.
 
 use rapier3d::parry::query::{
     ClosestPoints, Contact, ContactManifold, ContactManifoldsWorkspace, NonlinearRigidMotion,
@@ -19,9 +19,9 @@ pub(crate) struct Timed<D> {
     pub(crate) nanos: Arc<AtomicU64>,
 }
 
-/// The terrain is the custom shape (voxterra) or a triangle mesh (the baseline).
+/// The terrain is the custom shape (voxterra), a triangle mesh or voxels (the baselines).
 fn is_terrain(g: &dyn Shape) -> bool {
-    matches!(g.shape_type(), ShapeType::Custom | ShapeType::TriMesh)
+    matches!(g.shape_type(), ShapeType::Custom | ShapeType::TriMesh | ShapeType::Voxels)
 }
 
 impl<D: QueryDispatcher> QueryDispatcher for Timed<D> {
