@@ -56,7 +56,8 @@ impl Ground {
         match self {
             Ground::Voxterra(g) => {
                 let t = g.terrain().read();
-                t.cache_stats().bytes + t.masks().stats().total_bytes()
+                let cache = t.cache_stats();
+                cache.bytes + cache.ray_tree_bytes + t.masks().stats().total_bytes()
             }
             Ground::Trimesh { colliders, .. } => colliders.values().map(|c| c.1).sum(),
             Ground::Voxels { collider, .. } => {
