@@ -9,7 +9,8 @@ pub const SURFACE_SPILL: u32 = 1;
 
 /// How far an edit changes collision data: a physics chunk's mesh reads one voxel of padding
 /// around its box, and its edge flags the triangles one voxel further. The chunks whose box grown
-/// by this meets an edit's dirty region are rebuilt.
+/// by this holds a voxel an edit changed (or meets its dirty region, where the voxels before are
+/// not at hand) are rebuilt.
 pub const EDIT_REACH: u32 = 2;
 
 /// How far from an edit a body's contacts may change: the collision data's reach plus the masks'

@@ -4,7 +4,7 @@
 use crate::anchor::LowestSolid;
 use crate::brush::{self, Brush, BrushOp};
 use crate::chunk_tree::may_hold_surface;
-use crate::collision_cache::CollisionCache;
+use crate::collision_cache::{CollisionCache, chunks_reaching};
 use crate::config::TerrainConfig;
 use crate::delta_log::DeltaLog;
 use crate::error::{ConfigError, EditError, HistoryStep, LoadError};
@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use voxterra_bit_broadphase::BitBroadphase;
 use voxterra_codec::{Compression, Snapshot, TerrainFileError};
-use voxterra_core::{Aabb, DenseVoxels, StoreChunkKey};
+use voxterra_core::{Aabb, DenseVoxels, PhysicsChunkKey, StoreChunkKey};
 use voxterra_core::{Material, MaterialKind, MaterialTable, Region, Voxel, VoxelPos, VoxelRead};
 use voxterra_mesher::{MeshError, RenderMesh};
 use voxterra_mesher::{MeshWorkspace, Mesher};
@@ -87,6 +87,10 @@ pub struct Terrain {
     /// The residency of a paged terrain ([`Terrain::paged`]); `None` when held whole.
     pub(crate) pager: Option<crate::pager::Pager>,
 }
+
+/// Edits of boxes up to this many voxels read the box densely before writing (a brush of radius
+/// 40 or so): 2 MiB at most.
+const DENSE_EDIT_VOXELS: usize = 1 << 20;
 
 /// Revisions are unique across every terrain of the process: a terrain swapped for another behind
 /// a shared handle never shows a revision the first one had.
@@ -278,14 +282,15 @@ impl Terrain {
         // With detection on, the box is read once, densely: the undo snapshot is made from it and
         // detection finds the voxels the write emptied in it (PERF: decoding the snapshot again
         // was a fifth of detection).
+        // Without detection too, a brush-sized box is read densely: the chunks within reach of
+        // a voxel that changed are then told from those only near the box.
         let detach = self.config.detach.filter(|_| detect);
-        let old = match detach {
-            Some(_) => {
-                let mut voxels = vec![Voxel::AIR; region.len()?];
-                self.store.read_box(&region, &mut voxels)?;
-                Some(DenseVoxels::from_vec(region, voxels)?)
-            }
-            None => None,
+        let old = if detach.is_some() || region.len()? <= DENSE_EDIT_VOXELS {
+            let mut voxels = vec![Voxel::AIR; region.len()?];
+            self.store.read_box(&region, &mut voxels)?;
+            Some(DenseVoxels::from_vec(region, voxels)?)
+        } else {
+            None
         };
         let mut before = match &old {
             Some(old) => Snapshot::capture(old, &region, Compression::None)?,
@@ -295,6 +300,7 @@ impl Terrain {
         let mut report = EditReport { dirty, ..Default::default() };
         if let Some(mut d) = dirty {
             self.lowest_solid.written(&d);
+            let mut cut_any = false;
             if let (Some(cfg), Some(old)) = (detach, &old)
                 && let Some(cut) = self.cut_loose(old, d, cfg)?
             {
@@ -303,9 +309,11 @@ impl Terrain {
                 report.detached = cut.pieces.len();
                 report.debris = cut.debris;
                 self.detached.extend(cut.pieces);
+                cut_any = true;
             }
             self.history.record(before);
-            (report.masks_rebuilt, report.cache_dropped) = self.refresh_chunks(&d);
+            let reached = old.as_ref().filter(|_| !cut_any).and_then(|o| chunks_reaching(o, &self.store, &d));
+            (report.masks_rebuilt, report.cache_dropped) = self.refresh_chunks(&d, reached.as_deref());
             self.mark_changed(&d);
             self.paged_written(&d);
             self.log.record(&self.store, &d)?;
@@ -392,10 +400,15 @@ impl Terrain {
     /// After `dirty` was written: rebuilds the masks beside it, drops the cache entries reading it
     /// and brings their ray-tree boxes up to date; returns how many masks were rebuilt and how many
     /// entries dropped.
-    fn refresh_chunks(&mut self, dirty: &Region) -> (usize, usize) {
+    /// With `reached` (the chunks within reach of a voxel that changed), only those are dropped.
+    fn refresh_chunks(&mut self, dirty: &Region, reached: Option<&[PhysicsChunkKey]>) -> (usize, usize) {
         let masks_rebuilt = self.masks.rebuild_region(&self.store, dirty);
         let (masks, store) = (&self.masks, &self.store);
-        let dropped = self.cache.invalidate(dirty, |k| may_hold_surface(masks, store, k));
+        let may_hold = |k| may_hold_surface(masks, store, k);
+        let dropped = match reached {
+            Some(keys) => self.cache.invalidate_keys(keys, may_hold),
+            None => self.cache.invalidate(dirty, may_hold),
+        };
         (masks_rebuilt, dropped)
     }
 
@@ -409,7 +422,7 @@ impl Terrain {
         self.ensure_resident(s.region())?;
         let voxels = s.decode(self.config.max_edit_voxels)?;
         let dirty = self.store.write_box(s.region(), &voxels)?;
-        let (masks_rebuilt, cache_dropped) = dirty.map_or((0, 0), |d| self.refresh_chunks(&d));
+        let (masks_rebuilt, cache_dropped) = dirty.map_or((0, 0), |d| self.refresh_chunks(&d, None));
         if let Some(d) = dirty {
             self.mark_changed(&d);
             self.paged_written(&d);
@@ -545,7 +558,7 @@ impl Terrain {
         let dirty = self.store.write_box(region, voxels)?;
         let mut report = EditReport { dirty, ..Default::default() };
         if let Some(d) = dirty {
-            (report.masks_rebuilt, report.cache_dropped) = self.refresh_chunks(&d);
+            (report.masks_rebuilt, report.cache_dropped) = self.refresh_chunks(&d, None);
             self.mark_changed(&d);
         }
         report.elapsed = start.elapsed();

@@ -61,10 +61,11 @@ fn contact_scenes_found_disagreeing() {
     replay("contacts", &seeds, 40, contacts::run);
 }
 
-/// A hit at exactly `max_t` far from the origin was missed (the kD tree's clip).
+/// A hit at exactly `max_t` far from the origin was missed (the kD tree's clip); a hit at `t = 0`
+/// was missed when cast again with `max_t = 0` (a limit of 0 read as "stop").
 #[test]
 fn ray_scenes_found_disagreeing() {
-    replay("rays", &[2171963433944777779], 200, rays::run);
+    replay("rays", &[2171963433944777779, 5282866691461198191, 11321616668775936505], 200, rays::run);
 }
 
 /// Boxes across an inactive edge: `intersects` said false.
