@@ -4,12 +4,13 @@
 use crate::anchor::LowestSolid;
 use crate::brush::{self, Brush, BrushOp};
 use crate::chunk_tree::may_hold_surface;
-use crate::collision_cache::{CollisionCache, chunks_reaching};
+use crate::collision_cache::CollisionCache;
 use crate::config::TerrainConfig;
 use crate::delta_log::DeltaLog;
 use crate::error::{ConfigError, EditError, HistoryStep, LoadError};
 use crate::history::History;
 use crate::piece::DetachedPiece;
+use crate::reach::chunks_reaching;
 use crate::render_updates::RenderUpdates;
 use crate::units::VoxelScale;
 use rayon::prelude::*;
