@@ -6,15 +6,16 @@
 //! no hit is ever skipped); a chunk not built yet — or built and then edited — has the
 //! conservative box its masks allow: the chunk grown by the geometry's spill. A chunk whose masks
 //! show no solid, or whose padded read is all solid material on one side of the surface, or that
-//! was built without triangles, has no box. So the index holds every chunk a ray could hit, whatever the cache
-//! holds: an answer never depends on it, only the time does.
+//! was built without triangles, has no box. So the index holds every chunk a ray could hit,
+//! whatever the cache holds: an answer never depends on it, only the time does.
 //!
 //! The tree lives beside the cache's entries under the cache's lock: a chunk's insert tightens its
 //! box, an edit's invalidation loosens it again (see `CollisionCache::refresh_tree`). A changed box
-//! is written into its node and refitted up the tree; chunks new since the last build wait in a
-//! short list every ray tests. The tree is rebuilt by the surface-area heuristic when that list
-//! or the emptied slots grow. A box changed in place is only refitted: a rebuild each time half
-//! the boxes moved (tightened by builds, loosened by edits) cost edits 12% and rays nothing.
+//! is written into its node and refitted up the tree; a few new chunks are inserted one by one (the
+//! child that grows least, down to a free slot or a new node), many at once (a world's load, a
+//! page of chunks) rebuild the tree by the surface-area heuristic, as do insertions and removals
+//! reaching half its size. A box changed in place is only refitted: a rebuild each time half the
+//! boxes moved (tightened by builds, loosened by edits) cost edits 12% and rays nothing.
 //!
 //! PERF: the workspace's dynamic AABB tree casts rays as fast, but keeps each box four times
 //! (tight, fat, leaf and node) beside its slot: ~300 bytes a chunk on the default world, against
@@ -30,7 +31,7 @@ use wide::f32x4;
 /// their coordinates, past the kD tree's own clip margin.
 const BOUNDS_SLACK: f32 = 1e-3;
 
-/// Chunks new since the last build that rays test one by one before a rebuild.
+/// Changes a tree absorbs beyond its size's share before a rebuild.
 const EXTRA_MAX: usize = 64;
 
 /// A child reference: a leaf (chunk) index with this bit, a node index without; `EMPTY` for none.
@@ -104,10 +105,12 @@ pub(crate) struct ChunkTree {
     leaves: Vec<(PhysicsChunkKey, u32)>,
     free: Vec<u32>,
     index: KeyMap<u32>,
-    /// Leaves not in the tree yet, with their boxes.
+    /// Leaves new in the current `set_many`, with their boxes (empty between calls).
     extra: Vec<(u32, Aabb)>,
     /// Tree slots emptied since the last build.
     dead: usize,
+    /// Leaves inserted one by one since the last build.
+    churn: usize,
 }
 
 impl Default for ChunkTree {
@@ -120,6 +123,7 @@ impl Default for ChunkTree {
             index: KeyMap::default(),
             extra: Vec::new(),
             dead: 0,
+            churn: 0,
         }
     }
 }
@@ -258,10 +262,65 @@ impl ChunkTree {
                 None => self.remove(key),
             }
         }
+        // Many new chunks at once (a world's load, a page of chunks) are built over with the rest;
+        // a few go in one by one, and the tree is rebuilt once as many changed as it holds
+        // halves (amortized: a paging frame's chunks no longer rebuild the whole tree each).
         let live = self.index.len();
-        if self.extra.len() > EXTRA_MAX || self.dead > live / 2 + EXTRA_MAX {
+        if self.extra.len() > live / 4 + EXTRA_MAX {
+            self.rebuild();
+            return;
+        }
+        for (leaf, b) in std::mem::take(&mut self.extra) {
+            self.insert(leaf, &b);
+            self.churn += 1;
+        }
+        if self.dead + self.churn > live / 2 + EXTRA_MAX {
             self.rebuild();
         }
+    }
+
+    /// Puts `leaf` in the tree: into the first empty slot on its way down, each level taking the
+    /// child whose box grows least, or beside the leaf it meets in a new node.
+    fn insert(&mut self, leaf: u32, b: &Aabb) {
+        if self.root == EMPTY {
+            self.nodes.push(Node::empty(EMPTY));
+            self.root = self.nodes.len() as u32 - 1;
+        }
+        let mut n = self.root as usize;
+        loop {
+            if let Some(s) = self.nodes[n].child.iter().position(|&c| c == EMPTY) {
+                self.place(n, s, leaf, b);
+                self.refit(n);
+                return;
+            }
+            let node = &self.nodes[n];
+            let growth = |s: usize| {
+                let c = node.get(s);
+                let (lo, hi) = (c.mins.coords.inf(&b.mins.coords), c.maxs.coords.sup(&b.maxs.coords));
+                half_area(&lo, &hi) - half_area(&c.mins.coords, &c.maxs.coords)
+            };
+            let s = (0..4).min_by(|&x, &y| growth(x).total_cmp(&growth(y))).unwrap_or(0);
+            let c = node.child[s];
+            if c & LEAF != 0 {
+                let old = node.get(s);
+                let m = self.nodes.len();
+                self.nodes.push(Node::empty((n as u32) << 2 | s as u32));
+                self.place(m, 0, c & !LEAF, &old);
+                self.place(m, 1, leaf, b);
+                let u = self.nodes[m].union();
+                self.nodes[n].child[s] = m as u32;
+                self.nodes[n].set(s, &u);
+                self.refit(n);
+                return;
+            }
+            n = c as usize;
+        }
+    }
+
+    fn place(&mut self, n: usize, s: usize, leaf: u32, b: &Aabb) {
+        self.nodes[n].child[s] = LEAF | leaf;
+        self.nodes[n].set(s, b);
+        self.leaves[leaf as usize].1 = (n as u32) << 2 | s as u32;
     }
 
     fn put(&mut self, key: PhysicsChunkKey, b: Aabb) {
@@ -344,7 +403,7 @@ impl ChunkTree {
         let leaves = &self.leaves;
         items.sort_unstable_by_key(|&(leaf, _)| leaves[leaf as usize].0);
         self.nodes.clear();
-        self.dead = 0;
+        (self.dead, self.churn) = (0, 0);
         self.root = EMPTY;
         if !items.is_empty() {
             let mut scratch = Vec::with_capacity(items.len());

@@ -282,11 +282,11 @@ impl Terrain {
         self.ensure_resident(&region)?;
         // With detection on, the box is read once, densely: the undo snapshot is made from it and
         // detection finds the voxels the write emptied in it (PERF: decoding the snapshot again
-        // was a fifth of detection).
-        // Without detection too, a brush-sized box is read densely: the chunks within reach of
-        // a voxel that changed are then told from those only near the box.
+        // was a fifth of detection). Without detection, a brush-sized box is read so too: the
+        // chunks within reach of a voxel that changed are told from those only near the box.
         let detach = self.config.detach.filter(|_| detect);
-        let old = if detach.is_some() || region.len()? <= DENSE_EDIT_VOXELS {
+        let small = region.len().is_ok_and(|n| n <= DENSE_EDIT_VOXELS);
+        let old = if detach.is_some() || small {
             let mut voxels = vec![Voxel::AIR; region.len()?];
             self.store.read_box(&region, &mut voxels)?;
             Some(DenseVoxels::from_vec(region, voxels)?)
@@ -399,9 +399,8 @@ impl Terrain {
     }
 
     /// After `dirty` was written: rebuilds the masks beside it, drops the cache entries reading it
-    /// and brings their ray-tree boxes up to date; returns how many masks were rebuilt and how many
-    /// entries dropped.
-    /// With `reached` (the chunks within reach of a voxel that changed), only those are dropped.
+    /// (with `reached`, the chunks within reach of a voxel that changed, only those) and brings
+    /// their ray-tree boxes up to date; returns how many masks were rebuilt and entries dropped.
     fn refresh_chunks(&mut self, dirty: &Region, reached: Option<&[PhysicsChunkKey]>) -> (usize, usize) {
         let masks_rebuilt = self.masks.rebuild_region(&self.store, dirty);
         let (masks, store) = (&self.masks, &self.store);

@@ -6,10 +6,10 @@ use crate::terrain::Terrain;
 impl Terrain {
     /// Checks every invariant the terrain keeps: the store's (packed rows, mips, no all-Air
     /// chunk), the masks' (each physics chunk around the stored voxels equal to a rebuild from
-    /// them), the collision cache's (each entry equal to a fresh build, its byte count, the ray tree's box
-    /// of each chunk) and the
-    /// delta log's (numbering, bytes). For tests, after mutations: it rebuilds every chunk's masks
-    /// and every cached chunk, so it costs as much as building the world's collision data.
+    /// them), the collision cache's (each entry equal to a fresh build, its byte count, each
+    /// chunk's box in the ray tree) and the delta log's (numbering, bytes). For tests, after
+    /// mutations: it rebuilds every chunk's masks and every cached chunk, so it costs as much as
+    /// building the world's collision data.
     pub fn validate(&self) -> Result<(), InvalidTerrain> {
         self.store.validate()?;
         if let Some(extent) = self.extent() {
