@@ -1,0 +1,80 @@
+//! The ray tree against the brute force over its boxes.
+
+use super::*;
+use proptest::prelude::*;
+
+/// Every chunk whose box a ray enters (no limit), as the brute force over the boxes says.
+fn brute(boxes: &std::collections::BTreeMap<PhysicsChunkKey, Aabb>, ray: &Ray) -> Vec<PhysicsChunkKey> {
+    let inv = ray.dir.map(|d| 1.0 / d);
+    boxes.iter().filter(|(_, b)| b.clip_ray_inv(&ray.origin, &inv, 1e6).is_some()).map(|(k, _)| *k).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// After any sequence of boxes set and removed (rebuilds, refits and the list of new
+    /// chunks all taken), a ray visits exactly the chunks whose boxes it enters, each once,
+    /// and a closest-hit search (limit clipped at each entry) finds the nearest entry.
+    #[test]
+    fn casts_visit_exactly_the_boxes_rays_enter(
+        ops in prop::collection::vec((0i32..6, 0i32..3, 0i32..6, 0u8..4, any::<[u8; 6]>()), 1..400),
+        rays in prop::collection::vec((any::<[u8; 3]>(), any::<[i8; 3]>()), 1..24),
+    ) {
+        let mut tree = ChunkTree::default();
+        let mut boxes = std::collections::BTreeMap::new();
+        for (x, y, z, op, q) in ops {
+            let key = PhysicsChunkKey::new(x, y, z);
+            if op == 0 {
+                tree.set_many([(key, None)]);
+                boxes.remove(&key);
+                continue;
+            }
+            // A tight box inside the conservative one, or the conservative one itself.
+            let c = conservative_box(key);
+            let b = if op == 1 {
+                c
+            } else {
+                let f = |v: u8| v as f32 / 255.0 * 4.9;
+                Aabb::new(c.mins + Vector3::new(f(q[0]), f(q[1]), f(q[2])), c.maxs - Vector3::new(f(q[3]), f(q[4]), f(q[5])))
+            };
+            tree.set_many([(key, Some(b))]);
+            boxes.insert(key, b);
+        }
+        prop_assert_eq!(tree.len(), boxes.len());
+        for (k, b) in &boxes {
+            prop_assert_eq!(tree.get(*k), Some(*b));
+        }
+        for (o, d) in rays {
+            let origin = Point3::new(o[0] as f32 / 4.0 - 8.0, o[1] as f32 / 8.0 - 4.0, o[2] as f32 / 4.0 - 8.0);
+            let dir = Vector3::new(d[0] as f32, d[1] as f32, d[2] as f32);
+            let Ok(ray) = Ray::try_new(origin, dir) else { continue };
+            let mut seen = Vec::new();
+            tree.cast(&ray, 1e6, &mut |k, limit| {
+                seen.push(k);
+                limit
+            });
+            seen.sort_unstable();
+            prop_assert_eq!(&seen, &brute(&boxes, &ray));
+            // A limit of 0: the boxes holding the origin, still visited.
+            let mut at_origin = Vec::new();
+            tree.cast(&ray, 0.0, &mut |k, limit| {
+                at_origin.push(k);
+                limit
+            });
+            at_origin.sort_unstable();
+            let inv = ray.dir.map(|d| 1.0 / d);
+            let want: Vec<_> = boxes.iter().filter(|(_, b)| b.clip_ray_inv(&ray.origin, &inv, 0.0).is_some()).map(|(k, _)| *k).collect();
+            prop_assert_eq!(at_origin, want);
+            // Closest entry: each visit clips the limit to its box's entry.
+            let inv = ray.dir.map(|d| 1.0 / d);
+            let mut nearest = f32::INFINITY;
+            tree.cast(&ray, 1e6, &mut |k, limit| {
+                let t = boxes[&k].clip_ray_inv(&ray.origin, &inv, limit).map_or(limit, |(t, _)| t);
+                nearest = nearest.min(t);
+                limit.min(t)
+            });
+            let want = boxes.values().filter_map(|b| b.clip_ray_inv(&ray.origin, &inv, 1e6)).map(|(t, _)| t).fold(f32::INFINITY, f32::min);
+            prop_assert_eq!(nearest, want);
+        }
+    }
+}
