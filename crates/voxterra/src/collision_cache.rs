@@ -519,6 +519,16 @@ impl CollisionCache {
         may_hold: impl Fn(PhysicsChunkKey) -> bool + Sync,
     ) -> usize {
         let Some(range) = PhysicsChunkKey::range(&dirty.expanded(crate::reach::EDIT_REACH)) else { return 0 };
+        let dropped = self.drop_reaching(dirty);
+        self.refresh_tree(range.iter(), may_hold);
+        dropped
+    }
+
+    /// Drops the entries an edit of `dirty` may change (see [`CollisionCache::invalidate`]) without
+    /// refreshing their ray-tree boxes: for a caller that refreshes many regions' chunks at once.
+    /// Returns how many.
+    pub(crate) fn drop_reaching(&mut self, dirty: &Region) -> usize {
+        let Some(range) = PhysicsChunkKey::range(&dirty.expanded(crate::reach::EDIT_REACH)) else { return 0 };
         let held = self.held.get_mut().unwrap_or_else(PoisonError::into_inner);
         let keys: Vec<PhysicsChunkKey> = if range.count() as usize > held.entries.len() {
             held.entries.keys().copied().filter(|k| range.contains(*k)).collect()
@@ -531,7 +541,6 @@ impl CollisionCache {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
-        self.refresh_tree(range.iter(), may_hold);
         keys.len()
     }
 }

@@ -402,12 +402,17 @@ impl Terrain {
         } else {
             self.masks.rebuild_chunks_here(&self.store, rebuild);
         }
-        let (masks, store) = (&self.masks, &self.store);
-        let may_hold = |k| crate::chunk_tree::may_hold_surface(masks, store, k);
+        // Each chunk's ray-tree box is refreshed once, however many changed regions reach it.
+        let mut refresh: std::collections::BTreeSet<PhysicsChunkKey> =
+            rebuild_keys.into_iter().chain(drop).collect();
         for d in changed {
-            self.cache.invalidate(d, may_hold);
+            self.cache.drop_reaching(d);
+            if let Some(range) = PhysicsChunkKey::range(&d.expanded(crate::reach::EDIT_REACH)) {
+                refresh.extend(range.iter());
+            }
         }
-        self.cache.refresh_tree(rebuild_keys.into_iter().chain(drop), may_hold);
+        let (masks, store) = (&self.masks, &self.store);
+        self.cache.refresh_tree(refresh, |k| crate::chunk_tree::may_hold_surface(masks, store, k));
         for d in changed {
             self.mark_changed(d);
         }
