@@ -40,24 +40,34 @@ pub(crate) fn chunks_reaching(
     let key = |p: voxterra_core::VoxelPos| PhysicsChunkKey::containing(p);
     src.visit_rows(dirty, &mut |start, row| {
         let before = &old.row(start.y, start.z)[(start.x - old.region().min().x) as usize..][..row.len()];
-        // The row's changed span: every chunk within reach of it is marked.
-        let Some(lo) = row.iter().zip(before).position(|(a, b)| a != b) else { return };
-        let hi =
-            row.len() - 1 - row.iter().rev().zip(before.iter().rev()).position(|(a, b)| a != b).unwrap_or(0);
-        let at = |dx: i32, d: i32| {
-            voxterra_core::VoxelPos::new(
-                start.x.saturating_add(dx).saturating_add(d),
-                start.y.saturating_add(d),
-                start.z.saturating_add(d),
-            )
-        };
-        let (lo_key, hi_key) = (key(at(lo as i32, -reach)), key(at(hi as i32, reach)));
-        for y in lo_key.y.max(first.y)..=hi_key.y.min(last.y) {
-            for z in lo_key.z.max(first.z)..=hi_key.z.min(last.z) {
-                for x in lo_key.x.max(first.x)..=hi_key.x.min(last.x) {
-                    let i = ((y - first.y) as usize * dims[2] + (z - first.z) as usize) * dims[0]
-                        + (x - first.x) as usize;
-                    hit[i] = true;
+        // Each run of changed voxels marks every chunk within reach of it (a chunk between two
+        // runs far apart is not).
+        let mut i = 0;
+        while i < row.len() {
+            if row[i] == before[i] {
+                i += 1;
+                continue;
+            }
+            let lo = i;
+            while i < row.len() && row[i] != before[i] {
+                i += 1;
+            }
+            let hi = i - 1;
+            let at = |dx: usize, d: i32| {
+                voxterra_core::VoxelPos::new(
+                    start.x.saturating_add(dx as i32).saturating_add(d),
+                    start.y.saturating_add(d),
+                    start.z.saturating_add(d),
+                )
+            };
+            let (lo_key, hi_key) = (key(at(lo, -reach)), key(at(hi, reach)));
+            for y in lo_key.y.max(first.y)..=hi_key.y.min(last.y) {
+                for z in lo_key.z.max(first.z)..=hi_key.z.min(last.z) {
+                    for x in lo_key.x.max(first.x)..=hi_key.x.min(last.x) {
+                        let i = ((y - first.y) as usize * dims[2] + (z - first.z) as usize) * dims[0]
+                            + (x - first.x) as usize;
+                        hit[i] = true;
+                    }
                 }
             }
         }
@@ -81,7 +91,7 @@ mod tests {
     use voxterra_core::{DenseVoxels, Voxel, VoxelPos, materials};
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(96))]
+        #![proptest_config(ProptestConfig::with_cases(512))]
 
         /// The chunks an edit reaches are exactly those whose box grown by the edit reach holds a
         /// voxel that changed (the brute force over every voxel and chunk).
