@@ -3,6 +3,7 @@
 //! preferred within a tolerance) picks a reference face, and the other shape's incident polygon is
 //! clipped against it, so a box resting on a triangle gets a point at each corner over it.
 
+use crate::clip::{Poly, clip};
 use crate::closest::{feature_of, point_triangle, segment_segment, triangle_normal};
 use crate::contact::{ContactPoint, Correction, FeatureId, TriangleFeature};
 use crate::convert::ToParry;
@@ -169,13 +170,14 @@ pub(crate) fn cuboid_triangle(
             let center = c + u[i] * (sign * h[i]);
             let corners = [(1.0f32, 1.0f32), (-1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)]
                 .map(|(a, b)| center + u[j] * (a * h[j]) + u[k] * (b * h[k]));
-            let mut poly = Poly::new(&[(corners[0], 0), (corners[1], 1), (corners[2], 2), (corners[3], 3)]);
+            let mut poly =
+                Poly::<8>::new(&[(corners[0], 0), (corners[1], 1), (corners[2], 2), (corners[3], 3)]);
             for e in 0..3 {
                 let (a, b) = (tri[e], tri[(e + 1) % 3]);
                 let inward = nv.cross(&(b - a));
                 // Orient inward toward the third corner.
                 let inward = if inward.dot(&(tri[(e + 2) % 3] - a)) < 0.0 { -inward } else { inward };
-                poly = clip(&poly, &a, &inward, e as u32);
+                poly = clip(&poly, &a, &inward, e as u32, box_tag);
             }
             let face = (i as u32 * 2 + u32::from(sign > 0.0)) << 8;
             for (p, tag) in poly.iter() {
@@ -197,11 +199,11 @@ pub(crate) fn cuboid_triangle(
         Axis::Box(i) => {
             // Reference: the box face facing the triangle (outward normal -nv). Incident: the
             // triangle, clipped to the face's four side planes.
-            let mut poly = Poly::new(&[(tri[0], 0), (tri[1], 1), (tri[2], 2)]);
+            let mut poly = Poly::<8>::new(&[(tri[0], 0), (tri[1], 1), (tri[2], 2)]);
             for (s, k) in [(i + 1) % 3, (i + 2) % 3].into_iter().enumerate() {
                 for (t, sign) in [1.0f32, -1.0].into_iter().enumerate() {
                     let o = c + u[k] * (sign * h[k]);
-                    poly = clip(&poly, &o, &(u[k] * -sign), (s * 2 + t) as u32);
+                    poly = clip(&poly, &o, &(u[k] * -sign), (s * 2 + t) as u32, box_tag);
                 }
             }
             let face = (16 + i as u32) << 8;
@@ -332,45 +334,8 @@ fn floor_of(separated: f32, best: f32) -> f32 {
     if separated > 0.0 && separated > best { separated } else { f32::NEG_INFINITY }
 }
 
-/// A convex polygon of at most 8 tagged corners, on the stack: a quad clipped by a triangle's 3
-/// side planes has at most 7, a triangle clipped by a box face's 4 at most 7. PERF: no allocation
-/// per clip (four a triangle with vectors).
-#[derive(Clone, Copy)]
-struct Poly {
-    pts: [(Point3<f32>, u32); 8],
-    len: usize,
-}
-
-impl Poly {
-    fn new(corners: &[(Point3<f32>, u32)]) -> Self {
-        let mut pts = [(Point3::origin(), 0); 8];
-        pts[..corners.len()].copy_from_slice(corners);
-        Poly { pts, len: corners.len() }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (Point3<f32>, u32)> + '_ {
-        self.pts[..self.len].iter().copied()
-    }
-}
-
-/// Sutherland–Hodgman: the part of polygon `poly` on the inner side of the plane through `o` with
-/// inward normal `m`. Points carry tags: kept corners keep theirs, new crossing points get
-/// `16 + plane * 8 + the tag of the edge's start` (stable while the same edges cross).
-fn clip(poly: &Poly, o: &Point3<f32>, m: &Vector3<f32>, plane: u32) -> Poly {
-    let mut out = Poly { pts: [(Point3::origin(), 0); 8], len: 0 };
-    for idx in 0..poly.len {
-        let (p, tp) = poly.pts[idx];
-        let (q, _) = poly.pts[(idx + 1) % poly.len];
-        let (dp, dq) = ((p - o).dot(m), (q - o).dot(m));
-        if dp >= 0.0 && out.len < 8 {
-            out.pts[out.len] = (p, tp);
-            out.len += 1;
-        }
-        if (dp >= 0.0) != (dq >= 0.0) && out.len < 8 {
-            let t = dp / (dp - dq);
-            out.pts[out.len] = (p + (q - p) * t, 16 + plane * 8 + (tp & 7));
-            out.len += 1;
-        }
-    }
-    out
+/// A clipped corner's tag: kept corners keep theirs, new crossing points get `16 + plane * 8 +
+/// the tag of the edge's start` (stable while the same edges cross).
+fn box_tag(plane: u32, start: u32) -> u32 {
+    16 + plane * 8 + (start & 7)
 }

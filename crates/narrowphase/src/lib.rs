@@ -94,6 +94,7 @@
 
 #![forbid(unsafe_code)]
 
+mod clip;
 mod closest;
 mod contact;
 mod contact_cache;
@@ -102,6 +103,7 @@ mod convex_triangles;
 mod core_cast;
 mod cuboid_triangle;
 mod error;
+mod hull_triangle;
 mod internal_contacts;
 mod internal_edges;
 pub mod manifold;

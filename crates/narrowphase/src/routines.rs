@@ -1,5 +1,6 @@
 //! One convex part against one triangle: specialized routines for balls and capsules, SAT with
-//! face clipping for cuboids (`cuboid_triangle`), parry's GJK/EPA for the rest; and the redo of a
+//! face clipping for cuboids (`cuboid_triangle`) and convex hulls (`hull_triangle`, GJK/EPA where
+//! it does not answer), parry's GJK/EPA for the rest; and the redo of a
 //! point pushing a shape out through a one-sided triangle's back.
 
 use crate::closest::{feature_of, point_triangle, segment_triangle, triangle_normal};
@@ -98,6 +99,11 @@ fn generic(
     id: FeatureId,
     out: &mut Vec<ContactPoint>,
 ) -> Result<(), NarrowphaseError> {
+    if let Some(hull) = part.shape.as_shape::<ConvexPolyhedron>()
+        && crate::hull_triangle::hull_triangle(hull, &part.iso, tri, prediction, id, out)
+    {
+        return Ok(());
+    }
     // The triangle's plane as a separating axis first: a shape wholly in front of it beyond the
     // prediction touches nothing. PERF: one support query instead of GJK for most candidates
     // (the box query returns the triangles around a body, not only those it touches).

@@ -17,6 +17,7 @@ use voxterra_narrowphase::{
     contact_points, contacts,
 };
 use voxterra_test_support::grid_mesh;
+use voxterra_test_support::reference::{P, Polytope, closest_on_triangle, p64, tri64};
 
 fn one_triangle(t: [Point3<f32>; 3]) -> TriangleMesh {
     TriangleMesh { positions: t.to_vec(), triangles: vec![[0, 1, 2]] }
@@ -148,14 +149,36 @@ proptest! {
     }
 
     #[test]
-    fn gjk_shapes_match_parry(tri in arb_triangle(), pose in arb_pose(), which in 0usize..4) {
-        let shapes: [SharedShape; 4] = [
+    fn gjk_shapes_match_parry(tri in arb_triangle(), pose in arb_pose(), which in 0usize..3) {
+        let shapes: [SharedShape; 3] = [
             SharedShape::new(Cylinder::new(0.6, 0.5)),
             SharedShape::new(Cone::new(0.6, 0.5)),
             SharedShape::new(RoundCuboid { inner_shape: Cuboid::new(Vector::new(0.4, 0.3, 0.5)), border_radius: 0.1 }),
-            SharedShape::new(rock()),
         ];
         agrees_with_parry(&*shapes[which].0, &pose, tri)?;
+    }
+
+    /// Convex hulls against the exact f64 reference: the deepest point at the exact penetration
+    /// depth (within the bias toward face axes), its normal the way out (moved back by the depth,
+    /// the hull no longer overlaps the triangle), apart the exact distance, and every point on
+    /// both shapes.
+    #[test]
+    fn hulls_match_the_exact_reference(
+        tri in arb_triangle(),
+        pose in arb_pose(),
+        pts in proptest::collection::vec(proptest::array::uniform3(-1.0f32..1.0), 4..24),
+        rock_instead in any::<bool>(),
+    ) {
+        let shape = if rock_instead {
+            rock()
+        } else {
+            let pts: Vec<Vector> = pts.iter().map(|&p| Vector::from_array(p)).collect();
+            match ConvexPolyhedron::from_convex_hull(&pts) {
+                Some(h) if h.faces().len() >= 4 => h,
+                _ => return Ok(()),
+            }
+        };
+        hull_matches_the_reference(&shape, &pose, tri)?;
     }
 
     /// Cuboids: never deeper than the exact minimum translation (the least overlap over all 13
@@ -215,6 +238,80 @@ proptest! {
     }
 }
 
+/// One hull against one triangle, checked against [`Polytope`]'s exact answers in f64.
+fn hull_matches_the_reference(
+    shape: &ConvexPolyhedron,
+    pose: &Pose,
+    tri: [Point3<f32>; 3],
+) -> Result<(), TestCaseError> {
+    let prediction = 0.1;
+    let mesh = one_triangle(tri);
+    let ours = points_of(shape, pose, &mesh, prediction);
+    let iso = Isometry3::from_parry(pose);
+    let corners: Vec<P> = shape.points().iter().map(|&p| p64(&(iso * Point3::from_parry(p)))).collect();
+    let size = 1.0 + shape.points().iter().map(|p| p.abs().max_element()).fold(0.0f32, f32::max);
+    let exact = Polytope::new(corners.clone());
+    let t = tri64(&tri, 1.0);
+    let overlap = exact.sat(&t);
+    // parry merges faces within about a degree: a point on a merged face lies up to its corners'
+    // distance from its plane off the true hull.
+    let merged = merge_deviation(shape);
+    let bias = 1e-3 * size + 1e-4 + 2.0 * merged;
+    let deepest = ours.iter().min_by(|a, b| a.dist.total_cmp(&b.dist));
+    if overlap > 1e-4 {
+        let Some(d) = deepest else {
+            return Err(TestCaseError::fail(format!("overlap {overlap}, no contact")));
+        };
+        prop_assert!(
+            f64::from(d.dist) >= -overlap - f64::from(bias)
+                && f64::from(d.dist) <= -overlap + f64::from(bias),
+            "deepest {} against the exact depth {overlap}",
+            d.dist
+        );
+        // Moved back along its normal by its depth, the hull clears the triangle.
+        let back = p64(&Point3::from(d.normal.into_inner() * -d.dist));
+        let moved = Polytope::new(corners.iter().map(|c| c + back.coords).collect());
+        prop_assert!(moved.sat(&t) < f64::from(bias), "moved by {:?}: still overlaps {}", d, moved.sat(&t));
+    } else if overlap < -1e-4 {
+        let dist = exact.distance(&t);
+        if dist < f64::from(prediction) - 1e-4 {
+            let Some(d) = deepest else {
+                return Err(TestCaseError::fail(format!("apart by {dist}, no contact")));
+            };
+            prop_assert!(
+                (f64::from(d.dist) - dist).abs() < f64::from(1e-4 + merged),
+                "ours {}, exact {dist}, merged faces {merged}",
+                d.dist
+            );
+        } else if dist > f64::from(prediction) + 1e-4 {
+            prop_assert!(ours.is_empty(), "apart by {dist}: {ours:?}");
+        }
+    }
+    for p in &ours {
+        prop_assert!(p.dist <= prediction && p.dist.is_finite());
+        prop_assert!((p.on_shape - (p.on_triangle + p.normal.into_inner() * p.dist)).norm() < 1e-4 * size);
+        let on_tri = closest_on_triangle(&p64(&p.on_triangle), &t).0;
+        prop_assert!((on_tri - p64(&p.on_triangle)).norm() < 1e-4, "{p:?} off the triangle");
+        let s = p64(&p.on_shape);
+        let outside = exact.faces.iter().map(|(n, c)| (s - c[0]).dot(n)).fold(f64::NEG_INFINITY, f64::max);
+        prop_assert!(outside.abs() < f64::from(1e-4 * size + merged), "{p:?} off the hull by {outside}");
+    }
+    Ok(())
+}
+
+/// How far the corners of parry's merged faces lie from their faces' planes.
+fn merge_deviation(shape: &ConvexPolyhedron) -> f32 {
+    let ring = shape.vertices_adj_to_face();
+    let mut worst = 0.0f32;
+    for f in shape.faces() {
+        let r = &ring[f.first_vertex_or_edge as usize..(f.first_vertex_or_edge + f.num_vertices_or_edges) as usize];
+        let d: Vec<f32> = r.iter().map(|&i| shape.points()[i as usize].dot(f.normal)).collect();
+        let (lo, hi) = d.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+        worst = worst.max(hi - lo);
+    }
+    worst
+}
+
 fn rock() -> ConvexPolyhedron {
     // 32 points on a squashed sphere, deterministic.
     let pts: Vec<Vector> = (0..32)
@@ -269,6 +366,46 @@ fn a_resting_box_gets_its_four_corners() {
             assert!((p.dist + 0.01).abs() < 1e-5, "{p:?}");
             let k = corners.iter().position(|c| (c - p.on_shape).norm() < 1e-4).expect("a corner");
             corners.remove(k);
+        }
+    }
+}
+
+/// A hull resting flat gets the corners of its face over the ground, whichever way rounding
+/// falls: nudged by a hair, the same points (the witness does not hop between tied features).
+#[test]
+fn a_resting_hull_gets_its_face_corners_stably() {
+    let ground = flat_ground(5.0);
+    let index = BruteForceTriangles(&ground);
+    let corners: Vec<Vector> = (0..8)
+        .map(|i| Vector::new(if i & 1 == 0 { -0.5 } else { 0.5 }, if i & 2 == 0 { -1.0 } else { 1.0 }, if i & 4 == 0 { -0.5 } else { 0.5 }))
+        .collect();
+    let hull = ConvexPolyhedron::from_convex_hull(&corners).unwrap();
+    for yaw in [0.0f32, 0.3, 1.0] {
+        let mut seen: Option<Vec<(u32, u32)>> = None;
+        for nudge in [0.0f32, 1e-6, -1e-6, 3e-6] {
+            let pose = pose_of([0.3 + nudge, 0.99 + nudge, -0.2 - nudge], [nudge, yaw, -nudge]);
+            let mut out = vec![];
+            contacts(&hull, &pose, TriangleSet::new(&ground, &index), 0.02, &mut ContactWorkspace::new(), &mut out)
+                .unwrap();
+            assert_eq!(out.len(), 1, "{out:?}");
+            let m = &out[0];
+            assert_eq!(m.points().len(), 4, "{m:?}");
+            assert!(m.normal.y > 0.9999);
+            let mut want: Vec<Point3<f32>> = [(-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)]
+                .iter()
+                .map(|&(x, z)| Point3::from_parry(pose * Vector::new(x, -1.0, z)))
+                .collect();
+            for p in m.points() {
+                assert!((p.dist - (p.on_shape.y - 0.0)).abs() < 1e-5 && (p.dist + 0.01).abs() < 1e-4, "{p:?}");
+                let k = want.iter().position(|c| (c - p.on_shape).norm() < 1e-4).expect("a corner");
+                want.remove(k);
+            }
+            let mut ids: Vec<(u32, u32)> = m.points().iter().map(|p| (p.id.triangle, p.id.sub)).collect();
+            ids.sort_unstable();
+            match &seen {
+                None => seen = Some(ids),
+                Some(s) => assert_eq!(s, &ids, "yaw {yaw}, nudge {nudge}"),
+            }
         }
     }
 }
