@@ -39,10 +39,6 @@ impl<const N: usize> Poly<N> {
         self.len
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     pub(crate) fn iter(&self) -> impl Iterator<Item = (Point3<f32>, u32)> + '_ {
         self.pts[..self.len].iter().copied()
     }

@@ -10,6 +10,13 @@
 //! Apart, the best axis's separation is a lower bound on the distance, exact where a point pair
 //! on the two shapes realizes it (the clipped points, an edge pair's closest points); where none
 //! does (a hull corner nearest a triangle corner), GJK answers.
+//!
+//! parry merges a hull's faces within about a degree of each other, so its face normals and
+//! corner rings lie near the hull's surface, not on it. A separation counts only along the hull's
+//! true extent; an edge inside a merged face lends its axis near the face's normal; a merged
+//! face's points lie on its plane, up to the merge's deviation off the true hull (as parry's own
+//! polygonal features do). Where the features found do not reach the kept axis's depth, or parry's
+//! topology is not a polyhedron's, GJK/EPA answers.
 
 use crate::clip::{Poly, clip};
 use crate::closest::{feature_of, point_triangle, segment_segment, triangle_normal};
@@ -23,6 +30,9 @@ use voxterra_core::nalgebra::{Isometry3, Point3, Unit, Vector3};
 const CAPACITY: usize = 32;
 /// The most corners of a hull face the routine clips; a hull with a larger face goes to GJK/EPA.
 const MAX_FACE: usize = CAPACITY - 4;
+/// How near a face's normal the axis of an edge inside it (parry merges faces within about a
+/// degree, and merges chain) may lie: cos 5°.
+const MERGED_COS: f32 = 0.996_2;
 
 /// The axis of least overlap.
 #[derive(Clone, Copy)]
@@ -34,7 +44,7 @@ enum Axis {
 
 /// The contacts of `hull` at `iso` with triangle `tri` within `prediction`, two-sided, appended to
 /// `out`; false (appending nothing) where the routine does not answer and GJK/EPA must: a hull
-/// face of more than [`MAX_FACE`] corners, a degenerate triangle in the hull's frame, or shapes
+/// face it cannot clip ([`clippable`]), a degenerate triangle in the hull's frame, or shapes
 /// apart whose nearest points no axis realizes.
 pub(crate) fn hull_triangle(
     hull: &ConvexPolyhedron,
@@ -43,6 +53,24 @@ pub(crate) fn hull_triangle(
     prediction: f32,
     id: FeatureId,
     out: &mut Vec<ContactPoint>,
+) -> bool {
+    FACE_DOTS.with_borrow_mut(|dots| sat_clip(hull, iso, tri, prediction, id, out, dots))
+}
+
+thread_local! {
+    /// Per hull face, the triangle's corners along its normal: kept between queries.
+    static FACE_DOTS: std::cell::RefCell<Vec<[f32; 3]>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[allow(clippy::too_many_arguments)] // the routine's arguments and its scratch
+fn sat_clip(
+    hull: &ConvexPolyhedron,
+    iso: &Isometry3<f32>,
+    tri: &[Point3<f32>; 3],
+    prediction: f32,
+    id: FeatureId,
+    out: &mut Vec<ContactPoint>,
+    face_dots: &mut Vec<[f32; 3]>,
 ) -> bool {
     // In the hull's frame: far from the origin, world coordinates round by more than a contact's
     // depth.
@@ -76,7 +104,7 @@ pub(crate) fn hull_triangle(
         if d > hi {
             (hi, highest) = (d, i);
         }
-        size = size.max(p.x.abs()).max(p.y.abs()).max(p.z.abs());
+        size = larger(larger(larger(size, p.x.abs()), p.y.abs()), p.z.abs());
     }
     let bias = EDGE_BIAS * (1.0 + size);
     let (up, down) = (lo - t0, t0 - hi);
@@ -88,6 +116,21 @@ pub(crate) fn hull_triangle(
         return true;
     }
 
+    let extent = |m: &Vector3<f32>| {
+        pts.iter().map(|p| p.x * m.x + p.y * m.y + p.z * m.z).fold(f32::NEG_INFINITY, larger)
+    };
+    // The direction from the hull's origin (its center, for a body's hull) to the triangle's
+    // nearest point: the axis that separates most triangles beside the hull, one support query
+    // before the faces (most candidates a box query returns touch nothing).
+    let foot = point_triangle(&Point3::origin(), &q).0.coords;
+    let reach = foot.norm();
+    if reach > 1e-6 * (1.0 + size) {
+        let l = foot / reach;
+        if reach - extent(&l) > prediction {
+            return true;
+        }
+    }
+
     // The hull's faces, outward only (inward, the hull's other side is a face or a corner of its
     // own).
     // The bias holds between kinds of axis only: among the hull's faces (and among the edge
@@ -95,27 +138,27 @@ pub(crate) fn hull_triangle(
     let (mut face_sep, mut face) = (f32::NEG_INFINITY, 0);
     // parry merges faces within a degree or so of each other: a face's corners are near its
     // plane, not on it, and another corner may even stand above it. So a face's corners screen
-    // the faces; the hull's true extent along the normal decides a separation and the kept face.
-    let extent = |m: &Vector3<f32>| {
-        pts.iter().map(|p| p.x * m.x + p.y * m.y + p.z * m.z).fold(f32::NEG_INFINITY, f32::max)
-    };
-    for f in 0..faces.len() {
+    // the faces; the hull's true extent along the normal decides a separation and the kept face
+    // (the extent is never below the corners', so a screened-out face stays out).
+    face_dots.clear();
+    for (f, hull_face) in faces.iter().enumerate() {
         let m = face_normal(f);
-        let top = ring_of(f).iter().map(|&i| at(i).coords.dot(&m)).fold(f32::NEG_INFINITY, f32::max);
-        let below = q.iter().map(|p| p.coords.dot(&m)).fold(f32::INFINITY, f32::min);
-        let sep = below - top;
-        if sep > prediction && below - extent(&m) > prediction {
+        // The triangle's corners along the normal; their differences are its sides' (the edge
+        // pairs' screen below).
+        let d = q.map(|p| p.coords.dot(&m));
+        face_dots.push(d);
+        let top = ring_of(f).first().map_or(f32::NEG_INFINITY, |&i| at(i).coords.dot(&m));
+        let below = smaller(smaller(d[0], d[1]), d[2]);
+        let mut sep = below - top;
+        // A face parry did not merge is a triangle of the hull: its plane bounds the hull.
+        if hull_face.num_vertices_or_edges > 3 && (sep > face_sep || sep > prediction) {
+            sep = sep.min(below - extent(&m));
+        }
+        if sep > prediction {
             return true;
         }
         if sep > face_sep {
             (face_sep, face) = (sep, f);
-        }
-    }
-    if face_sep > f32::NEG_INFINITY {
-        let m = face_normal(face);
-        face_sep = q.iter().map(|p| p.coords.dot(&m)).fold(f32::INFINITY, f32::min) - extent(&m);
-        if face_sep > prediction {
-            return true;
         }
     }
     if face_sep > best + bias {
@@ -124,38 +167,83 @@ pub(crate) fn hull_triangle(
 
     // Edge pairs whose normal cones meet: the hull edge's is the arc between its two faces'
     // normals; the triangle edge's, the half circle from its normal to its back through its
-    // outward side. `l` on both (the triangle's reversed) is the pair's axis.
+    // outward side, square to the edge. The hull edge's arc crosses that great circle where its
+    // ends lie on either side of it (the side along each face's normal, from the face loop's
+    // dot products: most pairs stop there); the crossing, a positive mix of the two normals,
+    // is the pair's axis when the triangle's lowest along it is that edge.
+    // parry's topology, trusted only where it is a polyhedron's: an edge of a triangle it dropped
+    // as degenerate points at no face; faces merged around a corner, or a ring through a corner
+    // twice, break Euler's formula. There the normal cones are not the hull's, and an edge pair's
+    // axis may claim a gap that is not there.
+    let mut between_faces = 0;
+    for e in hull.edges() {
+        if e.faces.iter().any(|&f| f as usize >= faces.len()) {
+            return false;
+        }
+        between_faces += usize::from(e.faces[0] != e.faces[1]);
+    }
+    if pts.len() + faces.len() != between_faces + 2 {
+        return false;
+    }
     let sides = [q[1] - q[0], q[2] - q[1], q[0] - q[2]];
     let outward = sides.map(|d| d.cross(&n));
     let (mut edge_sep, mut edge, mut edge_normal) = (f32::NEG_INFINITY, (0, 0), Vector3::zeros());
     for (ei, e) in hull.edges().iter().enumerate() {
-        // parry keeps an edge of a triangle it dropped as degenerate pointing at no face: the
-        // topology is not to be trusted there.
-        if e.faces.iter().any(|&f| f as usize >= faces.len()) {
-            return false;
-        }
-        let (fa, fb) = (face_normal(e.faces[0] as usize), face_normal(e.faces[1] as usize));
-        let cos = fa.dot(&fb);
-        if cos > 1.0 - 1e-6 {
-            continue; // an edge inside a face merged from coplanar triangles
-        }
-        let a = at(e.vertices[0]);
-        let dir = at(e.vertices[1]) - a;
+        let inside = e.faces[0] == e.faces[1];
+        // Beside a merged face, the edge's cone is known only within the merge's tolerance.
+        let merged = e.faces.iter().any(|&f| faces[f as usize].num_vertices_or_edges > 3);
+        let (ga, gb) = (face_dots[e.faces[0] as usize], face_dots[e.faces[1] as usize]);
         for j in 0..3 {
-            let mut l = dir.cross(&sides[j]);
-            let len = l.norm();
-            if len.is_nan() || len <= 1e-6 * dir.norm() * sides[j].norm() {
-                continue; // parallel: the face axes cover it
-            }
-            l /= len;
-            if l.dot(&(fa + fb)) < 0.0 {
-                l = -l;
-            }
-            // On the hull edge's arc, and the triangle's lowest along it is edge j.
-            if l.dot(&fa) < cos || l.dot(&fb) < cos || l.dot(&outward[j]) >= 0.0 {
+            let k = (j + 1) % 3;
+            // The side along the two faces' normals.
+            let (da, db) = (ga[k] - ga[j], gb[k] - gb[j]);
+            // Not crossing (an end on the circle: a face axis covers it).
+            if !inside && da * db >= 0.0 {
                 continue;
             }
-            let sep = l.dot(&(q[j] - a));
+            let (fa, fb) = (face_normal(e.faces[0] as usize), face_normal(e.faces[1] as usize));
+            let a = at(e.vertices[0]);
+            let l = if inside {
+                // An edge inside a face parry merged from triangles a degree or so apart: its
+                // cone is a sliver around the face's normal, there only as the axis square to
+                // both edges near that normal.
+                let l = (at(e.vertices[1]) - a).cross(&sides[j]);
+                let len = l.norm();
+                if len.is_nan() || len <= 1e-12 {
+                    continue;
+                }
+                let l = if l.dot(&fa) < 0.0 { -l / len } else { l / len };
+                if l.dot(&fa) < MERGED_COS {
+                    continue;
+                }
+                l
+            } else {
+                let mix = fa * db.abs() + fb * da.abs();
+                if mix.dot(&outward[j]) >= 0.0 {
+                    continue;
+                }
+                // The axis itself square to both edges, on the mix's side: merged faces'
+                // normals are not quite square to their edges, and off square the edge's ends
+                // would project apart.
+                let l = (at(e.vertices[1]) - a).cross(&sides[j]);
+                let len = l.norm();
+                if len.is_nan() || len <= 1e-12 {
+                    continue;
+                }
+                if l.dot(&mix) < 0.0 { -l / len } else { l / len }
+            };
+            // The triangle's lowest along the axis is edge j (else the pair is not a feature
+            // pair: tilted by merged normals).
+            if l.dot(&outward[j]) >= 0.0 {
+                continue;
+            }
+            let low = l.dot(&q[j].coords);
+            let mut sep = low - l.dot(&a.coords);
+            // Merged faces' normals bound an edge's cone only within their merge tolerance: a
+            // separation that would count is checked against the hull's true extent there.
+            if merged && (sep > edge_sep || sep > prediction) {
+                sep = sep.min(low - extent(&l));
+            }
             if sep > prediction {
                 return true;
             }
@@ -181,11 +269,14 @@ pub(crate) fn hull_triangle(
     let tag = |plane: u32, start: u32| 16 + (plane % 15) * 16 + (start & 15);
     let mut found: Poly<CAPACITY> = Poly::empty();
     let mut depths = [0.0f32; CAPACITY];
+    let tolerance = 1e-4 * (1.0 + size);
+    let mut realized = false;
     for (attempt, (sep, along, kept)) in [(best, normal, axis), strict].into_iter().enumerate() {
-        if attempt == 1 && (!found.is_empty() || sep == best) {
+        if realized || (attempt == 1 && sep == best) {
             break;
         }
         (best, normal, axis) = (sep, along, kept);
+        found = Poly::empty();
         let mut keep = |p: Point3<f32>, dist: f32, tag: u32, found: &mut Poly<CAPACITY>| {
             if dist <= prediction {
                 depths[found.len()] = dist;
@@ -205,7 +296,7 @@ pub(crate) fn hull_triangle(
                     .min_by(|&a, &b| face_normal(a).dot(&normal).total_cmp(&face_normal(b).dot(&normal)))
                     .unwrap_or(0);
                 let r = ring_of(f);
-                if r.len() > MAX_FACE {
+                if !clippable(r) {
                     return false;
                 }
                 let mut poly: Poly<CAPACITY> = Poly::empty();
@@ -226,7 +317,7 @@ pub(crate) fn hull_triangle(
                 // Reference: hull face `f` (outward `-normal`). Incident: the triangle, clipped to the
                 // face's sides.
                 let r = ring_of(f);
-                if r.len() > MAX_FACE {
+                if !clippable(r) {
                     return false;
                 }
                 let m = -normal;
@@ -253,17 +344,19 @@ pub(crate) fn hull_triangle(
                 let dist = (on_hull - on_tri).dot(&normal);
                 // Along the axis every pair on the two edges' lines is `best` apart; the closest
                 // points realize it only where neither clamps to a segment's end.
-                if best > 0.0 && ((on_hull - on_tri) - normal * dist).norm() > 1e-4 * (1.0 + size) {
+                if best > 0.0 && ((on_hull - on_tri) - normal * dist).norm() > tolerance {
                     return false;
                 }
                 keep(on_tri + normal * dist, dist, ((50 + j as u32) << 8) | (ei as u32 & 0xff), &mut found);
             }
         }
+        let nearest = depths[..found.len()].iter().copied().fold(f32::INFINITY, f32::min);
+        realized = nearest <= best + tolerance;
     }
-    let nearest = depths[..found.len()].iter().copied().fold(f32::INFINITY, f32::min);
-    if best > 0.0 && (nearest.is_nan() || nearest > best + 1e-4 * (1.0 + size)) {
-        // Apart, and no point pair found at the axis's separation: the nearest points are
-        // elsewhere (corner to corner), beyond what the axes measure.
+    if !realized {
+        // Apart, no point pair at the axis's separation: the nearest points are elsewhere (corner
+        // to corner), beyond what the axes measure. In touch, nothing found at the axis's depth:
+        // merged faces hid the feature pair that bounds it.
         return false;
     }
     let world_normal = Unit::new_normalize(iso.rotation * normal);
@@ -278,19 +371,27 @@ pub(crate) fn hull_triangle(
             correction: Correction::None,
         });
     };
-    if found.is_empty() {
-        // Clipping rounded everything away (penetrating): the hull's corner deepest along the
-        // axis, over the triangle's nearest point.
-        let deepest = (0..pts.len() as u32)
-            .map(at)
-            .min_by(|a, b| a.coords.dot(&normal).total_cmp(&b.coords.dot(&normal)))
-            .unwrap_or(Point3::origin());
-        let (foot, _) = point_triangle(&deepest, &q);
-        push(foot + normal * best, best, 53 << 8);
-        return true;
-    }
     for (k, (p, t)) in found.iter().enumerate() {
         push(p, depths[k], t);
     }
     true
+}
+
+/// Whether a face's corner ring can be clipped: at most [`MAX_FACE`] corners, none twice (parry
+/// can merge faces into a ring that passes a corner twice: no polygon to clip).
+fn clippable(ring: &[u32]) -> bool {
+    ring.len() <= MAX_FACE && ring.iter().enumerate().all(|(i, v)| !ring[i + 1..].contains(v))
+}
+
+/// The larger of two numbers by one comparison. PERF: `f32::max`'s NaN rule costs several
+/// instructions in the routine's per-corner and per-face loops; a NaN corner fails elsewhere.
+#[inline]
+fn larger(a: f32, b: f32) -> f32 {
+    if b > a { b } else { a }
+}
+
+/// The smaller of two numbers by one comparison (see [`larger`]).
+#[inline]
+fn smaller(a: f32, b: f32) -> f32 {
+    if b < a { b } else { a }
 }

@@ -90,6 +90,9 @@ fn agrees_with_parry(shape: &dyn Shape, pose: &Pose, tri: [Point3<f32>; 3]) -> R
     let theirs = parry3d::query::contact(pose, shape, &Pose::IDENTITY, &t, prediction).unwrap();
     match (ours.first(), theirs) {
         (None, None) => {}
+        // parry's `contact` can answer past the prediction (a round shape's border added after
+        // GJK stopped): no contact.
+        (None, Some(p)) if p.dist > prediction => {}
         (Some(o), Some(p)) => {
             prop_assert_eq!(ours.len(), 1);
             prop_assert!((o.dist - p.dist).abs() < 1e-4, "dist {} vs parry {}", o.dist, p.dist);
@@ -283,7 +286,7 @@ fn hull_matches_the_reference(
                 "ours {}, exact {dist}, merged faces {merged}",
                 d.dist
             );
-        } else if dist > f64::from(prediction) + 1e-4 {
+        } else if dist > f64::from(prediction + 1e-4 + merged) {
             prop_assert!(ours.is_empty(), "apart by {dist}: {ours:?}");
         }
     }
@@ -304,7 +307,8 @@ fn merge_deviation(shape: &ConvexPolyhedron) -> f32 {
     let ring = shape.vertices_adj_to_face();
     let mut worst = 0.0f32;
     for f in shape.faces() {
-        let r = &ring[f.first_vertex_or_edge as usize..(f.first_vertex_or_edge + f.num_vertices_or_edges) as usize];
+        let r = &ring
+            [f.first_vertex_or_edge as usize..(f.first_vertex_or_edge + f.num_vertices_or_edges) as usize];
         let d: Vec<f32> = r.iter().map(|&i| shape.points()[i as usize].dot(f.normal)).collect();
         let (lo, hi) = d.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
         worst = worst.max(hi - lo);
@@ -377,7 +381,13 @@ fn a_resting_hull_gets_its_face_corners_stably() {
     let ground = flat_ground(5.0);
     let index = BruteForceTriangles(&ground);
     let corners: Vec<Vector> = (0..8)
-        .map(|i| Vector::new(if i & 1 == 0 { -0.5 } else { 0.5 }, if i & 2 == 0 { -1.0 } else { 1.0 }, if i & 4 == 0 { -0.5 } else { 0.5 }))
+        .map(|i| {
+            Vector::new(
+                if i & 1 == 0 { -0.5 } else { 0.5 },
+                if i & 2 == 0 { -1.0 } else { 1.0 },
+                if i & 4 == 0 { -0.5 } else { 0.5 },
+            )
+        })
         .collect();
     let hull = ConvexPolyhedron::from_convex_hull(&corners).unwrap();
     for yaw in [0.0f32, 0.3, 1.0] {
@@ -385,8 +395,15 @@ fn a_resting_hull_gets_its_face_corners_stably() {
         for nudge in [0.0f32, 1e-6, -1e-6, 3e-6] {
             let pose = pose_of([0.3 + nudge, 0.99 + nudge, -0.2 - nudge], [nudge, yaw, -nudge]);
             let mut out = vec![];
-            contacts(&hull, &pose, TriangleSet::new(&ground, &index), 0.02, &mut ContactWorkspace::new(), &mut out)
-                .unwrap();
+            contacts(
+                &hull,
+                &pose,
+                TriangleSet::new(&ground, &index),
+                0.02,
+                &mut ContactWorkspace::new(),
+                &mut out,
+            )
+            .unwrap();
             assert_eq!(out.len(), 1, "{out:?}");
             let m = &out[0];
             assert_eq!(m.points().len(), 4, "{m:?}");
@@ -396,7 +413,10 @@ fn a_resting_hull_gets_its_face_corners_stably() {
                 .map(|&(x, z)| Point3::from_parry(pose * Vector::new(x, -1.0, z)))
                 .collect();
             for p in m.points() {
-                assert!((p.dist - (p.on_shape.y - 0.0)).abs() < 1e-5 && (p.dist + 0.01).abs() < 1e-4, "{p:?}");
+                assert!(
+                    (p.dist - (p.on_shape.y - 0.0)).abs() < 1e-5 && (p.dist + 0.01).abs() < 1e-4,
+                    "{p:?}"
+                );
                 let k = want.iter().position(|c| (c - p.on_shape).norm() < 1e-4).expect("a corner");
                 want.remove(k);
             }
