@@ -10,8 +10,8 @@
 //!   cone, convex polyhedron, round shapes, or a compound of these) at a pose against a
 //!   [`TriangleSet`]. Candidates come from the set's AABB query (the shape's box grown by the
 //!   prediction distance); each triangle gets a specialized routine where one exists (ball and
-//!   capsule by closest points, cuboid by the separating axis theorem with face clipping) and
-//!   parry's GJK/EPA otherwise. Every [`ContactPoint`] carries a [`FeatureId`] (triangle, its
+//!   capsule by closest points, cuboid and convex polyhedron by the separating axis theorem with
+//!   face clipping) and parry's GJK/EPA otherwise. Every [`ContactPoint`] carries a [`FeatureId`] (triangle, its
 //!   vertex/edge/face, compound part, shape-side index) stable while the triangles are, for warm
 //!   starting.
 //! - [`manifold::reduce`]: points grouped by normal (within 5°) and cut to at most four per
