@@ -181,6 +181,44 @@ impl CacheReader<'_> {
         missing
     }
 
+    /// [`CacheReader::cast`] for a packet of rays (see `ChunkTree::cast_packet`):
+    /// `f(key, data, mask, limits)` for each built chunk some ray of `mask` enters within its
+    /// limit. Chunks neither held nor in `built` are skipped and returned (in the order met),
+    /// for the caller to build and cast the packet again.
+    pub(crate) fn cast_packet(
+        &mut self,
+        rays: &[Ray],
+        limits: &mut [f32],
+        built: &[(PhysicsChunkKey, ChunkData)],
+        mut f: impl FnMut(PhysicsChunkKey, &ChunkCollision, u64, &mut [f32]),
+    ) -> Vec<PhysicsChunkKey> {
+        let cache = self.cache;
+        let held = self.held.get_or_insert_with(|| cache.read());
+        let (mut missing, mut hits) = (Vec::new(), 0);
+        held.tree.cast_packet(rays, limits, &mut |key, mask, limits| match held.entries.get(&key) {
+            Some(e) => {
+                hits += 1;
+                let now = cache.clock.load(Ordering::Relaxed);
+                if e.used.load(Ordering::Relaxed) != now {
+                    e.used.store(now, Ordering::Relaxed);
+                }
+                if let Some(d) = e.data.as_deref() {
+                    f(key, d, mask, limits);
+                }
+            }
+            None => match built.iter().find(|(k, _)| *k == key) {
+                Some((_, data)) => {
+                    if let Some(d) = data.as_deref() {
+                        f(key, d, mask, limits);
+                    }
+                }
+                None => missing.push(key),
+            },
+        });
+        self.hits += hits;
+        missing
+    }
+
     /// Calls `f` with `key`'s data, built now (and kept) if the cache lacks it; `None` for a chunk
     /// without a surface.
     pub(crate) fn with<R>(

@@ -48,6 +48,32 @@ impl ChunkReader<'_> {
         }
     }
 
+    /// [`ChunkReader::cast`] for a packet of up to `chunk_tree::PACKET` rays: `f(key, data, mask,
+    /// limits)` for each chunk some ray of `mask` enters within its limit, which `f` lowers.
+    /// Chunks the cache lacks are built after a pass and the packet cast again from the limits
+    /// reached (each pass has more chunks at hand, so it ends).
+    pub(crate) fn cast_packet(
+        &mut self,
+        rays: &[voxterra_core::Ray],
+        limits: &mut [f32],
+        ws: &mut MeshWorkspace,
+        mut f: impl FnMut(PhysicsChunkKey, &ChunkCollision, u64, &mut [f32]),
+    ) {
+        let mut built = Vec::new();
+        loop {
+            let missing = self.cache.cast_packet(rays, limits, &built, &mut f);
+            if missing.is_empty() {
+                return;
+            }
+            for key in missing {
+                if !built.iter().any(|(k, _)| *k == key) {
+                    let data = self.cache.build(&self.terrain.mesher, &self.terrain.store, key, ws);
+                    built.push((key, data));
+                }
+            }
+        }
+    }
+
     /// Calls `f` with `key`'s collision data, built into the cache if missing; `None` for a chunk
     /// without a surface.
     pub(crate) fn with<R>(

@@ -1,8 +1,12 @@
 //! Ray casts against the terrain: through the chunks' ray tree (`chunk_tree`), nearest box
 //! first, each chunk's kD tree cast within the best hit so far. The tree holds a box for every
 //! chunk that may hold triangles (tight where built), so the first hit is final once no box
-//! remains entered before it.
+//! remains entered before it. Many rays from one origin within a few degrees (a camera's
+//! neighbouring pixels) walk the tree in packets, each chunk handed once to every ray entering
+//! it; each ray's hit is the one it gets alone (a hit's ties go to the lowest chunk then
+//! triangle, whatever order the chunks come in).
 
+use crate::chunk_tree::{PACKET, bits};
 use crate::collision_cache::ChunkCollision;
 use crate::error::QueryError;
 use crate::terrain::Terrain;
@@ -41,6 +45,9 @@ impl Terrain {
 
     /// [`Terrain::cast_ray`] for many rays, in parallel on the current rayon pool: `hits[i]` gets
     /// ray `i`'s hit (`hits` is resized to `rays`). The hits are the same for any thread count.
+    /// Runs of up to 64 neighbouring rays from one origin within about 8° of each other (a
+    /// camera's pixels, in the order of a row) are traced as packets: list a picture's rays row
+    /// by row or tile by tile to gain from it.
     pub fn cast_rays(
         &self,
         rays: &[Ray],
@@ -50,10 +57,60 @@ impl Terrain {
         for r in rays {
             check_ray(r, max_t)?;
         }
-        rays.par_iter()
-            .map(|r| with_workspace(|ws| self.walk(r, max_t, &mut ws.mesh)))
-            .collect_into_vec(hits);
+        // Neighbouring rays that run together (a picture's row) in packets: each packet walks
+        // the ray tree once. Scattered rays go one by one: a packet's nearest-first order is
+        // none of theirs, so each would cast far chunks before its near hit cut its limit.
+        hits.clear();
+        hits.resize(rays.len(), None);
+        hits.par_chunks_mut(PACKET).zip(rays.par_chunks(PACKET)).for_each(|(out, rays)| {
+            with_workspace(|ws| {
+                if coherent(rays) {
+                    self.walk_packet(rays, max_t, &mut ws.mesh, out);
+                } else {
+                    for (o, r) in out.iter_mut().zip(rays) {
+                        *o = self.walk(r, max_t, &mut ws.mesh);
+                    }
+                }
+            })
+        });
         Ok(())
+    }
+
+    /// [`Terrain::walk`] for up to [`PACKET`] rays together, into `out`: the same hits.
+    fn walk_packet(
+        &self,
+        rays: &[Ray],
+        max_t: f32,
+        ws: &mut MeshWorkspace,
+        out: &mut [Option<TerrainRayHit>],
+    ) {
+        let scale = self.scale();
+        let n = rays.len().min(out.len()).min(PACKET);
+        let local: [Ray; PACKET] = std::array::from_fn(|i| {
+            let r = &rays[i.min(n.saturating_sub(1))];
+            Ray::new(scale.point_to_voxels(&r.origin), r.dir * scale.length_to_voxels(1.0))
+        });
+        let mut limits = [max_t; PACKET];
+        let mut best: [Option<TerrainRayHit>; PACKET] = [None; PACKET];
+        self.reader().cast_packet(&local[..n], &mut limits[..n], ws, |key, data, mask, limits| {
+            for i in bits(mask) {
+                if let Some(h) = ray_chunk(&local[i], key, data, limits[i])
+                    && best[i].is_none_or(|b| {
+                        h.t < b.t || (h.t == b.t && (key, h.triangle) < (b.chunk, b.triangle))
+                    })
+                {
+                    best[i] = Some(h);
+                }
+                if let Some(b) = best[i]
+                    && b.t < limits[i]
+                {
+                    limits[i] = b.t;
+                }
+            }
+        });
+        for (o, b) in out[..n].iter_mut().zip(best) {
+            *o = b.map(|h| TerrainRayHit { point: scale.point_to_world(&h.point), ..h });
+        }
     }
 
     /// The chunks' ray tree, nearest box first (voxel units inside).
@@ -95,6 +152,14 @@ fn ray_chunk(ray: &Ray, n: PhysicsChunkKey, c: &ChunkCollision, max_t: f32) -> O
         chunk: n,
         triangle: h.triangle,
     })
+}
+
+/// Whether `rays` run together: one origin, directions within about 8° of the first's (a
+/// camera's neighbouring pixels). Only speed depends on it: packets answer as single rays do.
+fn coherent(rays: &[Ray]) -> bool {
+    let Some(first) = rays.first() else { return false };
+    let d = first.dir.normalize();
+    rays.iter().all(|r| r.origin == first.origin && r.dir.dot(&d) >= 0.99 * r.dir.norm())
 }
 
 fn check_ray(ray: &Ray, max_t: f32) -> Result<(), QueryError> {

@@ -789,7 +789,17 @@ mod rays {
     #[test]
     fn rays_equal_single_ones_on_any_thread_count_and_any_cache() {
         use rayon::prelude::*;
-        let rays = some_rays();
+        // Scattered rays, then a camera's coherent ones (one origin, within a few degrees: cast
+        // in packets), 150 of them so the last packet is partly filled.
+        let mut rays = some_rays();
+        let eye = Point3::new(-4.0, 60.0, -4.0);
+        rays.extend((0..150).map(|i| {
+            let (x, y) = ((i % 30) as f32 / 30.0, (i / 30) as f32 / 5.0);
+            Ray::new(
+                eye,
+                voxterra::core::nalgebra::Vector3::new(0.7 + 0.1 * x, -0.8 - 0.05 * y, 0.7 + 0.05 * y),
+            )
+        }));
         let single = world();
         let want: Vec<_> = rays.iter().map(|r| single.cast_ray(r, 200.0).unwrap()).collect();
         assert!(want.iter().filter(|h| h.is_some()).count() > 200);

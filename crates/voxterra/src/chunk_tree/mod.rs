@@ -534,5 +534,8 @@ impl ChunkTree {
     }
 }
 
+mod packet;
+pub(crate) use packet::{PACKET, bits};
+
 #[cfg(test)]
 mod tests;

@@ -142,4 +142,46 @@ pub fn run(scene: &Scene, rng: &mut Rng, probes: usize, tally: &mut Tally) {
         };
         check(scene, &ray, max_t, &cold, tally);
     }
+    fan(scene, &random_ray(scene, rng), rng, &cold, tally);
+}
+
+/// A camera's coherent rays around `ray` (one origin, within a few degrees: `cast_rays` takes
+/// them in packets): each the same, bit for bit, as the ray cast alone, and judged exact.
+fn fan(scene: &Scene, ray: &Ray, rng: &mut Rng, cold: &Terrain, tally: &mut Tally) {
+    let (u, v) = {
+        let a = if ray.dir.x.abs() < 0.9 { Vector3::x() } else { Vector3::y() };
+        let u = ray.dir.cross(&a).normalize();
+        (u, ray.dir.cross(&u))
+    };
+    let spread = rng.range(0.001, 0.05);
+    let rays: Vec<Ray> = (0..100)
+        .map(|i| {
+            let (x, y) = ((i % 10) as f32 - 4.5, (i / 10) as f32 - 4.5);
+            Ray::new(ray.origin, ray.dir + u * (x * spread / 4.5) + v * (y * spread / 4.5))
+        })
+        .collect();
+    let max_t = if rng.below(2) == 0 { 1e4 } else { rng.range(0.0, 8.0) * scene.voxel_size };
+    let mut hits = Vec::new();
+    cold.cast_rays(&rays, max_t, &mut hits).expect("valid rays");
+    for (r, h) in rays.iter().zip(hits) {
+        let single = scene.terrain.cast_ray(r, max_t).expect("a valid ray");
+        let mut fails = judge(scene, r, max_t, h);
+        if h != single {
+            fails.push(("packet", format!("in a packet {h:?}, alone {single:?}")));
+        }
+        tally.record(
+            "ray",
+            fails.into_iter().map(|(rule, f)| {
+                (
+                    rule,
+                    format!(
+                        "{} | fan ray {:?} dir {:?} max_t {max_t} | {f}",
+                        scene.describe(),
+                        r.origin,
+                        r.dir
+                    ),
+                )
+            }),
+        );
+    }
 }
