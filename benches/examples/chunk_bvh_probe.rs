@@ -76,7 +76,8 @@ fn main() {
         let again = voxterra_kdtree::KdTree::build(&c.mesh).expect("a tree");
         kd_build += start.elapsed();
         kd_bytes += again.stats().bytes;
-        wide_bytes += bvh.nodes.len() * std::mem::size_of_val(&bvh.nodes[0]) + bvh.primitive_indices.len() * 4;
+        wide_bytes +=
+            bvh.nodes.len() * std::mem::size_of_val(&bvh.nodes[0]) + bvh.primitive_indices.len() * 4;
         triangles += tris.len();
         let b = *c.tree.bounds();
         let (center, reach) = (b.center(), (b.maxs - b.mins).norm());
@@ -133,7 +134,10 @@ fn main() {
     kd_ns.sort_by(f64::total_cmp);
     wide_ns.sort_by(f64::total_cmp);
     let (kd, wide) = (kd_ns[3], wide_ns[3]);
-    println!("{} chunks, {triangles} triangles, {casts} casts ({hits} hit), {differ} answers differ", cases.len());
+    println!(
+        "{} chunks, {triangles} triangles, {casts} casts ({hits} hit), {differ} answers differ",
+        cases.len()
+    );
     println!("cast a chunk: kD {kd:.1} ns, CWBVH {wide:.1} ns: the wide BVH {:.2}x as fast", kd / wide);
     println!(
         "bytes a triangle (index only): kD {:.2}, CWBVH {:.2}",
