@@ -24,6 +24,12 @@ pub fn profile_contacts(rounds: usize) -> usize {
 /// points, each followed by `prepare` over the brush; returns the chunks built and the time per
 /// edit. A profiling target.
 pub fn profile_edits(rounds: usize) -> (usize, std::time::Duration) {
+    profile_edits_with(rounds, true)
+}
+
+/// [`profile_edits`], with `rebuild` false the edits alone (voxels, masks, history, delta log,
+/// the cache's invalidation): the chunks built count stays 0.
+pub fn profile_edits_with(rounds: usize, rebuild: bool) -> (usize, std::time::Duration) {
     let world = bench_world(false);
     let wr = world.params.region().expect("valid world");
     let mut t = Terrain::from_store(world.store.clone(), MaterialTable::default(), TerrainConfig::default())
@@ -37,7 +43,7 @@ pub fn profile_edits(rounds: usize) -> (usize, std::time::Duration) {
         .map(|i| {
             let p = points[(i / 2) % points.len()];
             t.apply_brush(&sphere(p, i % 2 == 0)).expect("an edit");
-            t.prepare(&[brush_box(p)], PrepareBudget::UNLIMITED).built
+            if rebuild { t.prepare(&[brush_box(p)], PrepareBudget::UNLIMITED).built } else { 0 }
         })
         .sum();
     (built, start.elapsed() / rounds.max(1) as u32)

@@ -154,6 +154,8 @@ fn voxel_range(aabb: &Aabb, inv_voxel_size: f32) -> Option<([i64; 3], [i64; 3])>
 
 /// Chunks rebuilt per parallel batch: bounds the memory of pending results.
 const BATCH: usize = 4096;
+/// Chunks from which a rebuild spreads over the thread pool.
+const PARALLEL_FROM: usize = 256;
 
 impl BitBroadphase {
     /// An empty broadphase; `table` decides what is solid and what is water; `voxel_size` is the
@@ -302,7 +304,8 @@ impl BitBroadphase {
     }
 
     /// Rebuilds chunks `keys` (each once: pass them deduplicated) from their neighborhoods in
-    /// `source`, in parallel, applied in the order given: what a caller that changed several
+    /// `source` (on the thread pool from a few hundred chunks; fewer, as an edit's, on this
+    /// thread: the pool's hand-off cost more than they do), applied in the order given: what a caller that changed several
     /// regions at once passes instead of one [`rebuild_region`](Self::rebuild_region) each, so
     /// chunks beside two of them are built once. Returns the number of chunks rebuilt.
     pub fn rebuild_chunks(
@@ -317,8 +320,12 @@ impl BitBroadphase {
         while keys.peek().is_some() {
             batch.clear();
             batch.extend(keys.by_ref().take(BATCH));
-            let states: Vec<Option<ChunkState>> =
-                batch.par_iter().map(|&k| masks::build(source, k, solid, liquid)).collect();
+            // PERF: an edit's few dozen chunks build faster here than the pool wakes for them.
+            let states: Vec<Option<ChunkState>> = if batch.len() < PARALLEL_FROM {
+                batch.iter().map(|&k| masks::build(source, k, solid, liquid)).collect()
+            } else {
+                batch.par_iter().map(|&k| masks::build(source, k, solid, liquid)).collect()
+            };
             for (&k, s) in batch.iter().zip(states) {
                 self.set(k, s);
             }
