@@ -3,7 +3,7 @@
 //! still inside it, so the packet walks the tree once and each chunk is handed over once for all
 //! the rays that enter it (one cache lookup, its mesh and kD tree warm for the next ray).
 
-use super::{ChunkTree, EMPTY, LEAF};
+use super::{ChunkTree, EMPTY, LEAF, WalkStack};
 use voxterra_core::nalgebra::Vector3;
 use voxterra_core::{PhysicsChunkKey, Ray};
 use wide::f32x4;
@@ -61,20 +61,9 @@ impl ChunkTree {
                 neg: std::array::from_fn(|a| d[a] < 0.0),
             }
         });
-        // A stack on the stack, spilling to the heap past its depth.
-        let mut stack = [(0u32, 0u64); 48];
-        stack[0] = (self.root, all);
-        let mut len = 1;
-        let mut spill: Vec<(u32, u64)> = Vec::new();
+        let mut stack = WalkStack::new((self.root, all));
         loop {
-            let (r, m) = match spill.pop() {
-                Some(e) => e,
-                None if len > 0 => {
-                    len -= 1;
-                    stack[len]
-                }
-                None => return,
-            };
+            let Some((r, m)) = stack.pop() else { return };
             let m = m & live(limits);
             if m == 0 {
                 continue;
@@ -114,12 +103,7 @@ impl ChunkTree {
                 if masks[s] == 0 || node.child[s] == EMPTY {
                     continue;
                 }
-                if spill.is_empty() && len < stack.len() {
-                    stack[len] = (node.child[s], masks[s]);
-                    len += 1;
-                } else {
-                    spill.push((node.child[s], masks[s]));
-                }
+                stack.push((node.child[s], masks[s]));
             }
         }
     }

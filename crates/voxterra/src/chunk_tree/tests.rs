@@ -110,3 +110,16 @@ proptest! {
         }
     }
 }
+
+/// The walk's stack is last in, first out past its fixed depth too (the spill's entries first).
+#[test]
+fn walk_stack_spills_last_in_first_out() {
+    let mut s = WalkStack::new(0u32);
+    for i in 1..200 {
+        s.push(i);
+    }
+    let popped: Vec<u32> = std::iter::from_fn(|| s.pop()).collect();
+    assert_eq!(popped, (0..200).rev().collect::<Vec<_>>());
+    s.push(7);
+    assert_eq!((s.pop(), s.pop()), (Some(7), None));
+}
