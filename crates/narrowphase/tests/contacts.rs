@@ -13,8 +13,8 @@ use voxterra_core::{BruteForceTriangles, TriangleMesh};
 use voxterra_narrowphase::convert::{FromParry, ToParry};
 use voxterra_narrowphase::manifold::{ReduceScratch, reduce};
 use voxterra_narrowphase::{
-    ContactPoint, ContactWorkspace, Correction, FeatureId, NarrowphaseError, TriangleFeature, TriangleSet,
-    contact_points, contacts,
+    ContactPoint, ContactWorkspace, Correction, FeatureId, Manifold, NarrowphaseError, TriangleFeature,
+    TriangleSet, contact_points, contacts,
 };
 use voxterra_test_support::grid_mesh;
 use voxterra_test_support::reference::{P, Polytope, closest_on_triangle, p64, tri64};
@@ -341,36 +341,35 @@ fn flat_ground(half: f32) -> TriangleMesh {
     }
 }
 
-#[test]
-fn a_resting_box_gets_its_four_corners() {
+/// The one manifold of a 1×2×1 `shape` (a box, or a hull of its corners) at `pose` resting 1 cm
+/// into flat ground: its four bottom corners, at the depth within `depth_tol`.
+fn rests_on_its_bottom_corners(shape: &dyn Shape, pose: &Pose, depth_tol: f32) -> Manifold {
     let ground = flat_ground(5.0);
     let index = BruteForceTriangles(&ground);
+    let mut out = vec![];
+    contacts(shape, pose, TriangleSet::new(&ground, &index), 0.02, &mut ContactWorkspace::new(), &mut out)
+        .unwrap();
+    assert_eq!(out.len(), 1, "{out:?}");
+    let m = out[0];
+    assert_eq!(m.points().len(), 4, "{m:?}");
+    assert!(m.normal.y > 0.9999);
+    let mut corners: Vec<Point3<f32>> = [(-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)]
+        .iter()
+        .map(|&(x, z)| Point3::from_parry(*pose * Vector::new(x, -1.0, z)))
+        .collect();
+    for p in m.points() {
+        assert!((p.dist - p.on_shape.y).abs() < 1e-5 && (p.dist + 0.01).abs() < depth_tol, "{p:?}");
+        let k = corners.iter().position(|c| (c - p.on_shape).norm() < 1e-4).expect("a corner");
+        corners.remove(k);
+    }
+    m
+}
+
+#[test]
+fn a_resting_box_gets_its_four_corners() {
     let cube = Cuboid::new(Vector::new(0.5, 1.0, 0.5));
     for yaw in [0.0f32, 0.3, 1.0] {
-        let pose = pose_of([0.3, 0.99, -0.2], [0.0, yaw, 0.0]);
-        let mut out = vec![];
-        contacts(
-            &cube,
-            &pose,
-            TriangleSet::new(&ground, &index),
-            0.02,
-            &mut ContactWorkspace::new(),
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(out.len(), 1, "{out:?}");
-        let m = &out[0];
-        assert_eq!(m.points().len(), 4);
-        assert!(m.normal.y > 0.9999);
-        let mut corners: Vec<Point3<f32>> = [(-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)]
-            .iter()
-            .map(|&(x, z)| Point3::from_parry(pose * Vector::new(x, -1.0, z)))
-            .collect();
-        for p in m.points() {
-            assert!((p.dist + 0.01).abs() < 1e-5, "{p:?}");
-            let k = corners.iter().position(|c| (c - p.on_shape).norm() < 1e-4).expect("a corner");
-            corners.remove(k);
-        }
+        rests_on_its_bottom_corners(&cube, &pose_of([0.3, 0.99, -0.2], [0.0, yaw, 0.0]), 1e-5);
     }
 }
 
@@ -378,8 +377,6 @@ fn a_resting_box_gets_its_four_corners() {
 /// falls: nudged by a hair, the same points (the witness does not hop between tied features).
 #[test]
 fn a_resting_hull_gets_its_face_corners_stably() {
-    let ground = flat_ground(5.0);
-    let index = BruteForceTriangles(&ground);
     let corners: Vec<Vector> = (0..8)
         .map(|i| {
             Vector::new(
@@ -394,32 +391,7 @@ fn a_resting_hull_gets_its_face_corners_stably() {
         let mut seen: Option<Vec<(u32, u32)>> = None;
         for nudge in [0.0f32, 1e-6, -1e-6, 3e-6] {
             let pose = pose_of([0.3 + nudge, 0.99 + nudge, -0.2 - nudge], [nudge, yaw, -nudge]);
-            let mut out = vec![];
-            contacts(
-                &hull,
-                &pose,
-                TriangleSet::new(&ground, &index),
-                0.02,
-                &mut ContactWorkspace::new(),
-                &mut out,
-            )
-            .unwrap();
-            assert_eq!(out.len(), 1, "{out:?}");
-            let m = &out[0];
-            assert_eq!(m.points().len(), 4, "{m:?}");
-            assert!(m.normal.y > 0.9999);
-            let mut want: Vec<Point3<f32>> = [(-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)]
-                .iter()
-                .map(|&(x, z)| Point3::from_parry(pose * Vector::new(x, -1.0, z)))
-                .collect();
-            for p in m.points() {
-                assert!(
-                    (p.dist - (p.on_shape.y - 0.0)).abs() < 1e-5 && (p.dist + 0.01).abs() < 1e-4,
-                    "{p:?}"
-                );
-                let k = want.iter().position(|c| (c - p.on_shape).norm() < 1e-4).expect("a corner");
-                want.remove(k);
-            }
+            let m = rests_on_its_bottom_corners(&hull, &pose, 1e-4);
             let mut ids: Vec<(u32, u32)> = m.points().iter().map(|p| (p.id.triangle, p.id.sub)).collect();
             ids.sort_unstable();
             match &seen {
