@@ -2,8 +2,9 @@
 //! vertices are placed, how large a box it reads), what a call reports ([`MeshStats`]) and its
 //! errors ([`MeshError`]).
 
+use crate::keys::{Key, key_inside};
 use voxterra_core::nalgebra::Point3;
-use voxterra_core::{MaterialTable, Region, SurfaceShape};
+use voxterra_core::{MaterialTable, Region, SurfaceShape, Voxel};
 
 /// Which matter the mesher wraps in a surface.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -106,6 +107,19 @@ pub struct MeshStats {
     pub uniform: bool,
 }
 
+/// A voxel as a cell corner ([`Mesher::corner`]): its material when matter for the mesher's
+/// surface, and its occupancy; every voxel that is not matter reads as the same corner.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Corner(Key);
+
+impl Corner {
+    /// Inside the surface: matter with a density over one half (occupancy byte 128 or more).
+    #[inline]
+    pub fn is_inside(self) -> bool {
+        key_inside(self.0) == 1
+    }
+}
+
 /// The mesher's configuration: which materials are matter, which are sharp. Immutable and
 /// `Send + Sync`: share one across threads, give each thread its own [`MeshWorkspace`](crate::MeshWorkspace).
 #[derive(Clone, Debug)]
@@ -173,6 +187,27 @@ impl Mesher {
     /// The limit on voxels in a padded box.
     pub fn max_voxels(&self) -> usize {
         self.max_voxels
+    }
+
+    /// `v` as this mesher reads it at a cell's corner. Meshes depend on voxels only through their
+    /// corners: a voxel rewritten to one with the same corner changes no mesh, and a voxel whose
+    /// 26 neighbors share its [`Corner::is_inside`] (before and after a change) is read by no cell
+    /// that places a vertex.
+    ///
+    /// ```
+    /// use voxterra_core::{MaterialTable, Voxel, materials};
+    /// use voxterra_mesher::Mesher;
+    ///
+    /// let mesher = Mesher::new(&MaterialTable::default());
+    /// assert!(mesher.corner(Voxel::full(materials::ROCK)).is_inside());
+    /// // Water is not matter for the solid surface: it reads as air does.
+    /// assert_eq!(mesher.corner(Voxel::AIR), mesher.corner(Voxel::new(materials::WATER, 200)));
+    /// ```
+    #[inline]
+    pub fn corner(&self, v: Voxel) -> Corner {
+        let bits = v.to_bits();
+        let id = bits & 63;
+        Corner(if self.matter >> id & 1 == 0 { 0 } else { (id << 9 | 1) + (bits >> 8) })
     }
 
     /// The box meshing `region` reads: one voxel of padding on every side. The low side holds the

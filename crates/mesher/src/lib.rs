@@ -85,7 +85,7 @@ pub use clusters::{
     BorderSummary, ChunkClusters, ClusterNode, ClusterPart, ClusterVertex, LevelMap, MAX_CLUSTER_LEVEL,
     cluster_chunks,
 };
-pub use config::{DEFAULT_MAX_VOXELS, MeshError, MeshStats, Mesher, ShapeMode, Surface};
+pub use config::{Corner, DEFAULT_MAX_VOXELS, MeshError, MeshStats, Mesher, ShapeMode, Surface};
 pub use output::{MeshOutput, PhysicsMesh, RenderMesh};
 pub use workspace::MeshWorkspace;
 

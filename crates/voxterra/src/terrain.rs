@@ -313,7 +313,10 @@ impl Terrain {
                 cut_any = true;
             }
             self.history.record(before);
-            let reached = old.as_ref().filter(|_| !cut_any).and_then(|o| chunks_reaching(o, &self.store, &d));
+            let reached = old
+                .as_ref()
+                .filter(|_| !cut_any)
+                .and_then(|o| chunks_reaching(o, &self.store, &d, &self.mesher));
             (report.masks_rebuilt, report.cache_dropped) = self.refresh_chunks(&d, reached.as_deref());
             self.mark_changed(&d);
             self.paged_written(&d);

@@ -438,6 +438,39 @@ mod contacts {
         }
     }
 
+    /// An edit no surface cell reads keeps every chunk's data: painting rock deep in flat ground or
+    /// writing water high in the air drops nothing; painting where the ground meets the air drops
+    /// the chunks around. The data kept still equals a fresh build.
+    #[test]
+    fn edits_no_surface_cell_reads_keep_the_cache() {
+        let mut store = voxterra::store::VoxelStore::new();
+        let ground = Region::from_min_size(VoxelPos::new(0, 0, 0), [64, 32, 64]).unwrap();
+        store.write_box(&ground, &vec![Voxel::full(m::DIRT); ground.len().unwrap()]).unwrap();
+        let mut t = Terrain::from_store(store, MaterialTable::default(), TerrainConfig::default()).unwrap();
+        let all = Aabb::new(Point3::new(0.0, 0.0, 0.0), Point3::new(64.0, 48.0, 64.0));
+        assert!(t.prepare(&[all], PrepareBudget::UNLIMITED).built > 0);
+        let sphere = |y: f32, op| Brush {
+            shape: BrushShape::Sphere { center: Point3::new(32.0, y, 32.0), radius: 5.0 },
+            op,
+        };
+        let deep = t.apply_brush(&sphere(12.0, BrushOp::Paint(m::ROCK))).unwrap();
+        assert!(deep.dirty.is_some());
+        assert_eq!(deep.cache_dropped, 0, "a paint deep in the ground");
+        let high = t.apply_brush(&sphere(44.0, BrushOp::Add(m::WATER))).unwrap();
+        assert!(high.dirty.is_some());
+        assert_eq!(high.cache_dropped, 0, "water in the air");
+        let surface = t.apply_brush(&sphere(32.0, BrushOp::Paint(m::ROCK))).unwrap();
+        assert!(surface.cache_dropped > 0, "a paint at the surface");
+        for key in t.cached_chunks() {
+            let held = t.cached_chunk(key).unwrap();
+            assert_eq!(
+                held.as_ref().map(|c| &c.mesh),
+                fresh_chunk(&t, key).as_ref().map(|f| &f.0),
+                "chunk {key:?}"
+            );
+        }
+    }
+
     /// Many boxes prepared at once: each box is ready, each chunk built once, queries inside build
     /// nothing.
     #[test]
