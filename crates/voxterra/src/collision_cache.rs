@@ -9,7 +9,7 @@
 
 use crate::chunk_tree::{ChunkTree, conservative_box, tight_box};
 use crate::error::InvalidTerrain;
-use crate::workspace::with_workspace;
+use crate::workspace::{map_shared, with_workspace};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -445,11 +445,10 @@ impl CollisionCache {
             let held = self.read();
             keys.iter().copied().filter(|k| !held.entries.contains_key(k)).collect()
         };
-        let built: Vec<(PhysicsChunkKey, ChunkData)> = missing
-            .par_iter()
-            // The thread's workspace: a fresh one per batch would grow its buffers again.
-            .map(|&k| (k, with_workspace(|ws| self.timed_build(mesher, src, k, &mut ws.mesh))))
-            .collect();
+        // The thread's workspace: a fresh one per batch would grow its buffers again.
+        let built: Vec<(PhysicsChunkKey, ChunkData)> = map_shared(&missing, |&k| {
+            (k, with_workspace(|ws| self.timed_build(mesher, src, k, &mut ws.mesh)))
+        });
         let n = built.len();
         let mut held = self.write();
         for (k, data) in built {

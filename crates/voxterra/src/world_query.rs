@@ -4,6 +4,7 @@
 use crate::error::QueryError;
 use crate::terrain_query::TerrainManifold;
 use crate::terrain_ray::TerrainRayHit;
+use crate::workspace::map_shared;
 use crate::world::{Body, BodyHandle, World, WorldError};
 use rayon::prelude::*;
 use voxterra_bit_broadphase::ContactKind;
@@ -123,18 +124,18 @@ impl World {
             .filter_map(|(i, s)| s.body.as_ref().map(|b| (i as u32, b)))
             .filter(|(_, b)| b.terrain.contacts().iter().any(|c| c.kind == ContactKind::Solid))
             .collect();
-        let per_body: Vec<Result<Vec<TerrainManifold>, QueryError>> = touching
-            .par_iter()
-            .map_init(Vec::new, |keys, (_, b)| {
-                keys.clear();
-                keys.extend(
-                    b.terrain.contacts().iter().filter(|c| c.kind == ContactKind::Solid).map(|c| c.chunk),
-                );
-                let mut m = Vec::new();
-                terrain.contacts_in(b.shape(), b.pose(), prediction, keys, &mut m, None)?;
-                Ok(m)
-            })
-            .collect();
+        let per_body: Vec<Result<Vec<TerrainManifold>, QueryError>> = map_shared(&touching, |(_, b)| {
+            let keys: Vec<PhysicsChunkKey> = b
+                .terrain
+                .contacts()
+                .iter()
+                .filter(|c| c.kind == ContactKind::Solid)
+                .map(|c| c.chunk)
+                .collect();
+            let mut m = Vec::new();
+            terrain.contacts_in(b.shape(), b.pose(), prediction, &keys, &mut m, None)?;
+            Ok(m)
+        });
         for ((i, _), r) in touching.iter().zip(per_body) {
             let h = self.handle(*i);
             out.terrain.extend(r?.into_iter().map(|m| (h, m)));
@@ -142,18 +143,15 @@ impl World {
 
         let pairs: Vec<(u32, u32)> = self.pairs.iter().copied().collect();
         let slots = &self.slots;
-        let per_pair: Vec<Result<Vec<BodyManifold>, WorldError>> = pairs
-            .par_iter()
-            .map(|&(a, b)| {
-                let (Some(ba), Some(bb)) = (slots[a as usize].body.as_ref(), slots[b as usize].body.as_ref())
-                else {
-                    return Ok(Vec::new());
-                };
-                let ha = BodyHandle { index: a, generation: slots[a as usize].generation };
-                let hb = BodyHandle { index: b, generation: slots[b as usize].generation };
-                body_manifolds(ha, ba, hb, bb, prediction)
-            })
-            .collect();
+        let per_pair: Vec<Result<Vec<BodyManifold>, WorldError>> = map_shared(&pairs, |&(a, b)| {
+            let (Some(ba), Some(bb)) = (slots[a as usize].body.as_ref(), slots[b as usize].body.as_ref())
+            else {
+                return Ok(Vec::new());
+            };
+            let ha = BodyHandle { index: a, generation: slots[a as usize].generation };
+            let hb = BodyHandle { index: b, generation: slots[b as usize].generation };
+            body_manifolds(ha, ba, hb, bb, prediction)
+        });
         for r in per_pair {
             out.bodies.extend(r?);
         }
