@@ -1,7 +1,10 @@
 //! `cargo xtask <task>`: the project's own tasks, in Rust so they run wherever cargo does.
 //!
-//! - `ci`: what CI runs — format check, clippy with warnings denied, every test (all targets,
-//!   doctests), in that order, stopping at the first failure.
+//! - `ci`: what CI runs — format check, the viewer's page (`web`), clippy with warnings denied,
+//!   every test (all targets, doctests), in that order, stopping at the first failure.
+//! - `web`: installs the viewer page's packages (`npm ci`, from `web/package-lock.json`) and
+//!   bundles it into `web/dist`, which `voxterra view` serves; needs Node.js and npm (Debian's
+//!   `nodejs` and `npm`; `.ci/browser-deps` installs them).
 //! - `bench [SUITE…] [--quick]`: the side-by-side `compare` suites (all by default), release build.
 //! - `fuzz [SECONDS]`: every cargo-fuzz target for SECONDS each (default 60); installs cargo-fuzz if
 //!   missing; uses the nightly toolchain if installed, else `RUSTC_BOOTSTRAP=1` on the pinned one.
@@ -52,6 +55,7 @@ const FEATURES: &str = "voxterra-core/serde";
 
 fn ci() -> Result<(), String> {
     cargo(&["fmt", "--all", "--check"], "Run `cargo fmt --all` to fix the formatting.")?;
+    web()?;
     cargo(
         &["clippy", "--workspace", "--all-targets", "--features", FEATURES, "--", "-D", "warnings"],
         "Fix the clippy findings above (`cargo clippy --workspace --all-targets`).",
@@ -61,6 +65,22 @@ fn ci() -> Result<(), String> {
     cargo(&["test", "--workspace", "--doc", "--features", FEATURES], "See the failing doctests above.")?;
     eprintln!("\nci: all checks passed");
     Ok(())
+}
+
+/// Runs `program args…` in `dir`; on failure says which command failed.
+fn run_in(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
+    eprintln!("\n==> {program} {} (in {})", args.join(" "), dir.display());
+    let status = Command::new(program).args(args).current_dir(dir).status().map_err(|e| {
+        format!("could not start {program}: {e} (install Node.js and npm: `.ci/browser-deps`)")
+    })?;
+    if status.success() { Ok(()) } else { Err(format!("`{program} {}` failed", args.join(" "))) }
+}
+
+/// The viewer's page: its packages as the lock file pins them, then the bundle.
+fn web() -> Result<(), String> {
+    let dir = root().join("web");
+    run_in(&dir, "npm", &["ci", "--no-audit", "--no-fund", "--loglevel=error"])?;
+    run_in(&dir, "npm", &["run", "build", "--silent"])
 }
 
 fn bench(args: &[String]) -> Result<(), String> {
@@ -184,8 +204,9 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("soak") => soak(&args[1..]),
+        Some("web") => web(),
         Some("netem") => netem::netem(&args[1..]),
-        _ => Err("usage: cargo xtask ci | bench [SUITE…] [--quick] | fuzz [SECONDS] | soak [SECONDS] | netem [SECONDS]"
+        _ => Err("usage: cargo xtask ci | web | bench [SUITE…] [--quick] | fuzz [SECONDS] | soak [SECONDS] | netem [SECONDS]"
             .into()),
     };
     match result {

@@ -76,6 +76,9 @@ enum Command {
     Serve(net_cmd::ServeArgs),
     /// Join a server: move a viewer, edit, and check every region held against the server's.
     Join(net_cmd::JoinArgs),
+    /// Look at a world in a browser: a server with the viewer's page (`cargo xtask web` builds
+    /// it); prints the URL to open, the session's token in its fragment.
+    View(net_cmd::ViewArgs),
     /// A server and many clients on loopback sockets in one process: tick times, time to full
     /// detail, bytes, edits, and every client's regions checked against the server's.
     Loadtest(loadtest::LoadtestArgs),
@@ -99,6 +102,7 @@ fn main() -> anyhow::Result<()> {
         Command::ServeSim(args) => serve_sim::run(&args),
         Command::Serve(args) => net_cmd::serve_cmd(&args),
         Command::Join(args) => net_cmd::join_cmd(&args),
+        Command::View(args) => net_cmd::view_cmd(&args),
         Command::Loadtest(args) => loadtest::loadtest_cmd(&args),
     }
 }

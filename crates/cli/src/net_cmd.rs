@@ -1,5 +1,6 @@
-//! `voxterra serve` and `voxterra join`: a server streaming a world to clients over TCP, and a
-//! client that joins it, moves, edits, and checks what it holds against the server.
+//! `voxterra serve`, `voxterra view` and `voxterra join`: a server streaming a world to clients
+//! over TCP (and to browsers, with a viewer), and a client that joins it, moves, edits, and
+//! checks what it holds against the server.
 
 use crate::render_cmd::parse_point;
 use crate::source::WorldSource;
@@ -55,6 +56,84 @@ pub(crate) struct ServeArgs {
     /// Bytes a client is sent per tick at most.
     #[arg(long, default_value_t = 64 * 1024)]
     budget: usize,
+    #[command(flatten)]
+    web: WebArgs,
+}
+
+/// The browser viewer's listener.
+#[derive(clap::Args, Debug)]
+pub(crate) struct WebArgs {
+    /// Serve the browser viewer on this address too (loopback only), with the same token.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// The viewer's page: the bundle `cargo xtask web` makes.
+    #[arg(long, value_name = "DIR", default_value = default_bundle())]
+    web: PathBuf,
+}
+
+/// The bundle `cargo xtask web` makes in this checkout.
+fn default_bundle() -> &'static str {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../web/dist")
+}
+
+/// `voxterra view`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ViewArgs {
+    #[command(flatten)]
+    source: WorldSource,
+    /// The viewer's address (loopback only).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    http: SocketAddr,
+    /// The viewer's page: the bundle `cargo xtask web` makes.
+    #[arg(long, value_name = "DIR", default_value = default_bundle())]
+    web: PathBuf,
+    /// Also serve game clients (`voxterra join`) here, with the session's token (`VOXTERRA_TOKEN`,
+    /// or the token file, when given; else a fresh one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// The file holding the session's secret (else `VOXTERRA_TOKEN`, else a fresh random one).
+    #[arg(long, value_name = "F")]
+    token_file: Option<PathBuf>,
+    /// Save the world here (atomically) when stopped.
+    #[arg(long, value_name = "FILE")]
+    save_to: Option<PathBuf>,
+}
+
+/// The world a server hosts: with --db every edit is committed to the database before its reply
+/// goes out.
+fn hosted(source: &WorldSource) -> anyhow::Result<voxterra_net::Hosted> {
+    Ok(match &source.db {
+        Some(path) => {
+            let db: Box<dyn voxterra::chunk_db::ChunkDb> = Box::new(
+                voxterra::chunk_db::RedbChunkDb::open(path)
+                    .with_context(|| format!("opening {}", path.display()))?,
+            );
+            voxterra::DurableTerrain::open(
+                db,
+                voxterra::TerrainConfig::default(),
+                voxterra::chunk_db::Durability::Immediate,
+            )?
+            .into()
+        }
+        None => source.terrain(false)?.into(),
+    })
+}
+
+/// A fresh secret: 128 random bits as hex.
+fn fresh_token() -> anyhow::Result<Vec<u8>> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| anyhow::anyhow!("the operating system's random source: {e}"))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect::<String>().into_bytes())
+}
+
+pub(crate) fn view_cmd(args: &ViewArgs) -> anyhow::Result<()> {
+    let token = match (&args.token_file, std::env::var_os("VOXTERRA_TOKEN")) {
+        (None, None) => fresh_token()?,
+        _ => token(&args.token_file)?,
+    };
+    let view = voxterra_net::ViewConfig::new(args.http, &args.web);
+    let config = ServerConfig { token, view: Some(view), ..ServerConfig::default() };
+    run_server(hosted(&args.source)?, args.listen, config, args.save_to.as_deref())
 }
 
 /// A line of the server's log on standard output; a closed output does not stop the server.
@@ -68,31 +147,37 @@ macro_rules! say {
 
 pub(crate) fn serve_cmd(args: &ServeArgs) -> anyhow::Result<()> {
     let token = token(&args.token_file)?;
-    // With --db every edit is committed to the database before its reply goes out.
-    let terrain: voxterra_net::Hosted = match &args.source.db {
-        Some(path) => {
-            let db: Box<dyn voxterra::chunk_db::ChunkDb> = Box::new(
-                voxterra::chunk_db::RedbChunkDb::open(path)
-                    .with_context(|| format!("opening {}", path.display()))?,
-            );
-            voxterra::DurableTerrain::open(
-                db,
-                voxterra::TerrainConfig::default(),
-                voxterra::chunk_db::Durability::Immediate,
-            )?
-            .into()
-        }
-        None => args.source.terrain(false)?.into(),
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsServer::from_pem_files(cert, key)?),
+        _ => None,
     };
+    let view = args.web.http.map(|http| voxterra_net::ViewConfig::new(http, &args.web.web));
+    let config = ServerConfig { token, budget: args.budget, tls, view, ..ServerConfig::default() };
+    run_server(hosted(&args.source)?, args.listen, config, args.save_to.as_deref())
+}
+
+/// Runs a server until SIGINT or SIGTERM, logging its events; saves the world to `save_to` after.
+/// With a viewer, prints the page's URL once, the token in its fragment (never in a log line).
+fn run_server(
+    terrain: voxterra_net::Hosted,
+    listen: SocketAddr,
+    config: ServerConfig,
+    save_to: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
     let rt = tokio::runtime::Runtime::new().context("starting the runtime")?;
     rt.block_on(async {
-        let tls = match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => Some(TlsServer::from_pem_files(cert, key)?),
-            _ => None,
-        };
-        let config = ServerConfig { token, budget: args.budget, tls, ..ServerConfig::default() };
-        let mut server = serve(terrain, args.listen, config).await?;
+        let token = String::from_utf8_lossy(&config.token).into_owned();
+        let mut server = serve(terrain, listen, config).await?;
         say!("listening on {}", server.local_addr());
+        if let Some(http) = server.http_addr() {
+            let fragment: String = token
+                .bytes()
+                .map(
+                    |b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") },
+                )
+                .collect();
+            say!("open http://{http}/#token={fragment}");
+        }
         let stop = async {
             #[cfg(unix)]
             {
@@ -122,7 +207,7 @@ pub(crate) fn serve_cmd(args: &ServeArgs) -> anyhow::Result<()> {
         }
         say!("stopping");
         let terrain = server.shutdown().await;
-        if let Some(path) = &args.save_to {
+        if let Some(path) = save_to {
             terrain.save(path).with_context(|| format!("saving {}", path.display()))?;
             say!("saved {}", path.display());
         }

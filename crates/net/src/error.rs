@@ -50,4 +50,10 @@ pub enum NetError {
     /// The replica refused a message.
     #[error(transparent)]
     Replication(#[from] voxterra::replication::ReplicationError),
+    /// The viewer's page is not built: its bundle directory or `index.html` is missing.
+    #[error("the viewer's page is not built ({0} has no index.html): run `cargo xtask web`")]
+    MissingBundle(std::path::PathBuf),
+    /// A WebSocket error on a viewer's connection.
+    #[error("WebSocket: {0}")]
+    WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
 }

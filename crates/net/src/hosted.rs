@@ -3,7 +3,7 @@
 
 use crate::protocol::EditRefused;
 use voxterra::chunk_db::ChunkDb;
-use voxterra::core::Aabb;
+use voxterra::core::{Aabb, Region};
 use voxterra::{Brush, BrushShape, DurableError, DurableTerrain, EditError, Terrain};
 
 /// The world a server owns: in memory, or kept in a chunk database where every edit is committed
@@ -37,14 +37,15 @@ impl Hosted {
         }
     }
 
-    pub(crate) fn apply_brush(&mut self, brush: &Brush) -> Result<(), EditRefused> {
+    /// Applies `brush`; the voxels it changed (cut-loose pieces included), if any.
+    pub(crate) fn apply_brush(&mut self, brush: &Brush) -> Result<Option<Region>, EditRefused> {
         let refused = |e: &EditError| match e {
             EditError::InvalidBrush(_) | EditError::BadMaterial(_) => EditRefused::Invalid,
             _ => EditRefused::Terrain,
         };
         match self {
-            Hosted::Memory(t) => t.apply_brush(brush).map(drop).map_err(|e| refused(&e)),
-            Hosted::Durable(d) => d.apply_brush(brush).map(drop).map_err(|e| match e {
+            Hosted::Memory(t) => t.apply_brush(brush).map(|r| r.dirty).map_err(|e| refused(&e)),
+            Hosted::Durable(d) => d.apply_brush(brush).map(|r| r.dirty).map_err(|e| match e {
                 DurableError::Edit(e) => refused(&e),
                 other => {
                     log::error!("an edit was not committed: {other}");
@@ -79,13 +80,14 @@ impl Hosted {
     }
 }
 
-/// Validates and applies one edit request.
+/// Validates and applies one edit request: the terrain's sequence after it, and the voxels it
+/// changed.
 pub(crate) fn edit(
     host: &mut Hosted,
     world: Option<&Aabb>,
     max: f32,
     brush: &Brush,
-) -> Result<u64, EditRefused> {
+) -> Result<(u64, Option<Region>), EditRefused> {
     let (lo, hi, size) = match brush.shape {
         BrushShape::Sphere { center, radius } => {
             (center.map(|c| c - radius), center.map(|c| c + radius), radius)
@@ -104,6 +106,6 @@ pub(crate) fn edit(
     if !world.is_some_and(|w| w.contains(&Aabb::new(lo, hi))) {
         return Err(EditRefused::OutsideWorld);
     }
-    host.apply_brush(brush)?;
-    Ok(host.terrain().sequence())
+    let dirty = host.apply_brush(brush)?;
+    Ok((host.terrain().sequence(), dirty))
 }

@@ -48,9 +48,11 @@ mod hosted;
 pub mod protocol;
 mod server;
 mod tls;
+pub mod view;
 
 pub use client::{Client, RegionCheck};
 pub use error::NetError;
 pub use hosted::Hosted;
 pub use server::{ServerConfig, ServerEvent, ServerHandle, serve};
 pub use tls::{TlsClient, TlsServer};
+pub use view::ViewConfig;

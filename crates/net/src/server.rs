@@ -12,6 +12,8 @@ use crate::protocol::{
     terrain_region_hash,
 };
 use crate::tls::{Stream, TlsServer};
+use crate::view::ViewConfig;
+use crate::view::owner::{ViewCmd, Views, next_view_cmd};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,7 +24,6 @@ use tokio::io::AsyncRead;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use voxterra::core::Aabb;
 use voxterra::core::nalgebra::Point3;
 use voxterra::replication::{ClientId, RegionKey, ReplicationConfig, ReplicationServer, ResendRequest};
 use voxterra::{Brush, Terrain};
@@ -54,6 +55,8 @@ pub struct ServerConfig {
     pub resume_window: Duration,
     /// TLS: required to listen anywhere but loopback.
     pub tls: Option<TlsServer>,
+    /// Browser viewers: an HTTP listener beside the game port ([`crate::view`]).
+    pub view: Option<ViewConfig>,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +76,7 @@ impl Default for ServerConfig {
             max_lag_ticks: 100,
             resume_window: Duration::from_secs(30),
             tls: None,
+            view: None,
         }
     }
 }
@@ -115,6 +119,7 @@ pub enum ServerEvent {
 /// A running server: its address, its events, and the way to stop it.
 pub struct ServerHandle {
     addr: SocketAddr,
+    http: Option<(SocketAddr, JoinHandle<()>)>,
     stop: Option<oneshot::Sender<()>>,
     owner: JoinHandle<Terrain>,
     accept: JoinHandle<()>,
@@ -129,6 +134,11 @@ impl ServerHandle {
         self.addr
     }
 
+    /// The browser viewers' HTTP address, when [`ServerConfig::view`] is set.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().map(|h| h.0)
+    }
+
     /// How long each tick took so far (for figures).
     pub fn tick_times(&self) -> Vec<Duration> {
         self.ticks.lock().map(|t| t.clone()).unwrap_or_default()
@@ -140,6 +150,9 @@ impl ServerHandle {
             let _ = stop.send(());
         }
         self.accept.abort();
+        if let Some((_, http)) = self.http.take() {
+            http.abort();
+        }
         self.owner.await.expect("the server's owner task does not panic")
     }
 }
@@ -168,8 +181,15 @@ pub async fn serve(
         next_conn: std::sync::atomic::AtomicU64::new(1),
     });
     let terrain: Hosted = terrain.into();
-    let world = terrain.terrain().extent().map(|e| terrain.terrain().scale().region_to_world(&e, 0.0));
-    let owner = tokio::spawn(own(terrain, world, config, cmd_rx, stop_rx, events_tx, ticks.clone()));
+    let (http, views) = match &config.view {
+        Some(v) => {
+            let (view_tx, view_rx) = mpsc::channel(4096);
+            let http = crate::view::start(&config, v, view_tx, events_tx.clone()).await?;
+            (Some(http), Some((Views::new(v.clone(), terrain.terrain(), config.max_brush), view_rx)))
+        }
+        None => (None, None),
+    };
+    let owner = tokio::spawn(own(terrain, config, cmd_rx, views, stop_rx, events_tx, ticks.clone()));
     let accept = tokio::spawn(async move {
         loop {
             let Ok((stream, peer)) = listener.accept().await else { continue };
@@ -179,7 +199,7 @@ pub async fn serve(
             });
         }
     });
-    Ok(ServerHandle { addr, stop: Some(stop), owner, accept, events, ticks })
+    Ok(ServerHandle { addr, http, stop: Some(stop), owner, accept, events, ticks })
 }
 
 /// What the connections share.
@@ -255,13 +275,20 @@ fn encoded(f: &ServerFrame) -> Vec<u8> {
 /// The owner: the terrain, the replication server, the clients; commands between ticks.
 async fn own(
     mut host: Hosted,
-    world: Option<Aabb>,
     config: ServerConfig,
     mut cmds: mpsc::Receiver<Cmd>,
+    views: Option<(Views, mpsc::Receiver<ViewCmd>)>,
     mut stop: oneshot::Receiver<()>,
     events: mpsc::Sender<ServerEvent>,
     ticks: Arc<std::sync::Mutex<Vec<Duration>>>,
 ) -> Terrain {
+    let (mut views, mut view_cmds) = match views {
+        Some((v, rx)) => (Some(v), Some(rx)),
+        None => (None, None),
+    };
+    let mut last_tick = Duration::ZERO;
+    // Edits must lie inside the stored voxels' box as the server started.
+    let world = host.terrain().extent().map(|e| host.terrain().scale().region_to_world(&e, 0.0));
     let mut srv = ReplicationServer::new(config.replication);
     let mut slots: BTreeMap<u64, Slot> = BTreeMap::new();
     let table = serde_json::to_vec(host.terrain().materials()).expect("a material table serializes");
@@ -306,6 +333,10 @@ async fn own(
                     }
                     Cmd::Edit { session, id, brush } => {
                         let result = edit(&mut host, world.as_ref(), config.max_brush, &brush);
+                        if let (Some(views), Ok((_, Some(dirty)))) = (views.as_mut(), &result) {
+                            views.edited(dirty);
+                        }
+                        let result = result.map(|(sequence, _)| sequence);
                         if result.is_ok() && host.is_durable() {
                             // Confirmed once the tick's one commit has it on disk.
                             unconfirmed.push((session, id, result));
@@ -340,6 +371,10 @@ async fn own(
                     }
                 }
             }
+            cmd = next_view_cmd(&mut view_cmds) => match (cmd, views.as_mut()) {
+                (Some(cmd), Some(v)) => v.handle(cmd, &mut host, world.as_ref(), config.max_brush),
+                _ => view_cmds = None,
+            },
             _ = tick.tick() => {
                 let start = Instant::now();
                 // Group commit: the tick's edits reach the disk in one fsync before anyone is told
@@ -390,8 +425,12 @@ async fn own(
                 for session in behind {
                     drop_client(&mut slots, &mut srv, &events, session, "too far behind");
                 }
+                if let Some(v) = views.as_mut() {
+                    v.tick(host.terrain(), last_tick);
+                }
+                last_tick = start.elapsed();
                 if let Ok(mut t) = ticks.lock() {
-                    t.push(start.elapsed());
+                    t.push(last_tick);
                 }
             }
         }
