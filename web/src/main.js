@@ -3,7 +3,7 @@
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 
-const MESH = 1, DROP = 2, MESH_HEADER = 40;
+const MESH = 1, DROP = 2, POSES = 3, MESH_HEADER = 40;
 const LEVEL_TINTS = [0xffffff, 0xffb0b0, 0xb0ffb0, 0xb0b0ff, 0xffffb0, 0xffb0ff, 0xb0ffff];
 
 const canvas = document.getElementById('view');
@@ -13,7 +13,7 @@ const radiusEl = document.getElementById('radius');
 const tintEl = document.getElementById('tint');
 
 // What tests and curious engineers can read from the console.
-const state = { connected: false, hello: null, meshes: 0, triangles: 0, frames: 0, bytes: 0, stats: null, edits: 0, errors: [] };
+const state = { connected: false, hello: null, meshes: 0, triangles: 0, frames: 0, bytes: 0, stats: null, edits: 0, drops: 0, bodies: 0, errors: [] };
 window.voxterraView = state;
 
 const renderer = new THREE.WebGLRenderer({ canvas, antialias: true, preserveDrawingBuffer: true });
@@ -101,6 +101,50 @@ function addMesh(buf) {
   state.meshes = meshes.size;
 }
 
+// Bodies: the server simulates them and sends every pose each tick; shapes are unit geometries
+// scaled by the half extents (a rock is the unit icosahedron the server's hull is made of).
+const BODY_GEOMETRIES = [
+  new THREE.SphereGeometry(1, 20, 14),
+  new THREE.BoxGeometry(2, 2, 2),
+  new THREE.IcosahedronGeometry(1, 0),
+  new THREE.BoxGeometry(2, 2, 2),
+];
+const BODY_MATERIALS = [0xd9534f, 0x5b8def, 0x8a7f74, 0xa0825a].map(
+  (c) => new THREE.MeshLambertMaterial({ color: c, flatShading: true }),
+);
+const bodies = new Map();
+const bodyGroup = new THREE.Group();
+scene.add(bodyGroup);
+
+function onPoses(buf) {
+  const dv = new DataView(buf);
+  const count = dv.getUint32(4, true);
+  const seen = new Set();
+  for (let i = 0, o = 8; i < count; i++, o += 48) {
+    const id = dv.getUint32(o, true), shape = Math.min(new Uint8Array(buf)[o + 4], 3);
+    const f = (k) => dv.getFloat32(o + 8 + 4 * k, true);
+    let mesh = bodies.get(id);
+    if (!mesh) {
+      mesh = new THREE.Mesh(BODY_GEOMETRIES[shape], BODY_MATERIALS[shape]);
+      mesh.scale.set(f(0), f(1), f(2));
+      bodies.set(id, mesh);
+      bodyGroup.add(mesh);
+    }
+    mesh.position.set(f(3), f(4), f(5));
+    mesh.quaternion.set(f(6), f(7), f(8), f(9));
+    seen.add(id);
+  }
+  for (const [id, mesh] of bodies) {
+    if (!seen.has(id)) {
+      bodyGroup.remove(mesh);
+      bodies.delete(id);
+    }
+  }
+  state.bodies = bodies.size;
+  const first = bodies.values().next().value;
+  state.firstBody = first ? first.position.toArray() : null;
+}
+
 function onHello(h) {
   state.hello = h;
   palette = new Map(h.materials.map((m) => [m.id, m.color.map((c) => Math.pow(c / 255, 2.2))]));
@@ -120,7 +164,8 @@ function onHello(h) {
 function onStats(s) {
   state.stats = s;
   const levels = s.triangles.map((t, i) => `  level ${i}: ${s.nodes[i] ?? 0} nodes, ${t} triangles`).join('\n');
-  const edit = s.last_edit == null ? '' : `\nlast edit: ${'Ok' in s.last_edit ? 'ok' : s.last_edit.Err}`;
+  const answer = (what, r) => (r == null ? '' : `\nlast ${what}: ${'Ok' in r ? 'ok' : r.Err}`);
+  const edit = answer('edit', s.last_edit) + answer('drop', s.last_drop);
   figuresEl.textContent =
     `${levels}\nin: ${(s.bytes_per_second / 1024).toFixed(1)} KiB/s\nserver tick: ${s.tick_ms.toFixed(2)} ms\n` +
     `bodies: ${s.awake} awake of ${s.bodies}, contacts ${s.contacts}${edit}`;
@@ -148,6 +193,7 @@ ws.onmessage = (e) => {
   state.bytes += e.data.byteLength;
   const kind = new Uint8Array(e.data)[0];
   if (kind === MESH) addMesh(e.data);
+  else if (kind === POSES) onPoses(e.data);
   else if (kind === DROP) {
     removeMesh(keyOf(new Uint8Array(e.data), new DataView(e.data)));
     state.meshes = meshes.size;
@@ -158,26 +204,35 @@ function send(m) {
   if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m));
 }
 
-// The camera goes to the server whenever it moved, at most five times a second.
-let lastSent = null;
+// The camera goes to the server whenever it moved, at most five times a second, and every few
+// seconds regardless (the server drops a page silent for its idle timeout).
+let lastSent = null, lastTime = 0;
 setInterval(() => {
   if (!state.hello) return;
   const p = camera.position;
-  if (lastSent && lastSent.distanceToSquared(p) < 0.01) return;
+  const now = performance.now();
+  if (lastSent && lastSent.distanceToSquared(p) < 0.01 && now - lastTime < 5000) return;
   lastSent = p.clone();
+  lastTime = now;
   send({ camera: [p.x, p.y, p.z] });
 }, 200);
 
 // A click (not a drag) digs where it hits the terrain; with shift, raises.
 const raycaster = new THREE.Raycaster();
 let down = null;
+let pointer = null;
+
+function terrainUnder(clientX, clientY) {
+  const r = canvas.getBoundingClientRect();
+  const ndc = new THREE.Vector2(((clientX - r.left) / r.width) * 2 - 1, -((clientY - r.top) / r.height) * 2 + 1);
+  raycaster.setFromCamera(ndc, camera);
+  return raycaster.intersectObjects(terrainGroup.children, false)[0];
+}
+canvas.addEventListener('pointermove', (e) => { pointer = { x: e.clientX, y: e.clientY }; });
 canvas.addEventListener('pointerdown', (e) => { down = { x: e.clientX, y: e.clientY }; });
 canvas.addEventListener('pointerup', (e) => {
   if (!down || e.button !== 0 || Math.hypot(e.clientX - down.x, e.clientY - down.y) > 4) return;
-  const r = canvas.getBoundingClientRect();
-  const ndc = new THREE.Vector2(((e.clientX - r.left) / r.width) * 2 - 1, -((e.clientY - r.top) / r.height) * 2 + 1);
-  raycaster.setFromCamera(ndc, camera);
-  const hit = raycaster.intersectObjects(terrainGroup.children, false)[0];
+  const hit = terrainUnder(e.clientX, e.clientY);
   if (!hit) return;
   state.edits += 1;
   send({ edit: { at: [hit.point.x, hit.point.y, hit.point.z], radius: Number(radiusEl.value), raise: e.shiftKey } });
@@ -186,7 +241,18 @@ radiusEl.addEventListener('input', () => { document.getElementById('radius-value
 
 // WASD/QE fly the camera and its target together.
 const keys = new Set();
-window.addEventListener('keydown', (e) => keys.add(e.key.toLowerCase()));
+// 1, 2, 3 drop a ball, a box, a rock above the terrain under the pointer.
+const DROPS = { 1: 'ball', 2: 'box', 3: 'rock' };
+window.addEventListener('keydown', (e) => {
+  keys.add(e.key.toLowerCase());
+  const shape = DROPS[e.key];
+  if (!shape || !state.hello) return;
+  const at = pointer ? terrainUnder(pointer.x, pointer.y) : null;
+  const voxel = state.hello.voxel_size;
+  const p = at ? at.point.clone().add(new THREE.Vector3(0, 6 * voxel, 0)) : controls.target.clone();
+  state.drops += 1;
+  send({ drop: { at: [p.x, p.y, p.z], shape } });
+});
 window.addEventListener('keyup', (e) => keys.delete(e.key.toLowerCase()));
 const clock = new THREE.Clock();
 

@@ -334,7 +334,7 @@ async fn own(
                     Cmd::Edit { session, id, brush } => {
                         let result = edit(&mut host, world.as_ref(), config.max_brush, &brush);
                         if let (Some(views), Ok((_, Some(dirty)))) = (views.as_mut(), &result) {
-                            views.edited(dirty);
+                            views.edited(dirty, &brush);
                         }
                         let result = result.map(|(sequence, _)| sequence);
                         if result.is_ok() && host.is_durable() {

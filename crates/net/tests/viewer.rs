@@ -16,9 +16,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use voxterra::core::Ray;
 use voxterra::prelude::*;
 use voxterra::worldgen::GenParams;
-use voxterra_net::view::wire::{DROP, MESH, ViewText, decode_mesh};
+use voxterra_net::view::wire::{DROP, MESH, POSES, ViewText, decode_mesh};
 use voxterra_net::{ServerConfig, ServerHandle, ViewConfig, serve};
 
 const TOKEN: &str = "viewer-test-token";
@@ -173,6 +174,73 @@ async fn sockets_without_the_token_get_nothing_and_a_bad_page_costs_only_itself(
     s.shutdown().await;
 }
 
+/// A poses frame's first body: its half extents and position.
+fn first_body(b: &[u8]) -> Option<([f32; 3], [f32; 3])> {
+    let f = |o: usize| f32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+    (b[0] == POSES && u32::from_le_bytes([b[4], b[5], b[6], b[7]]) > 0 && b.len() >= 56)
+        .then(|| ([f(16), f(20), f(24)], [f(28), f(32), f(36)]))
+}
+
+/// A box dropped from a page falls and comes to rest on the ground where the terrain's own ray
+/// finds it (a ball would roll: rapier has no rolling resistance); a player's edit over the game port reaches the page as new meshes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_bodies_rest_on_the_ground_and_players_edits_reach_pages() {
+    let params = GenParams::new(7, [96, 48, 96]);
+    let s = server([96, 48, 96]).await;
+    let mut page = socket(s.http_addr().unwrap()).await;
+    page.send(Message::text(json!({"token": TOKEN}).to_string())).await.unwrap();
+    assert!(matches!(next_data(&mut page, Duration::from_secs(5)).await, Some(Message::Text(_))));
+    page.send(Message::text(json!({"camera": [48.0, 40.0, 48.0]}).to_string())).await.unwrap();
+    page.send(Message::text(json!({"drop": {"at": [40.0, 46.0, 52.0], "shape": "box"}}).to_string()))
+        .await
+        .unwrap();
+    let (mut last, mut still_since) = (None::<[f32; 3]>, Instant::now());
+    let start = Instant::now();
+    let (half, rest) = loop {
+        assert!(start.elapsed() < Duration::from_secs(30), "the box did not come to rest: {last:?}");
+        let Some(Message::Binary(b)) = next_data(&mut page, Duration::from_secs(5)).await else { continue };
+        let Some((half, p)) = first_body(&b) else { continue };
+        if last.is_some_and(|l| (0..3).all(|a| (l[a] - p[a]).abs() < 1e-3)) {
+            if still_since.elapsed() > Duration::from_secs(1) {
+                break (half, p);
+            }
+        } else {
+            still_since = Instant::now();
+        }
+        last = Some(p);
+    };
+    let terrain = Terrain::generate(&params, TerrainConfig::default()).unwrap();
+    let down = Ray::new(Point3::new(rest[0], 100.0, rest[2]), Vector3::new(0.0, -1.0, 0.0));
+    let ground = terrain.cast_ray(&down, 200.0).unwrap().expect("ground under the box").point.y;
+    // However it lies, its center is no farther above the ground than half its diagonal.
+    let (above, reach) = (rest[1] - ground, Vector3::from(half).norm());
+    assert!(
+        above > 0.0 && above <= reach + 0.05,
+        "the box rests {above} over the ground (half diagonal {reach})"
+    );
+
+    // A player digs next to the camera: the page gets meshes of the crater made after it.
+    let mut player = voxterra_net::Client::connect(s.local_addr(), TOKEN.as_bytes(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let center = Point3::new(56.0, 22.0, 44.0);
+    let dig = BrushShape::Sphere { center, radius: 4.0 };
+    player.edit(&Brush { shape: dig, op: BrushOp::Subtract }).await.unwrap();
+    let replies = player.pump(Duration::from_millis(500)).await.unwrap();
+    assert!(matches!(replies.as_slice(), [(0, Ok(_))]), "{replies:?}");
+    let mut meshes = 0;
+    let end = Instant::now() + Duration::from_secs(10);
+    while meshes == 0 && Instant::now() < end {
+        if let Some(Message::Binary(b)) = next_data(&mut page, Duration::from_secs(2)).await
+            && let Some((_, _, _, positions, ..)) = decode_mesh(&b)
+        {
+            meshes += positions.iter().any(|p| (p - center).norm() < 4.5) as usize;
+        }
+    }
+    assert!(meshes > 0, "the player's edit did not reach the page");
+    s.shutdown().await;
+}
+
 /// The DevTools protocol over a WebSocket, on one page's session.
 struct Cdp {
     ws: Ws,
@@ -301,7 +369,7 @@ fn differing(a: &[u8], b: Option<&[u8]>, w: u32, area: (u32, u32, u32, u32), bg:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_page_draws_the_terrain_digs_and_logs_no_error() {
+async fn the_page_draws_the_terrain_digs_drops_a_ball_and_logs_no_error() {
     let s = server([160, 64, 160]).await;
     let url = format!("http://{}/#token={TOKEN}", s.http_addr().unwrap());
     let profile = tempfile::tempdir().unwrap();
@@ -374,6 +442,24 @@ async fn the_page_draws_the_terrain_digs_and_logs_no_error() {
     let around = (cx - 80, cy - 80, cx + 80, cy + 80);
     let changed = differing(&after, Some(&before), w, around, sky, 24);
     assert!(changed > 0.01, "the picture around the click did not change ({:.2}%)", changed * 100.0);
+
+    // Key 1 drops a ball over the terrain under the pointer: it appears and falls.
+    for kind in ["keyDown", "keyUp"] {
+        let key = json!({"type": kind, "key": "1", "code": "Digit1", "text": if kind == "keyDown" { "1" } else { "" }});
+        cdp.call("Input.dispatchKeyEvent", key).await;
+    }
+    let start = Instant::now();
+    let mut heights = Vec::new();
+    while heights.len() < 2 || heights[0] <= *heights.last().unwrap() {
+        let v: Value = serde_json::from_str(cdp.eval(state).await.as_str().unwrap()).unwrap();
+        if let Some(y) = v["firstBody"][1].as_f64() {
+            heights.push(y);
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no body fell: {v}");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    let (_, _, with_ball) = cdp.screenshot().await;
+    assert!(differing(&with_ball, Some(&after), w, (0, 0, w, h), sky, 24) > 0.0, "the ball is not drawn");
 
     let errors = cdp.errors();
     assert!(errors.is_empty(), "the page logged errors: {errors:#?}");

@@ -9,6 +9,7 @@
 
 mod http;
 pub(crate) mod owner;
+mod physics;
 mod session;
 pub mod wire;
 

@@ -2,7 +2,8 @@
 //! meshes sent nearest first as binary frames, re-made where edits land, and its statistics.
 
 use super::ViewConfig;
-use super::wire::{ViewHello, ViewMaterial, ViewStats, ViewText, encode_drop, encode_mesh};
+use super::physics::Physics;
+use super::wire::{DropShape, ViewHello, ViewMaterial, ViewStats, ViewText, encode_drop, encode_mesh};
 use crate::hosted::{Hosted, edit};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ pub(crate) enum ViewCmd {
     Join { reply: oneshot::Sender<(u64, String)>, frames: mpsc::Sender<ViewOut> },
     Camera { id: u64, at: Point3<f32> },
     Edit { id: u64, brush: Brush },
+    Drop { id: u64, at: Point3<f32>, shape: DropShape },
     Refused { id: u64, why: String },
     Leave { id: u64 },
 }
@@ -50,6 +52,7 @@ struct Viewer {
     sent: usize,
     since: Instant,
     last_edit: Option<Result<(), String>>,
+    last_drop: Option<Result<(), String>>,
     /// Triangles of each mesh drawn, by key, for the overlay.
     drawn: BTreeMap<LodMeshKey, usize>,
 }
@@ -66,6 +69,12 @@ pub(crate) struct Views {
     hello: String,
     viewers: BTreeMap<u64, Viewer>,
     next: u64,
+    /// The dropped bodies; `None` on a paged terrain.
+    physics: Option<Physics>,
+    stepped: Instant,
+    /// Bodies were sent last tick (so an empty list goes out once when the last one leaves).
+    had_bodies: bool,
+    voxel: f32,
 }
 
 impl Views {
@@ -87,7 +96,17 @@ impl Views {
         });
         let hello = ViewHello { voxel_size: terrain.voxel_size(), world, materials, max_brush };
         let hello = serde_json::to_string(&ViewText::Hello(hello)).expect("the hello serializes");
-        Views { config, mesher: Mesher::new(terrain.materials()), hello, viewers: BTreeMap::new(), next: 1 }
+        Views {
+            config,
+            mesher: Mesher::new(terrain.materials()),
+            hello,
+            viewers: BTreeMap::new(),
+            next: 1,
+            physics: Physics::new(terrain),
+            stepped: Instant::now(),
+            had_bodies: false,
+            voxel: terrain.voxel_size(),
+        }
     }
 
     pub(crate) fn handle(&mut self, cmd: ViewCmd, host: &mut Hosted, world: Option<&Aabb>, max_brush: f32) {
@@ -108,6 +127,7 @@ impl Views {
                         sent: 0,
                         since: now,
                         last_edit: None,
+                        last_drop: None,
                         drawn: BTreeMap::new(),
                     },
                 );
@@ -127,7 +147,16 @@ impl Views {
                     v.last_edit = Some(result.as_ref().map(drop).map_err(|e| format!("{e:?}")));
                 }
                 if let Ok((_, Some(dirty))) = result {
-                    self.edited(&dirty);
+                    self.edited(&dirty, &brush);
+                }
+            }
+            ViewCmd::Drop { id, at, shape } => {
+                let r = match self.physics.as_mut() {
+                    Some(p) => p.drop_body(at, shape, self.voxel),
+                    None => Err("bodies need the terrain in memory (this one is paged)".into()),
+                };
+                if let Some(v) = self.viewers.get_mut(&id) {
+                    v.last_drop = Some(r);
                 }
             }
             ViewCmd::Refused { id, why } => {
@@ -141,10 +170,14 @@ impl Views {
         }
     }
 
-    /// Marks voxels an edit by anyone changed, for every view to re-mesh.
-    pub(crate) fn edited(&mut self, dirty: &Region) {
+    /// Marks voxels an edit by anyone changed (`dirty`, by `brush`), for every view to re-mesh
+    /// and the bodies' terrain to follow.
+    pub(crate) fn edited(&mut self, dirty: &Region, brush: &Brush) {
         for v in self.viewers.values_mut() {
             v.lod.mark_edited(dirty);
+        }
+        if let Some(p) = self.physics.as_mut() {
+            p.edit(brush, self.voxel);
         }
     }
 
@@ -153,6 +186,16 @@ impl Views {
     pub(crate) fn tick(&mut self, terrain: &Terrain, tick: Duration) {
         let scale = terrain.scale();
         let mut gone = Vec::new();
+        let dt = std::mem::replace(&mut self.stepped, Instant::now()).elapsed().as_secs_f32();
+        let (mut poses, mut counts) = (None, (0, 0, 0));
+        if let Some(p) = self.physics.as_mut() {
+            p.step(dt);
+            counts = p.counts();
+            if counts.1 > 0 || self.had_bodies {
+                poses = Some(p.poses());
+            }
+            self.had_bodies = counts.1 > 0;
+        }
         for (&id, v) in self.viewers.iter_mut() {
             if let Some(camera) = v.camera {
                 let eye = scale.point_to_voxels(&camera);
@@ -186,6 +229,10 @@ impl Views {
                     Err(e) => log::warn!("viewer {id}: {e}"),
                 }
             }
+            if let Some(p) = &poses {
+                v.pending_bytes += p.len();
+                v.pending.push_back(ViewOut::Binary(p.clone()));
+            }
             if v.since.elapsed() >= STATS_EVERY {
                 let secs = v.since.elapsed().as_secs_f32();
                 let top = v.lod.top_level() as usize;
@@ -195,7 +242,10 @@ impl Views {
                     tick_ms: tick.as_secs_f32() * 1e3,
                     bytes_per_second: v.sent as f32 / secs,
                     last_edit: v.last_edit.clone(),
-                    ..Default::default()
+                    last_drop: v.last_drop.clone(),
+                    awake: counts.0,
+                    bodies: counts.1,
+                    contacts: counts.2,
                 };
                 for (k, t) in &v.drawn {
                     let l = (k.node.level as usize).min(top);

@@ -147,8 +147,7 @@ where
     S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
 {
     let cfg = &shared.server;
-    let (rate, burst) = (cfg.edit_rate.max(0.0), cfg.edit_rate.max(1.0));
-    let (mut allowance, mut last) = (burst, Instant::now());
+    let mut rate = Rate::new(cfg.edit_rate);
     loop {
         let text = match tokio::time::timeout(cfg.idle_timeout, stream.next()).await {
             Err(_) => return "idle".into(),
@@ -168,25 +167,50 @@ where
                 }
                 ViewCmd::Camera { id, at: Point3::from(at) }
             }
-            Ok(ViewRequest::Edit { at, radius, raise }) => {
-                let now = Instant::now();
-                allowance = (allowance + rate * now.duration_since(last).as_secs_f32()).min(burst);
-                last = now;
-                if allowance < 1.0 {
-                    ViewCmd::Refused { id, why: "rate limited".into() }
-                } else {
-                    allowance -= 1.0;
+            // Edits and drops share the edit rate.
+            Ok(ViewRequest::Edit { at, radius, raise }) => match rate.take() {
+                true => {
                     let op = if raise { BrushOp::Add(view.raise_material) } else { BrushOp::Subtract };
                     let brush = Brush { shape: BrushShape::Sphere { center: Point3::from(at), radius }, op };
                     ViewCmd::Edit { id, brush }
                 }
-            }
-            Ok(ViewRequest::Drop { .. }) => {
-                ViewCmd::Refused { id, why: "bodies are not simulated here".into() }
-            }
+                false => ViewCmd::Refused { id, why: "rate limited".into() },
+            },
+            Ok(ViewRequest::Drop { at, shape }) => match rate.take() {
+                true => ViewCmd::Drop { id, at: Point3::from(at), shape },
+                false => ViewCmd::Refused { id, why: "rate limited".into() },
+            },
         };
         if shared.cmds.send(cmd).await.is_err() {
             return "the server stopped".into();
         }
+    }
+}
+
+/// A token bucket: `rate` a second, bursts of as many (at least one).
+struct Rate {
+    rate: f32,
+    burst: f32,
+    allowance: f32,
+    last: Instant,
+}
+
+impl Rate {
+    fn new(rate: f32) -> Self {
+        let burst = rate.max(1.0);
+        Rate { rate: rate.max(0.0), burst, allowance: burst, last: Instant::now() }
+    }
+
+    /// Takes one request's worth; false when the bucket is empty.
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        self.allowance =
+            (self.allowance + self.rate * now.duration_since(self.last).as_secs_f32()).min(self.burst);
+        self.last = now;
+        let ok = self.allowance >= 1.0;
+        if ok {
+            self.allowance -= 1.0;
+        }
+        ok
     }
 }

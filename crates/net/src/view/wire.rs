@@ -7,7 +7,7 @@
 //! | --- | --- |
 //! | mesh | `u8` [`MESH`], `u8` level, `u8` part (0 interior, 1 border, 2 whole), `u8` 0, `i32 × 3` node, `f32 × 3` origin, `f32` step, `u32` vertices, `u32` indices, then `u16 × 3` per vertex (position = origin + q × step, world units), `i8 × 2` per vertex (octahedral normal), `u8` per vertex (material), zeros to a multiple of 4, `u32` per index |
 //! | drop | `u8` [`DROP`], `u8` level, `u8` part, `u8` 0, `i32 × 3` node |
-//! | poses | `u8` [`POSES`], `u8 × 3` 0, `u32` count, then per body `u32` id, `u8` shape (0 ball, 1 box, 2 rock), `u8 × 3` 0, `f32 × 3` half extents, `f32 × 3` position, `f32 × 4` rotation (x, y, z, w) |
+//! | poses | `u8` [`POSES`], `u8 × 3` 0, `u32` count, then per body `u32` id, `u8` shape (0 ball, 1 box, 2 rock: the unit icosahedron scaled by the half extents, 3 a piece an edit cut loose: its voxel box), `u8 × 3` 0, `f32 × 3` half extents, `f32 × 3` position, `f32 × 4` rotation (x, y, z, w) |
 
 use serde::{Deserialize, Serialize};
 use voxterra::core::nalgebra::{Point3, Vector3};
@@ -106,6 +106,8 @@ pub struct ViewStats {
     pub bytes_per_second: f32,
     /// The answer to the page's last edit: `None` while none, else `Ok` or why it was refused.
     pub last_edit: Option<Result<(), String>>,
+    /// The answer to the page's last drop, likewise.
+    pub last_drop: Option<Result<(), String>>,
 }
 
 /// Both ways a message can be JSON: the server's hello and statistics.
