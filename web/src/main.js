@@ -3,7 +3,7 @@
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 
-const MESH = 1, DROP = 2, POSES = 3, MESH_HEADER = 40;
+const MESH = 1, DROP = 2, POSES = 3, MESH_HEADER = 40, LIQUID = 0x80;
 const LEVEL_TINTS = [0xffffff, 0xffb0b0, 0xb0ffb0, 0xb0b0ff, 0xffffb0, 0xffb0ff, 0xb0ffff];
 
 const canvas = document.getElementById('view');
@@ -34,6 +34,7 @@ function applyTint() {
   levelMaterials.forEach((m, i) => m.color.setHex(tintEl.checked ? LEVEL_TINTS[i] : 0xffffff));
 }
 tintEl.addEventListener('change', applyTint);
+const waterMaterial = new THREE.MeshLambertMaterial({ vertexColors: true, transparent: true, opacity: 0.6, depthWrite: false });
 
 let palette = new Map();
 const meshes = new Map();
@@ -69,6 +70,7 @@ function addMesh(buf) {
   const dv = new DataView(buf);
   const key = keyOf(bytes, dv);
   const level = bytes[1];
+  const liquid = (bytes[2] & LIQUID) !== 0;
   const ox = dv.getFloat32(16, true), oy = dv.getFloat32(20, true), oz = dv.getFloat32(24, true);
   const step = dv.getFloat32(28, true);
   const nv = dv.getUint32(32, true), ni = dv.getUint32(36, true);
@@ -93,7 +95,8 @@ function addMesh(buf) {
   g.setIndex(new THREE.BufferAttribute(new Uint32Array(indices), 1));
   g.computeBoundingSphere();
   removeMesh(key);
-  const mesh = new THREE.Mesh(g, levelMaterials[Math.min(level, levelMaterials.length - 1)]);
+  const mesh = new THREE.Mesh(g, liquid ? waterMaterial : levelMaterials[Math.min(level, levelMaterials.length - 1)]);
+  mesh.renderOrder = liquid ? 1 : 0;
   mesh.userData.triangles = ni / 3;
   state.triangles += ni / 3;
   meshes.set(key, mesh);

@@ -3,15 +3,18 @@
 
 use super::ViewConfig;
 use super::physics::Physics;
-use super::wire::{DropShape, ViewHello, ViewMaterial, ViewStats, ViewText, encode_drop, encode_mesh};
+use super::wire::{
+    DropShape, LIQUID, ViewHello, ViewMaterial, ViewStats, ViewText, encode_drop, encode_mesh,
+};
 use crate::hosted::{Hosted, edit};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use voxterra::core::nalgebra::{Point3, Vector3};
 use voxterra::core::{Aabb, MaterialKind, Region};
+use voxterra::lod::LodUpdate;
 use voxterra::lod::{LodMeshKey, LodView};
-use voxterra::mesher::Mesher;
+use voxterra::mesher::{Mesher, Surface};
 use voxterra::{Brush, Terrain};
 
 /// What a viewer's connection asks of the owner.
@@ -53,7 +56,9 @@ struct Viewer {
     since: Instant,
     last_edit: Option<Result<(), String>>,
     last_drop: Option<Result<(), String>>,
-    /// Triangles of each mesh drawn, by key, for the overlay.
+    /// The water's levels of detail, beside the ground's.
+    water: LodView,
+    /// Triangles of each ground mesh drawn, by key, for the overlay.
     drawn: BTreeMap<LodMeshKey, usize>,
 }
 
@@ -66,6 +71,8 @@ const STATS_EVERY: Duration = Duration::from_millis(500);
 pub(crate) struct Views {
     config: ViewConfig,
     mesher: Mesher,
+    /// Meshes the water surface.
+    water: Mesher,
     hello: String,
     viewers: BTreeMap<u64, Viewer>,
     next: u64,
@@ -99,6 +106,7 @@ impl Views {
         Views {
             config,
             mesher: Mesher::new(terrain.materials()),
+            water: Mesher::new(terrain.materials()).with_surface(Surface::Liquid),
             hello,
             viewers: BTreeMap::new(),
             next: 1,
@@ -112,7 +120,11 @@ impl Views {
     pub(crate) fn handle(&mut self, cmd: ViewCmd, host: &mut Hosted, world: Option<&Aabb>, max_brush: f32) {
         match cmd {
             ViewCmd::Join { reply, frames } => {
-                let Ok(lod) = LodView::new(self.config.lod.clone()) else { return };
+                let (Ok(lod), Ok(water)) =
+                    (LodView::new(self.config.lod.clone()), LodView::new(self.config.lod.clone()))
+                else {
+                    return;
+                };
                 let id = self.next;
                 self.next += 1;
                 let now = Instant::now();
@@ -128,6 +140,7 @@ impl Views {
                         since: now,
                         last_edit: None,
                         last_drop: None,
+                        water,
                         drawn: BTreeMap::new(),
                     },
                 );
@@ -175,6 +188,7 @@ impl Views {
     pub(crate) fn edited(&mut self, dirty: &Region, brush: &Brush) {
         for v in self.viewers.values_mut() {
             v.lod.mark_edited(dirty);
+            v.water.mark_edited(dirty);
         }
         if let Some(p) = self.physics.as_mut() {
             p.edit(brush, self.voxel);
@@ -199,35 +213,17 @@ impl Views {
         for (&id, v) in self.viewers.iter_mut() {
             if let Some(camera) = v.camera {
                 let eye = scale.point_to_voxels(&camera);
-                match v.lod.update(terrain, &self.mesher, &[eye]) {
-                    Ok(mut update) => {
-                        update.meshes.sort_by(|a, b| {
-                            let d = |k: &LodMeshKey| {
-                                k.node.region().map_or(f32::INFINITY, |r| {
-                                    let half: Vector3<f32> = Vector3::from(r.size().map(|s| s as f32 / 2.0));
-                                    let c: Point3<f32> = r.min().map(|c| c as f32) + half;
-                                    (c - eye).norm_squared()
-                                })
-                            };
-                            d(&a.0).total_cmp(&d(&b.0)).then(a.0.cmp(&b.0))
-                        });
-                        for (key, mesh) in &update.meshes {
-                            let mut out = Vec::new();
-                            encode_mesh(key, mesh, terrain.voxel_size(), &mut out);
-                            v.drawn.insert(*key, mesh.indices.len());
-                            v.pending_bytes += out.len();
-                            v.pending.push_back(ViewOut::Binary(out));
+                for liquid in [false, true] {
+                    let (lod, mesher) =
+                        if liquid { (&mut v.water, &self.water) } else { (&mut v.lod, &self.mesher) };
+                    match lod.update(terrain, mesher, &[eye]) {
+                        Ok(update) => {
+                            queue(&mut v.pending, &mut v.drawn, update, eye, terrain.voxel_size(), liquid)
                         }
-                        for key in &update.dropped {
-                            let mut out = Vec::new();
-                            encode_drop(key, &mut out);
-                            v.drawn.remove(key);
-                            v.pending_bytes += out.len();
-                            v.pending.push_back(ViewOut::Binary(out));
-                        }
+                        Err(e) => log::warn!("viewer {id}: {e}"),
                     }
-                    Err(e) => log::warn!("viewer {id}: {e}"),
                 }
+                v.pending_bytes = v.pending.iter().map(ViewOut::len).sum();
             }
             if let Some(p) = &poses {
                 v.pending_bytes += p.len();
@@ -290,5 +286,44 @@ pub(crate) async fn next_view_cmd(rx: &mut Option<mpsc::Receiver<ViewCmd>>) -> O
     match rx {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+/// Queues an update's meshes nearest `eye` (voxels) first, then its drops; water's with the
+/// part byte's liquid bit. Counts the ground's triangles drawn.
+fn queue(
+    pending: &mut VecDeque<ViewOut>,
+    drawn: &mut BTreeMap<LodMeshKey, usize>,
+    mut update: LodUpdate,
+    eye: Point3<f32>,
+    voxel: f32,
+    liquid: bool,
+) {
+    let distance = |k: &LodMeshKey| {
+        k.node.region().map_or(f32::INFINITY, |r| {
+            let half: Vector3<f32> = Vector3::from(r.size().map(|s| s as f32 / 2.0));
+            let c: Point3<f32> = r.min().map(|c| c as f32) + half;
+            (c - eye).norm_squared()
+        })
+    };
+    update.meshes.sort_by(|a, b| distance(&a.0).total_cmp(&distance(&b.0)).then(a.0.cmp(&b.0)));
+    let flag = if liquid { LIQUID } else { 0 };
+    for (key, mesh) in &update.meshes {
+        let mut out = Vec::new();
+        encode_mesh(key, mesh, voxel, &mut out);
+        out[2] |= flag;
+        if !liquid {
+            drawn.insert(*key, mesh.indices.len());
+        }
+        pending.push_back(ViewOut::Binary(out));
+    }
+    for key in &update.dropped {
+        let mut out = Vec::new();
+        encode_drop(key, &mut out);
+        out[2] |= flag;
+        if !liquid {
+            drawn.remove(key);
+        }
+        pending.push_back(ViewOut::Binary(out));
     }
 }

@@ -5,8 +5,8 @@
 //!
 //! | frame | layout |
 //! | --- | --- |
-//! | mesh | `u8` [`MESH`], `u8` level, `u8` part (0 interior, 1 border, 2 whole), `u8` 0, `i32 × 3` node, `f32 × 3` origin, `f32` step, `u32` vertices, `u32` indices, then `u16 × 3` per vertex (position = origin + q × step, world units), `i8 × 2` per vertex (octahedral normal), `u8` per vertex (material), zeros to a multiple of 4, `u32` per index |
-//! | drop | `u8` [`DROP`], `u8` level, `u8` part, `u8` 0, `i32 × 3` node |
+//! | mesh | `u8` [`MESH`], `u8` level, `u8` part (0 interior, 1 border, 2 whole; plus [`LIQUID`] for water), `u8` 0, `i32 × 3` node, `f32 × 3` origin, `f32` step, `u32` vertices, `u32` indices, then `u16 × 3` per vertex (position = origin + q × step, world units), `i8 × 2` per vertex (octahedral normal), `u8` per vertex (material), zeros to a multiple of 4, `u32` per index |
+//! | drop | `u8` [`DROP`], `u8` level, `u8` part (with [`LIQUID`]), `u8` 0, `i32 × 3` node |
 //! | poses | `u8` [`POSES`], `u8 × 3` 0, `u32` count, then per body `u32` id, `u8` shape (0 ball, 1 box, 2 rock: the unit icosahedron scaled by the half extents, 3 a piece an edit cut loose: its voxel box), `u8 × 3` 0, `f32 × 3` half extents, `f32 × 3` position, `f32 × 4` rotation (x, y, z, w) |
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,8 @@ pub const MESH: u8 = 1;
 pub const DROP: u8 = 2;
 /// A poses frame's first byte.
 pub const POSES: u8 = 3;
+/// The part byte's bit for the water surface's meshes (and their drops).
+pub const LIQUID: u8 = 0x80;
 /// A mesh frame's header bytes.
 pub const MESH_HEADER: usize = 40;
 
