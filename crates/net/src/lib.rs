@@ -40,6 +40,7 @@
 #![forbid(unsafe_code)]
 
 mod client;
+mod config;
 mod error;
 mod frames;
 #[cfg(feature = "fuzzing")]
@@ -51,8 +52,8 @@ mod tls;
 pub mod view;
 
 pub use client::{Client, RegionCheck};
+pub use config::{ServerConfig, ServerEvent, ViewConfig};
 pub use error::NetError;
 pub use hosted::Hosted;
-pub use server::{ServerConfig, ServerEvent, ServerHandle, serve};
+pub use server::{ServerHandle, serve};
 pub use tls::{TlsClient, TlsServer};
-pub use view::ViewConfig;

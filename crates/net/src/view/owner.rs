@@ -1,11 +1,11 @@
 //! The owner's side of the viewers: a [`LodView`] per page, moved with its camera each tick, its
 //! meshes sent nearest first as binary frames, re-made where edits land, and its statistics.
 
-use super::ViewConfig;
 use super::physics::Physics;
 use super::wire::{
     DropShape, LIQUID, ViewHello, ViewMaterial, ViewStats, ViewText, encode_drop, encode_mesh,
 };
+use crate::config::ViewConfig;
 use crate::hosted::{Hosted, edit};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};

@@ -5,10 +5,10 @@
 
 use super::http::{Route, read_head, respond, route, upgrade_response};
 use super::owner::{ViewCmd, ViewOut};
+use super::shared::ViewShared;
 use super::wire::ViewRequest;
-use super::{ViewConfig, ViewShared};
+use crate::config::{ServerEvent, ViewConfig};
 use crate::error::NetError;
-use crate::server::ServerEvent;
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::sync::Arc;
