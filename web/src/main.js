@@ -3,7 +3,7 @@
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 
-const MESH = 1, DROP = 2, POSES = 3, MESH_HEADER = 40, LIQUID = 0x80;
+const MESH = 1, DROP = 2, POSES = 3, PIECE = 4, MESH_HEADER = 40, LIQUID = 0x80;
 const LEVEL_TINTS = [0xffffff, 0xffb0b0, 0xb0ffb0, 0xb0b0ff, 0xffffb0, 0xffb0ff, 0xb0ffff];
 
 const canvas = document.getElementById('view');
@@ -65,12 +65,9 @@ function octahedral(x, y, out, o) {
   out[o] = nx / len; out[o + 1] = ny / len; out[o + 2] = nz / len;
 }
 
-function addMesh(buf) {
-  const bytes = new Uint8Array(buf);
+// A mesh frame (at the start of `buf`) as a geometry with vertex colors.
+function meshGeometry(buf) {
   const dv = new DataView(buf);
-  const key = keyOf(bytes, dv);
-  const level = bytes[1];
-  const liquid = (bytes[2] & LIQUID) !== 0;
   const ox = dv.getFloat32(16, true), oy = dv.getFloat32(20, true), oz = dv.getFloat32(24, true);
   const step = dv.getFloat32(28, true);
   const nv = dv.getUint32(32, true), ni = dv.getUint32(36, true);
@@ -94,11 +91,20 @@ function addMesh(buf) {
   g.setAttribute('color', new THREE.BufferAttribute(colors, 3));
   g.setIndex(new THREE.BufferAttribute(new Uint32Array(indices), 1));
   g.computeBoundingSphere();
+  return { geometry: g, triangles: ni / 3 };
+}
+
+function addMesh(buf) {
+  const bytes = new Uint8Array(buf);
+  const key = keyOf(bytes, new DataView(buf));
+  const level = bytes[1];
+  const liquid = (bytes[2] & LIQUID) !== 0;
+  const { geometry, triangles } = meshGeometry(buf);
   removeMesh(key);
-  const mesh = new THREE.Mesh(g, liquid ? waterMaterial : levelMaterials[Math.min(level, levelMaterials.length - 1)]);
+  const mesh = new THREE.Mesh(geometry, liquid ? waterMaterial : levelMaterials[Math.min(level, levelMaterials.length - 1)]);
   mesh.renderOrder = liquid ? 1 : 0;
-  mesh.userData.triangles = ni / 3;
-  state.triangles += ni / 3;
+  mesh.userData.triangles = triangles;
+  state.triangles += triangles;
   meshes.set(key, mesh);
   terrainGroup.add(mesh);
   state.meshes = meshes.size;
@@ -116,6 +122,9 @@ const BODY_MATERIALS = [0xd9534f, 0x5b8def, 0x8a7f74, 0xa0825a].map(
   (c) => new THREE.MeshLambertMaterial({ color: c, flatShading: true }),
 );
 const bodies = new Map();
+// Pieces an edit cut loose: their meshes, by body id, from piece frames.
+const pieceGeometries = new Map();
+const pieceMaterial = new THREE.MeshLambertMaterial({ vertexColors: true });
 const bodyGroup = new THREE.Group();
 scene.add(bodyGroup);
 
@@ -128,7 +137,8 @@ function onPoses(buf) {
     const f = (k) => dv.getFloat32(o + 8 + 4 * k, true);
     let mesh = bodies.get(id);
     if (!mesh) {
-      mesh = new THREE.Mesh(BODY_GEOMETRIES[shape], BODY_MATERIALS[shape]);
+      const piece = shape === 3 ? pieceGeometries.get(id) : null;
+      mesh = piece ? new THREE.Mesh(piece, pieceMaterial) : new THREE.Mesh(BODY_GEOMETRIES[shape], BODY_MATERIALS[shape]);
       mesh.scale.set(f(0), f(1), f(2));
       bodies.set(id, mesh);
       bodyGroup.add(mesh);
@@ -141,6 +151,11 @@ function onPoses(buf) {
     if (!seen.has(id)) {
       bodyGroup.remove(mesh);
       bodies.delete(id);
+      const piece = pieceGeometries.get(id);
+      if (piece) {
+        piece.dispose();
+        pieceGeometries.delete(id);
+      }
     }
   }
   state.bodies = bodies.size;
@@ -197,6 +212,10 @@ ws.onmessage = (e) => {
   const kind = new Uint8Array(e.data)[0];
   if (kind === MESH) addMesh(e.data);
   else if (kind === POSES) onPoses(e.data);
+  else if (kind === PIECE) {
+    const id = new DataView(e.data).getUint32(4, true);
+    pieceGeometries.set(id, meshGeometry(e.data.slice(8)).geometry);
+  }
   else if (kind === DROP) {
     removeMesh(keyOf(new Uint8Array(e.data), new DataView(e.data)));
     state.meshes = meshes.size;

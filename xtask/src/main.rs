@@ -32,6 +32,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "client_frame",
     "server_frame",
     "chunk_record",
+    "view_request",
 ];
 
 fn root() -> PathBuf {

@@ -133,7 +133,19 @@ pub(crate) fn view_cmd(args: &ViewArgs) -> anyhow::Result<()> {
     };
     let view = voxterra_net::ViewConfig::new(args.http, &args.web);
     let config = ServerConfig { token, view: Some(view), ..ServerConfig::default() };
-    run_server(hosted(&args.source)?, args.listen, config, args.save_to.as_deref())
+    let hosted = match &args.source.db {
+        Some(_) => hosted(&args.source)?,
+        None => {
+            // What a dig cuts loose falls, as a body the page sees.
+            let mut t = args.source.terrain(false)?;
+            t.reconfigure(voxterra::TerrainConfig {
+                detach: Some(voxterra::DetachConfig::default()),
+                ..t.config()
+            })?;
+            t.into()
+        }
+    };
+    run_server(hosted, args.listen, config, args.save_to.as_deref())
 }
 
 /// A line of the server's log on standard output; a closed output does not stop the server.

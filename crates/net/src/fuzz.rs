@@ -28,3 +28,27 @@ pub fn check_server_frame(data: &[u8]) {
         assert_eq!(out, out2, "a decoded frame re-encodes to itself");
     }
 }
+
+/// Bytes a browser viewer's connection hands the server: as an HTTP request head, routed without
+/// a panic, and an asset path routed only when it names no parent, no escape and no other host;
+/// as the text of a WebSocket message, refused or parsed into a request that (its numbers finite)
+/// serializes and parses back to itself.
+pub fn check_view_request(data: &[u8]) {
+    use crate::view::fuzz_route;
+    if let Some(path) = fuzz_route(data) {
+        assert!(path.starts_with('/') && !path.contains("..") && !path.contains('%') && !path.contains('\\'));
+    }
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Ok(r) = serde_json::from_str::<crate::view::wire::ViewRequest>(text)
+        && r.is_finite()
+    {
+        let again = serde_json::to_string(&r).expect("a request serializes");
+        let back: crate::view::wire::ViewRequest =
+            serde_json::from_str(&again).expect("a serialized request parses");
+        assert_eq!(
+            serde_json::to_string(&back).expect("serializes"),
+            again,
+            "a request re-serializes to itself"
+        );
+    }
+}

@@ -11,3 +11,8 @@ fn client_frame_corpus() {
 fn server_frame_corpus() {
     replay("server_frame", voxterra_net::fuzz::check_server_frame);
 }
+
+#[test]
+fn view_request_corpus() {
+    replay("view_request", voxterra_net::fuzz::check_view_request);
+}

@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use voxterra::core::Ray;
 use voxterra::prelude::*;
 use voxterra::worldgen::GenParams;
-use voxterra_net::view::wire::{DROP, MESH, POSES, ViewText, decode_mesh};
+use voxterra_net::view::wire::{DROP, MESH, PIECE, POSES, ViewText, decode_mesh};
 use voxterra_net::{ServerConfig, ServerHandle, ViewConfig, serve};
 
 const TOKEN: &str = "viewer-test-token";
@@ -238,6 +238,47 @@ async fn dropped_bodies_rest_on_the_ground_and_players_edits_reach_pages() {
         }
     }
     assert!(meshes > 0, "the player's edit did not reach the page");
+    s.shutdown().await;
+}
+
+/// A pillar whose base a page digs through: its top falls as a body, its mesh sent first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pieces_an_edit_cuts_loose_fall_as_bodies() {
+    use voxterra::core::{MaterialTable, Region, Voxel, VoxelPos, materials};
+    let mut store = voxterra::store::VoxelStore::new();
+    let mut fill = |min: [i32; 3], size: [u32; 3]| {
+        let r = Region::from_min_size(VoxelPos::new(min[0], min[1], min[2]), size).unwrap();
+        store.write_box(&r, &vec![Voxel::full(materials::ROCK); r.len().unwrap()]).unwrap();
+    };
+    fill([0, 0, 0], [48, 8, 48]);
+    fill([20, 8, 20], [4, 14, 4]);
+    fill([18, 22, 18], [8, 3, 8]);
+    let config =
+        TerrainConfig { detach: Some(voxterra::DetachConfig::default()), ..TerrainConfig::default() };
+    let terrain = Terrain::from_store(store, MaterialTable::default(), config).unwrap();
+    let view = ViewConfig::new("127.0.0.1:0".parse().unwrap(), bundle());
+    let server_config = ServerConfig { token: TOKEN.into(), view: Some(view), ..ServerConfig::default() };
+    let s = serve(terrain, "127.0.0.1:0".parse().unwrap(), server_config).await.unwrap();
+    let mut page = socket(s.http_addr().unwrap()).await;
+    page.send(Message::text(json!({"token": TOKEN}).to_string())).await.unwrap();
+    assert!(matches!(next_data(&mut page, Duration::from_secs(5)).await, Some(Message::Text(_))));
+    let dig = json!({"edit": {"at": [22.0, 12.0, 22.0], "radius": 3.5, "raise": false}});
+    page.send(Message::text(dig.to_string())).await.unwrap();
+    let (mut piece, mut heights) = (None, Vec::new());
+    let end = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < end && heights.len() < 10 {
+        let Some(Message::Binary(b)) = next_data(&mut page, Duration::from_secs(5)).await else { continue };
+        if b[0] == PIECE {
+            let (.., positions, _, _, indices) = decode_mesh(&b[8..]).expect("a piece carries a mesh");
+            assert!(!indices.is_empty() && positions.iter().all(|p| p.coords.norm() < 16.0));
+            piece = Some(u32::from_le_bytes([b[4], b[5], b[6], b[7]]));
+        } else if b[0] == POSES {
+            assert!(piece.is_some(), "a pose before its piece's mesh");
+            assert_eq!(b[12], 3, "the body is a piece");
+            heights.push(f32::from_le_bytes([b[32], b[33], b[34], b[35]]));
+        }
+    }
+    assert!(heights.len() >= 10 && heights[0] > heights[9], "the piece did not fall: {heights:?}");
     s.shutdown().await;
 }
 

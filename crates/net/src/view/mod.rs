@@ -16,3 +16,17 @@ mod shared;
 pub mod wire;
 
 pub(crate) use listener::start;
+
+/// Routes `head` as the viewer's HTTP side does; the asset path it would look up, if any.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn fuzz_route(head: &[u8]) -> Option<String> {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(head) {
+        Ok(s) if s.is_complete() => match http::route(&req) {
+            http::Route::Asset { path, .. } => Some(path),
+            _ => None,
+        },
+        _ => None,
+    }
+}

@@ -50,7 +50,6 @@ struct Viewer {
     frames: mpsc::Sender<ViewOut>,
     /// Frames made but not yet queued (the queue was full or the tick's bytes spent), in order.
     pending: VecDeque<ViewOut>,
-    pending_bytes: usize,
     /// Bytes queued since `since`, for the rate the overlay shows.
     sent: usize,
     since: Instant,
@@ -135,7 +134,6 @@ impl Views {
                         camera: None,
                         frames,
                         pending: VecDeque::new(),
-                        pending_bytes: 0,
                         sent: 0,
                         since: now,
                         last_edit: None,
@@ -144,6 +142,9 @@ impl Views {
                         drawn: BTreeMap::new(),
                     },
                 );
+                if let (Some(p), Some(v)) = (self.physics.as_ref(), self.viewers.get_mut(&id)) {
+                    v.pending.extend(p.piece_frames().cloned().map(ViewOut::Binary));
+                }
                 let _ = reply.send((id, self.hello.clone()));
             }
             ViewCmd::Camera { id, at } => {
@@ -191,7 +192,11 @@ impl Views {
             v.water.mark_edited(dirty);
         }
         if let Some(p) = self.physics.as_mut() {
-            p.edit(brush, self.voxel);
+            p.edit(brush);
+            let fresh = p.take_new_pieces();
+            for v in self.viewers.values_mut() {
+                v.pending.extend(fresh.iter().cloned().map(ViewOut::Binary));
+            }
         }
     }
 
@@ -223,10 +228,8 @@ impl Views {
                         Err(e) => log::warn!("viewer {id}: {e}"),
                     }
                 }
-                v.pending_bytes = v.pending.iter().map(ViewOut::len).sum();
             }
             if let Some(p) = &poses {
-                v.pending_bytes += p.len();
                 v.pending.push_back(ViewOut::Binary(p.clone()));
             }
             if v.since.elapsed() >= STATS_EVERY {
@@ -251,7 +254,6 @@ impl Views {
                     stats.nodes[(n.level as usize).min(top)] += 1;
                 }
                 let text = serde_json::to_string(&ViewText::Stats(stats)).expect("the figures serialize");
-                v.pending_bytes += text.len();
                 v.pending.push_back(ViewOut::Text(text));
                 (v.sent, v.since) = (0, Instant::now());
             }
@@ -267,10 +269,9 @@ impl Views {
                     break;
                 }
                 budget = budget.saturating_sub(n);
-                v.pending_bytes -= n;
                 v.sent += n;
             }
-            if v.pending_bytes > PENDING_MAX {
+            if v.pending.iter().map(ViewOut::len).sum::<usize>() > PENDING_MAX {
                 log::warn!("viewer {id} is too far behind");
                 gone.push(id);
             }

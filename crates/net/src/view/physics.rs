@@ -6,7 +6,7 @@
 //!
 //! This is the one module of the crate that speaks rapier's types (glam).
 
-use super::wire::{DropShape, POSES};
+use super::wire::{DropShape, POSES, encode_piece};
 use rapier3d::prelude::*;
 use voxterra::core::nalgebra::Point3;
 use voxterra::{Brush, Terrain};
@@ -57,6 +57,10 @@ pub(crate) struct Physics {
     owed: f32,
     /// Below this height a body has fallen out of the world and is removed.
     floor: f32,
+    /// The piece frames of the pieces alive, by body id (sent to every page before their poses).
+    pieces: std::collections::BTreeMap<u32, Vec<u8>>,
+    /// Piece frames made since the last [`Physics::take_new_pieces`].
+    new_pieces: Vec<Vec<u8>>,
 }
 
 impl Physics {
@@ -77,7 +81,17 @@ impl Physics {
             ..Default::default()
         };
         let ground = RapierTerrain::insert(shared.clone(), &mut world.colliders);
-        Some(Physics { world, shared, terrain: ground, bodies: Vec::new(), next: 1, owed: 0.0, floor })
+        Some(Physics {
+            world,
+            shared,
+            terrain: ground,
+            bodies: Vec::new(),
+            next: 1,
+            owed: 0.0,
+            floor,
+            pieces: Default::default(),
+            new_pieces: Vec::new(),
+        })
     }
 
     /// Drops a body of `shape` at `at` (world units), sized by the voxel.
@@ -120,16 +134,23 @@ impl Physics {
     }
 
     /// Replays an edit the server applied; wakes the bodies on the changed ground; pieces it cut
-    /// loose become bodies too (drawn as their voxel box; `voxel` in world units).
-    pub(crate) fn edit(&mut self, brush: &Brush, voxel: f32) {
+    /// loose become bodies too, their meshes sent once as piece frames.
+    pub(crate) fn edit(&mut self, brush: &Brush) {
         let w = &mut self.world;
         match self.terrain.apply_brush(brush, &mut w.bodies, &mut w.colliders) {
             Ok(edit) => {
                 for piece in edit.pieces {
                     let id = self.next;
                     self.next += 1;
-                    let half = piece.piece.bounds.size().map(|s| s as f32 * voxel / 2.0);
-                    self.bodies.push(Dropped { id, shape: 3, half, body: piece.body });
+                    if self.bodies.len() >= MAX_BODIES {
+                        w.remove_body_with_colliders(piece.body, true);
+                        continue;
+                    }
+                    let mut frame = Vec::new();
+                    encode_piece(id, &piece.piece.mesh, &mut frame);
+                    self.new_pieces.push(frame.clone());
+                    self.pieces.insert(id, frame);
+                    self.bodies.push(Dropped { id, shape: 3, half: [1.0; 3], body: piece.body });
                 }
             }
             Err(e) => log::warn!("the viewers' terrain mirror refused an edit the server applied: {e}"),
@@ -152,14 +173,25 @@ impl Physics {
             self.world.step();
         }
         let floor = self.floor;
-        let (world, bodies) = (&mut self.world, &mut self.bodies);
+        let (world, bodies, pieces) = (&mut self.world, &mut self.bodies, &mut self.pieces);
         bodies.retain(|d| {
             let gone = world.bodies.get(d.body).is_none_or(|b| b.translation().y < floor);
             if gone {
                 world.remove_body_with_colliders(d.body, true);
+                pieces.remove(&d.id);
             }
             !gone
         });
+    }
+
+    /// The piece frames made since the last call (for the pages already there).
+    pub(crate) fn take_new_pieces(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.new_pieces)
+    }
+
+    /// The piece frames of every piece alive (for a page that just came).
+    pub(crate) fn piece_frames(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.pieces.values()
     }
 
     /// Bodies awake, bodies in all, and contact pairs touching.

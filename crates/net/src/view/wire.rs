@@ -7,7 +7,8 @@
 //! | --- | --- |
 //! | mesh | `u8` [`MESH`], `u8` level, `u8` part (0 interior, 1 border, 2 whole; plus [`LIQUID`] for water), `u8` 0, `i32 × 3` node, `f32 × 3` origin, `f32` step, `u32` vertices, `u32` indices, then `u16 × 3` per vertex (position = origin + q × step, world units), `i8 × 2` per vertex (octahedral normal), `u8` per vertex (material), zeros to a multiple of 4, `u32` per index |
 //! | drop | `u8` [`DROP`], `u8` level, `u8` part (with [`LIQUID`]), `u8` 0, `i32 × 3` node |
-//! | poses | `u8` [`POSES`], `u8 × 3` 0, `u32` count, then per body `u32` id, `u8` shape (0 ball, 1 box, 2 rock: the unit icosahedron scaled by the half extents, 3 a piece an edit cut loose: its voxel box), `u8 × 3` 0, `f32 × 3` half extents, `f32 × 3` position, `f32 × 4` rotation (x, y, z, w) |
+//! | piece | `u8` [`PIECE`], `u8 × 3` 0, `u32` body id, then a mesh frame (its node zeros): the piece's render mesh around its centre of mass, sent once before its first pose |
+//! | poses | `u8` [`POSES`], `u8 × 3` 0, `u32` count, then per body `u32` id, `u8` shape (0 ball, 1 box, 2 rock: the unit icosahedron scaled by the half extents, 3 a piece an edit cut loose: the piece frame's mesh, half extents 1), `u8 × 3` 0, `f32 × 3` half extents, `f32 × 3` position, `f32 × 4` rotation (x, y, z, w) |
 
 use serde::{Deserialize, Serialize};
 use voxterra::core::nalgebra::{Point3, Vector3};
@@ -20,6 +21,8 @@ pub const MESH: u8 = 1;
 pub const DROP: u8 = 2;
 /// A poses frame's first byte.
 pub const POSES: u8 = 3;
+/// A piece frame's first byte.
+pub const PIECE: u8 = 4;
 /// The part byte's bit for the water surface's meshes (and their drops).
 pub const LIQUID: u8 = 0x80;
 /// A mesh frame's header bytes.
@@ -49,6 +52,18 @@ pub enum ViewRequest {
         /// Which shape.
         shape: DropShape,
     },
+}
+
+impl ViewRequest {
+    /// Every number it carries is finite (JSON has no infinities: a number past `f32` parses as
+    /// one; the server refuses such requests where it uses them).
+    pub fn is_finite(&self) -> bool {
+        match self {
+            ViewRequest::Token(_) => true,
+            ViewRequest::Camera(at) | ViewRequest::Drop { at, .. } => at.iter().all(|c| c.is_finite()),
+            ViewRequest::Edit { at, radius, .. } => at.iter().chain([radius]).all(|c| c.is_finite()),
+        }
+    }
 }
 
 /// A body the page drops.
@@ -197,6 +212,15 @@ pub fn encode_mesh(key: &LodMeshKey, mesh: &RenderMesh, voxel_size: f32, out: &m
             out.extend_from_slice(&i.to_le_bytes());
         }
     }
+}
+
+/// Appends a piece frame: body `id`'s render mesh (world units around its centre of mass).
+pub fn encode_piece(id: u32, mesh: &RenderMesh, out: &mut Vec<u8>) {
+    out.extend_from_slice(&[PIECE, 0, 0, 0]);
+    out.extend_from_slice(&id.to_le_bytes());
+    let key =
+        LodMeshKey { node: voxterra::lod::LodNode { level: 0, x: 0, y: 0, z: 0 }, part: ClusterPart::Whole };
+    encode_mesh(&key, mesh, 1.0, out);
 }
 
 /// Appends a drop frame for `key`.
