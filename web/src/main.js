@@ -185,7 +185,7 @@ function onStats(s) {
   const answer = (what, r) => (r == null ? '' : `\nlast ${what}: ${'Ok' in r ? 'ok' : r.Err}`);
   const edit = answer('edit', s.last_edit) + answer('drop', s.last_drop);
   figuresEl.textContent =
-    `${levels}\nin: ${(s.bytes_per_second / 1024).toFixed(1)} KiB/s\nserver tick: ${s.tick_ms.toFixed(2)} ms\n` +
+    `${levels}\nin: ${(s.bytes_per_second / 1024).toFixed(1)} KiB/s\nserver tick: ${s.tick_ms.toFixed(2)} ms (longest ${s.worst_tick_ms.toFixed(1)})\n` +
     `bodies: ${s.awake} awake of ${s.bodies}, contacts ${s.contacts}${edit}`;
 }
 

@@ -78,6 +78,8 @@ pub(crate) struct Views {
     /// The dropped bodies; `None` on a paged terrain.
     physics: Option<Physics>,
     stepped: Instant,
+    /// The longest tick since the figures last went out.
+    worst_tick: Duration,
     /// Bodies were sent last tick (so an empty list goes out once when the last one leaves).
     had_bodies: bool,
     voxel: f32,
@@ -111,6 +113,7 @@ impl Views {
             next: 1,
             physics: Physics::new(terrain),
             stepped: Instant::now(),
+            worst_tick: Duration::ZERO,
             had_bodies: false,
             voxel: terrain.voxel_size(),
         }
@@ -203,6 +206,8 @@ impl Views {
     /// Moves each view to its camera, queues its new meshes nearest first and its drops, and
     /// sends what fits; the overlay's figures twice a second. `tick` is the server's last tick.
     pub(crate) fn tick(&mut self, terrain: &Terrain, tick: Duration) {
+        self.worst_tick = self.worst_tick.max(tick);
+        let mut figures_sent = false;
         let scale = terrain.scale();
         let mut gone = Vec::new();
         let dt = std::mem::replace(&mut self.stepped, Instant::now()).elapsed().as_secs_f32();
@@ -239,6 +244,7 @@ impl Views {
                     triangles: vec![0; top + 1],
                     nodes: vec![0; top + 1],
                     tick_ms: tick.as_secs_f32() * 1e3,
+                    worst_tick_ms: self.worst_tick.as_secs_f32() * 1e3,
                     bytes_per_second: v.sent as f32 / secs,
                     last_edit: v.last_edit.clone(),
                     last_drop: v.last_drop.clone(),
@@ -256,6 +262,7 @@ impl Views {
                 let text = serde_json::to_string(&ViewText::Stats(stats)).expect("the figures serialize");
                 v.pending.push_back(ViewOut::Text(text));
                 (v.sent, v.since) = (0, Instant::now());
+                figures_sent = true;
             }
             let mut budget = self.config.budget;
             while let Some(out) = v.pending.front() {
@@ -275,6 +282,9 @@ impl Views {
                 log::warn!("viewer {id} is too far behind");
                 gone.push(id);
             }
+        }
+        if figures_sent {
+            self.worst_tick = Duration::ZERO;
         }
         for id in gone {
             self.viewers.remove(&id);

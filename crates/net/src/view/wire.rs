@@ -113,6 +113,9 @@ pub struct ViewStats {
     pub nodes: Vec<usize>,
     /// The server's last tick, milliseconds.
     pub tick_ms: f32,
+    /// The server's longest tick since the last figures, milliseconds (a view's first meshes
+    /// are made in a tick).
+    pub worst_tick_ms: f32,
     /// Bodies awake.
     pub awake: usize,
     /// Bodies in all.
