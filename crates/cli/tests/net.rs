@@ -120,3 +120,58 @@ fn served_from_a_chunk_database_every_confirmed_edit_is_in_it() {
     assert!(info["sequence"].as_u64().unwrap() >= confirmed, "{info} after {confirmed} confirmed edits");
     assert!(voxterra().args(["verify", db]).output().unwrap().status.success());
 }
+
+/// `voxterra view` without the page's bundle says the one command that builds it; `serve --http`
+/// prints the page's URL once, the token only in its fragment, serves the page there and refuses
+/// a path out of the bundle; `view` with a fresh token (none in the environment) does the same.
+#[test]
+fn view_and_serve_http_print_the_url_with_the_token_in_its_fragment() {
+    let missing = voxterra()
+        .args(["view", "--size", "96x48x96", "--http", "127.0.0.1:0", "--web", "/nonexistent/dist"])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cargo xtask web"), "{missing:?}");
+
+    let bundle = tempfile::tempdir().unwrap();
+    std::fs::write(bundle.path().join("index.html"), b"<!doctype html><title>page</title>").unwrap();
+    let web = bundle.path().to_str().unwrap();
+    let url_of = |out: &mut BufReader<std::process::ChildStdout>| {
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        line.trim().strip_prefix("open ").unwrap_or_else(|| panic!("{line:?}")).to_string()
+    };
+    let get = |url: &str, path: &str| {
+        use std::io::{Read, Write};
+        let host = url.trim_start_matches("http://").split('/').next().unwrap();
+        let mut tcp = std::net::TcpStream::connect(host).unwrap();
+        tcp.write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes()).unwrap();
+        let mut body = String::new();
+        tcp.read_to_string(&mut body).unwrap();
+        body
+    };
+    let (child, _addr, mut out) = serve(&["--http", "127.0.0.1:0", "--web", web]);
+    let url = url_of(&mut out);
+    assert!(url.ends_with("/#token=a%20secret%20for%20the%20tests"), "{url}");
+    assert!(!url.contains('?'));
+    assert!(get(&url, "/").contains("<title>page</title>"));
+    assert!(get(&url, "/../Cargo.toml").starts_with("HTTP/1.1 400"));
+    let rest = stop(child, out);
+    assert!(!rest.contains("secret"), "the token in a log line: {rest}");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_voxterra"))
+        .env_remove("VOXTERRA_TOKEN")
+        .args(["view", "--size", "96x48x96", "--http", "127.0.0.1:0", "--web", web])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.starts_with("listening on "), "{line:?}");
+    let url = url_of(&mut out);
+    let token = url.rsplit("#token=").next().unwrap();
+    assert!(token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit()), "{url}");
+    assert!(get(&url, "/").contains("<title>page</title>"));
+    stop(child, out);
+}
