@@ -21,13 +21,14 @@ fn serve(extra: &[&str]) -> (Child, String, BufReader<std::process::ChildStdout>
 
 /// Starts `voxterra serve` on the world `world` names (flags) with `extra` flags.
 fn serve_world(world: &[&str], extra: &[&str]) -> (Child, String, BufReader<std::process::ChildStdout>) {
-    let mut child = voxterra()
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(world)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = voxterra();
+    cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(world).args(extra);
+    listening(cmd)
+}
+
+/// Runs a server command; the child, the game address it printed first, and its output after.
+fn listening(mut cmd: Command) -> (Child, String, BufReader<std::process::ChildStdout>) {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
@@ -159,16 +160,17 @@ fn view_and_serve_http_print_the_url_with_the_token_in_its_fragment() {
     let rest = stop(child, out);
     assert!(!rest.contains("secret"), "the token in a log line: {rest}");
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_voxterra"))
-        .env_remove("VOXTERRA_TOKEN")
-        .args(["view", "--size", "96x48x96", "--http", "127.0.0.1:0", "--web", web])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    assert!(line.starts_with("listening on "), "{line:?}");
+    let mut view = Command::new(env!("CARGO_BIN_EXE_voxterra"));
+    view.env_remove("VOXTERRA_TOKEN").args([
+        "view",
+        "--size",
+        "96x48x96",
+        "--http",
+        "127.0.0.1:0",
+        "--web",
+        web,
+    ]);
+    let (child, _addr, mut out) = listening(view);
     let url = url_of(&mut out);
     let token = url.rsplit("#token=").next().unwrap();
     assert!(token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit()), "{url}");

@@ -10,7 +10,10 @@
 //! [`protocol`]. Plaintext TCP serves and reaches loopback only; any other address takes TLS
 //! ([`TlsServer`] in [`ServerConfig::tls`], [`Client::connect_tls`] with a [`TlsClient`]: rustls,
 //! certificates and keys as PEM). A whole server and a whole player, each a page:
-//! `examples/server.rs`, `examples/client.rs`.
+//! `examples/server.rs`, `examples/client.rs`. Browsers look on through [`ServerConfig::view`]
+//! ([`ViewConfig`], the [`view`] module): an HTTP listener serving the page `web/` bundles and a
+//! WebSocket streaming levels-of-detail meshes for each page's camera, its edits and the bodies
+//! it drops (simulated with rapier through `voxterra-rapier`).
 //!
 //! ```
 //! use std::time::Duration;
@@ -47,6 +50,7 @@ mod frames;
 pub mod fuzz;
 mod hosted;
 pub mod protocol;
+mod rate;
 mod server;
 mod tls;
 pub mod view;

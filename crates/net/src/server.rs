@@ -12,6 +12,7 @@ use crate::protocol::{
     CLIENT_FRAME_MAX, ClientFrame, EditRefused, PROTOCOL_VERSION, RefusedWhy, ServerFrame,
     terrain_region_hash,
 };
+use crate::rate::Rate;
 use crate::tls::Stream;
 use crate::view::owner::{ViewCmd, Views, next_view_cmd};
 use std::collections::BTreeMap;
@@ -469,8 +470,7 @@ async fn connection(tcp: TcpStream, addr: SocketAddr, shared: Arc<Shared>) -> Re
 /// Returns why it ended.
 async fn read_loop<R: AsyncRead + Unpin>(r: &mut R, session: u64, shared: &Shared) -> String {
     let cfg = &shared.config;
-    let (rate, burst) = (cfg.edit_rate.max(0.0), cfg.edit_rate.max(1.0));
-    let (mut allowance, mut last) = (burst, Instant::now());
+    let mut rate = Rate::new(cfg.edit_rate);
     loop {
         let body = match tokio::time::timeout(cfg.idle_timeout, read_frame(r, CLIENT_FRAME_MAX)).await {
             Err(_) => return "idle".into(),
@@ -487,18 +487,11 @@ async fn read_loop<R: AsyncRead + Unpin>(r: &mut R, session: u64, shared: &Share
                 }
                 Cmd::Viewers { session, points }
             }
-            Ok(ClientFrame::Edit { id, brush }) => {
-                let now = Instant::now();
-                allowance = (allowance + rate * now.duration_since(last).as_secs_f32()).min(burst);
-                last = now;
-                if allowance < 1.0 {
-                    // Refused here, answered by the owner, which holds the client's queue.
-                    Cmd::Refuse { session, id, why: EditRefused::RateLimited }
-                } else {
-                    allowance -= 1.0;
-                    Cmd::Edit { session, id, brush }
-                }
-            }
+            Ok(ClientFrame::Edit { id, brush }) => match rate.take() {
+                true => Cmd::Edit { session, id, brush },
+                // Refused here, answered by the owner, which holds the client's queue.
+                false => Cmd::Refuse { session, id, why: EditRefused::RateLimited },
+            },
             Ok(ClientFrame::Resend(request)) => Cmd::Resend { session, request },
             Ok(ClientFrame::HashRequest(keys)) => Cmd::Hash { session, keys },
         };

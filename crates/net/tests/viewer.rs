@@ -144,10 +144,10 @@ async fn sockets_without_the_token_get_nothing_and_a_bad_page_costs_only_itself(
         if let Some(Message::Binary(b)) = next_data(&mut good, Duration::from_secs(5)).await
             && b[0] == MESH
         {
-            let (_, _, _, positions, normals, materials, indices) = decode_mesh(&b).unwrap();
-            assert_eq!((positions.len(), normals.len()), (materials.len(), materials.len()));
-            assert!(indices.iter().all(|&i| (i as usize) < positions.len()));
-            triangles += indices.len() / 3;
+            let m = decode_mesh(&b).unwrap();
+            assert_eq!((m.positions.len(), m.normals.len()), (m.materials.len(), m.materials.len()));
+            assert!(m.indices.iter().all(|&i| (i as usize) < m.positions.len()));
+            triangles += m.indices.len() / 3;
         }
     }
     assert!(triangles > 0, "no mesh came");
@@ -232,9 +232,9 @@ async fn dropped_bodies_rest_on_the_ground_and_players_edits_reach_pages() {
     let end = Instant::now() + Duration::from_secs(10);
     while meshes == 0 && Instant::now() < end {
         if let Some(Message::Binary(b)) = next_data(&mut page, Duration::from_secs(2)).await
-            && let Some((_, _, _, positions, ..)) = decode_mesh(&b)
+            && let Some(m) = decode_mesh(&b)
         {
-            meshes += positions.iter().any(|p| (p - center).norm() < 4.5) as usize;
+            meshes += m.positions.iter().any(|p| (p - center).norm() < 4.5) as usize;
         }
     }
     assert!(meshes > 0, "the player's edit did not reach the page");
@@ -269,8 +269,8 @@ async fn pieces_an_edit_cuts_loose_fall_as_bodies() {
     while Instant::now() < end && heights.len() < 10 {
         let Some(Message::Binary(b)) = next_data(&mut page, Duration::from_secs(5)).await else { continue };
         if b[0] == PIECE {
-            let (.., positions, _, _, indices) = decode_mesh(&b[8..]).expect("a piece carries a mesh");
-            assert!(!indices.is_empty() && positions.iter().all(|p| p.coords.norm() < 16.0));
+            let m = decode_mesh(&b[8..]).expect("a piece carries a mesh");
+            assert!(!m.indices.is_empty() && m.positions.iter().all(|p| p.coords.norm() < 16.0));
             piece = Some(u32::from_le_bytes([b[4], b[5], b[6], b[7]]));
         } else if b[0] == POSES {
             assert!(piece.is_some(), "a pose before its piece's mesh");

@@ -49,7 +49,6 @@ struct Dropped {
 /// The viewers' bodies and the terrain mirror they rest on.
 pub(crate) struct Physics {
     world: PhysicsWorld,
-    shared: SharedTerrain,
     terrain: RapierTerrain,
     bodies: Vec<Dropped>,
     next: u32,
@@ -75,15 +74,13 @@ impl Physics {
                 .ok()?;
         let floor =
             terrain.extent().map_or(-100.0, |e| terrain.scale().region_to_world(&e, 0.0).mins.y - 50.0);
-        let shared = SharedTerrain::new(mirror);
         let mut world = PhysicsWorld {
             narrow_phase: NarrowPhase::with_query_dispatcher(dispatcher()),
             ..Default::default()
         };
-        let ground = RapierTerrain::insert(shared.clone(), &mut world.colliders);
+        let ground = RapierTerrain::insert(SharedTerrain::new(mirror), &mut world.colliders);
         Some(Physics {
             world,
-            shared,
             terrain: ground,
             bodies: Vec::new(),
             next: 1,
@@ -219,11 +216,5 @@ impl Physics {
             }
         }
         out
-    }
-
-    /// The mirror (for tests of its equality with the server's terrain).
-    #[allow(dead_code)]
-    pub(crate) fn mirror(&self) -> std::sync::RwLockReadGuard<'_, Terrain> {
-        self.shared.read()
     }
 }

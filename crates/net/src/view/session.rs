@@ -9,11 +9,11 @@ use super::shared::ViewShared;
 use super::wire::ViewRequest;
 use crate::config::{ServerEvent, ViewConfig};
 use crate::error::NetError;
+use crate::rate::Rate;
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 use subtle::ConstantTimeEq;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -184,33 +184,5 @@ where
         if shared.cmds.send(cmd).await.is_err() {
             return "the server stopped".into();
         }
-    }
-}
-
-/// A token bucket: `rate` a second, bursts of as many (at least one).
-struct Rate {
-    rate: f32,
-    burst: f32,
-    allowance: f32,
-    last: Instant,
-}
-
-impl Rate {
-    fn new(rate: f32) -> Self {
-        let burst = rate.max(1.0);
-        Rate { rate: rate.max(0.0), burst, allowance: burst, last: Instant::now() }
-    }
-
-    /// Takes one request's worth; false when the bucket is empty.
-    fn take(&mut self) -> bool {
-        let now = Instant::now();
-        self.allowance =
-            (self.allowance + self.rate * now.duration_since(self.last).as_secs_f32()).min(self.burst);
-        self.last = now;
-        let ok = self.allowance >= 1.0;
-        if ok {
-            self.allowance -= 1.0;
-        }
-        ok
     }
 }

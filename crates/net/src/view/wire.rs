@@ -231,12 +231,28 @@ pub fn encode_drop(key: &LodMeshKey, out: &mut Vec<u8>) {
     key_header(DROP, key, out);
 }
 
-/// A mesh frame read back (for tests and Rust viewers): the node's level, part byte and coordinates,
-/// world positions, normals, materials and indices; `None` when the bytes are not a whole mesh frame.
-#[allow(clippy::type_complexity)]
-pub fn decode_mesh(
-    b: &[u8],
-) -> Option<(u8, u8, [i32; 3], Vec<Point3<f32>>, Vec<Vector3<f32>>, Vec<u8>, Vec<u32>)> {
+/// A mesh frame read back ([`decode_mesh`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodedMesh {
+    /// The node's level.
+    pub level: u8,
+    /// The part byte (with [`LIQUID`] for water).
+    pub part: u8,
+    /// The node's coordinates at its level.
+    pub node: [i32; 3],
+    /// Vertex positions, world units.
+    pub positions: Vec<Point3<f32>>,
+    /// Unit vertex normals.
+    pub normals: Vec<Vector3<f32>>,
+    /// Each vertex's material id.
+    pub materials: Vec<u8>,
+    /// Triangles as vertex indices, three a triangle.
+    pub indices: Vec<u32>,
+}
+
+/// A mesh frame read back (for tests and Rust viewers); `None` when the bytes are not a whole
+/// mesh frame.
+pub fn decode_mesh(b: &[u8]) -> Option<DecodedMesh> {
     let u32_at = |o: usize| b.get(o..o + 4).map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]));
     let f32_at = |o: usize| u32_at(o).map(f32::from_bits);
     if b.first() != Some(&MESH) || b.len() < MESH_HEADER {
@@ -264,5 +280,5 @@ pub fn decode_mesh(
         .collect();
     let materials = b[mats_at..mats_at + nv].to_vec();
     let indices = (0..ni).map(|i| u32_at(idx_at + 4 * i).unwrap_or(0)).collect();
-    Some((b[1], b[2], node, positions, normals, materials, indices))
+    Some(DecodedMesh { level: b[1], part: b[2], node, positions, normals, materials, indices })
 }
